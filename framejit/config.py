@@ -1,0 +1,67 @@
+"""User settings, read once per compile into a frozen Options object.
+
+Set them as module attributes (`framejit.config.debug = True`) or temporarily
+with `framejit.config.patch(debug=True)` as a context manager or decorator.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+import sys
+from typing import Any, Callable, Iterator
+
+debug: bool = False             # print ORIGINAL/MODIFIED BYTECODE, GUARDS and the graph per compiled frame
+verbose: bool = False           # full tracebacks for internal errors
+log_level: int = logging.WARNING
+output_code: bool = False       # ask backends that generate code to print it
+dynamic_shapes: bool = False    # not yet supported: shapes are always specialised
+cache_size_limit: int = 8       # compiled entries per code object before it runs as plain Python
+suppress_errors: bool = False   # backend failures warn and fall back instead of raising
+inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
+
+_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes",
+          "cache_size_limit", "suppress_errors", "inline_depth_limit")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """A snapshot of the settings one compile runs with."""
+
+    debug: bool
+    verbose: bool
+    output_code: bool
+    dynamic_shapes: bool
+    cache_size_limit: int
+    suppress_errors: bool
+    inline_depth_limit: int
+
+
+def snapshot() -> Options:
+    mod = sys.modules[__name__]
+    return Options(**{f.name: getattr(mod, f.name) for f in dataclasses.fields(Options)})
+
+
+class patch(contextlib.ContextDecorator):
+    """Temporarily change settings: `with config.patch(debug=True): ...` or as a decorator."""
+
+    def __init__(self, **changes: Any) -> None:
+        unknown = set(changes) - set(_NAMES)
+        if unknown:
+            raise AttributeError(f"framejit.config has no setting(s) {sorted(unknown)}; known: {list(_NAMES)}")
+        self.changes = changes
+        self._saved: list[dict[str, Any]] = []
+
+    def __enter__(self) -> "patch":
+        mod = sys.modules[__name__]
+        self._saved.append({k: getattr(mod, k) for k in self.changes})
+        for k, v in self.changes.items():
+            setattr(mod, k, v)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        mod = sys.modules[__name__]
+        for k, v in self._saved.pop().items():
+            setattr(mod, k, v)
