@@ -1,0 +1,438 @@
+/* framejit._C._hook: the PEP 523 frame hook, and nothing else.
+ *
+ * Owns the per-thread callback, the per-code cache list / SKIP mark stored in
+ * co_extra, running cache-entry guards and replacement functions from C, and
+ * calling the Python callback on a miss. Tracing and policy live in Python.
+ * CPython 3.11 only: it reads the _PyInterpreterFrame layout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define Py_BUILD_CORE
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
+#error "framejit._C._hook supports CPython 3.11 only"
+#endif
+
+#define SMALL_STACK 8
+#define NOT_PLAIN (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+static Py_ssize_t extra_index = -1;
+static PyObject *SKIP;
+static PyObject *slot_key;                 /* our key in the thread-state dict */
+static Py_tss_t slot_tss = Py_tss_NEEDS_INIT;
+static _PyFrameEvalFunction prev_eval;     /* foreign eval function to chain to, or NULL */
+/* The frame handed to prev_eval: if prev_eval chains back to us with it, the
+ * frame has had its turn and must run plainly, or the two hooks loop. */
+static _Thread_local _PyInterpreterFrame *chaining;
+static long n_hits, n_misses, n_guard_errors;
+
+/* Per-thread callback. The eval hook reads it through a TSS pointer (cheap);
+ * the slot itself is owned by a capsule in the thread-state dict, so the
+ * callback is released when the thread state is cleared at thread exit. */
+typedef struct {
+    PyObject *cb;            /* strong; NULL means None (off) */
+    PyThreadState *owner;
+} ThreadSlot;
+
+static void slot_free(PyObject *capsule)
+{
+    ThreadSlot *slot = PyCapsule_GetPointer(capsule, "framejit.slot");
+    PyObject *cb = slot->cb;
+    slot->cb = NULL;
+    if (_PyThreadState_UncheckedGet() == slot->owner) {
+        PyThread_tss_set(&slot_tss, NULL);
+        PyMem_RawFree(slot);
+    } else {
+        /* Cleared from another OS thread, whose TSS may still point here:
+         * leak the few bytes rather than leave it dangling. */
+        slot->owner = NULL;
+    }
+    Py_XDECREF(cb);
+}
+
+static ThreadSlot *get_slot(void)
+{
+    ThreadSlot *slot = PyThread_tss_get(&slot_tss);
+    PyThreadState *ts = PyThreadState_Get();
+    if (slot != NULL && slot->owner == ts)
+        return slot;
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: no thread-state dict");
+        return NULL;
+    }
+    slot = PyMem_RawCalloc(1, sizeof(ThreadSlot));
+    if (slot == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    slot->owner = ts;
+    PyObject *capsule = PyCapsule_New(slot, "framejit.slot", slot_free);
+    if (capsule == NULL) {
+        PyMem_RawFree(slot);
+        return NULL;
+    }
+    int err = PyDict_SetItem(dict, slot_key, capsule);
+    Py_DECREF(capsule);
+    if (err < 0)
+        return NULL;
+    PyThread_tss_set(&slot_tss, slot);
+    return slot;
+}
+
+/* Hands back the disabled callback: restored only if no one set another meanwhile. */
+static void restore_cb(ThreadSlot *slot, PyObject *cb)
+{
+    if (slot->cb == NULL)
+        slot->cb = cb;
+    else
+        Py_DECREF(cb);
+}
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag);
+
+static PyObject *pass_through(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
+{
+    _PyFrameEvalFunction prev = prev_eval;
+    /* When prev is on top it called us: don't hand the frame back to it. */
+    if (prev == NULL || prev == _PyInterpreterState_GetEvalFrameFunc(ts->interp))
+        return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+    _PyInterpreterFrame *saved = chaining;
+    chaining = frame;
+    PyObject *result = prev(ts, frame, throw_flag);
+    chaining = saved;
+    return result;
+}
+
+static void ensure_installed(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (cur == eval_frame)
+        return;
+    prev_eval = (cur == _PyEval_EvalFrameDefault) ? NULL : cur;
+    _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame);
+}
+
+/* memo = [closure, globals, function]: the replacement function for `code`,
+ * rebuilt only when the frame's function has another closure or globals. */
+static PyObject *memo_function(PyObject *memo, PyObject *code, PyFunctionObject *func)
+{
+    PyObject *closure = func->func_closure ? func->func_closure : Py_None;
+    PyObject **m = ((PyListObject *)memo)->ob_item;
+    if (m[0] == closure && m[1] == func->func_globals && m[2] != Py_None)
+        return Py_NewRef(m[2]);
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "framejit: cache entry code is not a code object");
+        return NULL;
+    }
+    Py_ssize_t nfree = closure == Py_None ? 0 : PyTuple_GET_SIZE(closure);
+    if (((PyCodeObject *)code)->co_nfreevars != nfree) {
+        PyErr_Format(PyExc_ValueError, "framejit: replacement code %R needs %d free vars, "
+                     "the function has %zd", code, ((PyCodeObject *)code)->co_nfreevars, nfree);
+        return NULL;
+    }
+    PyObject *fn = PyFunction_New(code, func->func_globals);
+    if (fn == NULL)
+        return NULL;
+    if (closure != Py_None && PyFunction_SetClosure(fn, closure) < 0) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    /* Swap all three before releasing the old ones: their finalizers may run code. */
+    PyObject *old[3] = {m[0], m[1], m[2]};
+    m[0] = Py_NewRef(closure);
+    m[1] = Py_NewRef(func->func_globals);
+    m[2] = Py_NewRef(fn);
+    for (int i = 0; i < 3; i++)
+        Py_DECREF(old[i]);
+    return fn;
+}
+
+/* Runs the guards of `cache` in order. Returns the replacement function of the
+ * first entry whose guard passes (new ref), or NULL: *err says whether that is
+ * an error (set) or a miss. A guard that raises counts as failing. */
+static PyObject *lookup(PyObject *cache, _PyInterpreterFrame *frame, Py_ssize_t nargs, int *err)
+{
+    PyObject *small[SMALL_STACK], **stack = small, *fn = NULL;
+    *err = 0;
+    if (nargs + 1 > SMALL_STACK && (stack = PyMem_Malloc((nargs + 1) * sizeof(PyObject *))) == NULL) {
+        PyErr_NoMemory();
+        *err = 1;
+        return NULL;
+    }
+    stack[0] = (PyObject *)frame->f_func;
+    memcpy(stack + 1, frame->localsplus, nargs * sizeof(PyObject *));
+    Py_INCREF(cache);  /* a guard may replace co_extra or mutate the list */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cache); i++) {
+        PyObject *entry = PyList_GET_ITEM(cache, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "framejit: cache entry is not a (guard, code, memo) tuple");
+            *err = 1;
+            break;
+        }
+        Py_INCREF(entry);
+        PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), stack, nargs + 1, NULL);
+        int ok = r == NULL ? -1 : r == Py_True ? 1 : r == Py_False ? 0 : PyObject_IsTrue(r);
+        Py_XDECREF(r);
+        if (ok < 0) {
+            PyErr_Clear();
+            n_guard_errors++;
+        } else if (ok) {
+            PyObject *memo = PyTuple_GET_ITEM(entry, 2);
+            if (!PyList_CheckExact(memo) || PyList_GET_SIZE(memo) != 3)
+                PyErr_SetString(PyExc_TypeError, "framejit: cache entry memo is not a list of 3");
+            else
+                fn = memo_function(memo, PyTuple_GET_ITEM(entry, 1), frame->f_func);
+            *err = fn == NULL;
+            Py_DECREF(entry);
+            n_hits++;
+            break;
+        }
+        Py_DECREF(entry);
+    }
+    Py_DECREF(cache);
+    if (stack != small)
+        PyMem_Free(stack);
+    return fn;
+}
+
+/* Asks the callback for a replacement: new ref, Py_None to run the frame as is, NULL on error. */
+static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    PyObject *args = PyTuple_New(nargs);
+    if (args == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(args, i, Py_NewRef(frame->localsplus[i]));
+    PyObject *stack[2] = {(PyObject *)frame->f_func, args};
+    PyObject *r = PyObject_Vectorcall(cb, stack, 2, NULL);
+    Py_DECREF(args);
+    return r;
+}
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
+{
+    if (prev_eval != NULL && frame == chaining)
+        return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+    PyCodeObject *code = frame->f_code;
+    /* Only fresh frames of ordinary functions (CO_OPTIMIZED excludes module
+     * and class bodies); generators, coroutines and throw() run untouched. */
+    if (throw_flag || frame->owner != FRAME_OWNED_BY_THREAD
+            || (code->co_flags & (NOT_PLAIN | CO_OPTIMIZED)) != CO_OPTIMIZED
+            || frame->prev_instr != _PyCode_CODE(code) - 1
+            || !PyFunction_Check(frame->f_func))
+        return pass_through(ts, frame, throw_flag);
+    ThreadSlot *slot = PyThread_tss_get(&slot_tss);
+    if (slot == NULL || slot->cb == NULL || slot->owner != ts)
+        return pass_through(ts, frame, throw_flag);
+    /* Another hook on top chains to us: it owns this frame; never rewrite twice. */
+    if (_PyInterpreterState_GetEvalFrameFunc(ts->interp) != eval_frame)
+        return pass_through(ts, frame, throw_flag);
+    PyObject *extra = NULL;
+    if (_PyCode_GetExtra((PyObject *)code, extra_index, (void **)&extra) < 0)
+        return NULL;
+    if (extra == SKIP)
+        return pass_through(ts, frame, throw_flag);
+
+    int flags = code->co_flags;
+    Py_ssize_t nargs = code->co_argcount + code->co_kwonlyargcount
+        + ((flags & CO_VARARGS) != 0) + ((flags & CO_VARKEYWORDS) != 0);
+    /* Disabled while guards and the callback run: their own calls aren't hooked. */
+    PyObject *cb = slot->cb, *fn = NULL;
+    slot->cb = NULL;
+    int err = 0;
+    if (extra != NULL)
+        fn = lookup(extra, frame, nargs, &err);
+    if (fn == NULL && !err) {
+        n_misses++;
+        if (cb != Py_False) {
+            fn = ask_callback(cb, frame, nargs);
+            err = fn == NULL;
+        }
+    }
+    restore_cb(slot, cb);
+    if (err)
+        return NULL;
+    if (fn == NULL || fn == Py_None) {
+        Py_XDECREF(fn);
+        return pass_through(ts, frame, throw_flag);
+    }
+    /* The replacement takes the argument slots positionally; the caller then
+     * pops the untouched original frame. */
+    PyObject *result = PyObject_Vectorcall(fn, frame->localsplus, nargs, NULL);
+    Py_DECREF(fn);
+    return result;
+}
+
+/* ---- module functions ---- */
+
+static int check_cb(PyObject *cb)
+{
+    if (cb == Py_None || cb == Py_False || PyCallable_Check(cb))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "callback must be None, False or callable, not %.100s",
+                 Py_TYPE(cb)->tp_name);
+    return -1;
+}
+
+static PyObject *set_callback(PyObject *self, PyObject *cb)
+{
+    ThreadSlot *slot;
+    if (check_cb(cb) < 0 || (slot = get_slot()) == NULL)
+        return NULL;
+    if (cb != Py_None)
+        ensure_installed();
+    PyObject *old = slot->cb;
+    slot->cb = cb == Py_None ? NULL : Py_NewRef(cb);
+    return old ? old : Py_NewRef(Py_None);
+}
+
+static PyObject *get_callback(PyObject *self, PyObject *unused)
+{
+    ThreadSlot *slot = PyThread_tss_get(&slot_tss);
+    if (slot == NULL || slot->cb == NULL || slot->owner != PyThreadState_Get())
+        Py_RETURN_NONE;
+    return Py_NewRef(slot->cb);
+}
+
+static PyObject *call_with_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargsf,
+                                    PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    ThreadSlot *slot;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "call_with_callback(cb, fn, *args, **kwargs)");
+        return NULL;
+    }
+    if (check_cb(args[0]) < 0 || (slot = get_slot()) == NULL)
+        return NULL;
+    if (args[0] != Py_None)
+        ensure_installed();
+    PyObject *prev = slot->cb;  /* we hold its reference until it is restored */
+    slot->cb = args[0] == Py_None ? NULL : Py_NewRef(args[0]);
+    PyObject *result = PyObject_Vectorcall(args[1], args + 2, nargs - 2, kwnames);
+    PyObject *cur = slot->cb;
+    slot->cb = prev;
+    Py_XDECREF(cur);
+    return result;
+}
+
+static PyObject *get_extra(PyObject *self, PyObject *code)
+{
+    PyObject *extra = NULL;
+    if (!PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "expected a code object");
+        return NULL;
+    }
+    if (_PyCode_GetExtra(code, extra_index, (void **)&extra) < 0)
+        return NULL;
+    return Py_NewRef(extra ? extra : Py_None);
+}
+
+static PyObject *set_extra(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyCode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "set_extra(code, obj)");
+        return NULL;
+    }
+    PyObject *obj = args[1], *old = NULL;
+    if (obj != Py_None && obj != SKIP && !PyList_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "set_extra: obj must be None, SKIP or a list");
+        return NULL;
+    }
+    if (_PyCode_GetExtra(args[0], extra_index, (void **)&old) < 0)
+        return NULL;
+    /* Keep the old value alive until the slot holds the new one: the free
+     * function's decref could otherwise run code that reads a freed slot. */
+    Py_XINCREF(old);
+    PyObject *new = obj == Py_None ? NULL : Py_NewRef(obj);
+    if (_PyCode_SetExtra(args[0], extra_index, new) < 0) {
+        Py_XDECREF(new);
+        Py_XDECREF(old);
+        return NULL;
+    }
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *is_installed(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == eval_frame);
+}
+
+static PyObject *get_stats(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{sl,sl,sl}", "hits", n_hits, "misses", n_misses,
+                         "guard_errors", n_guard_errors);
+}
+
+static PyObject *reset_stats(PyObject *self, PyObject *unused)
+{
+    n_hits = n_misses = n_guard_errors = 0;
+    Py_RETURN_NONE;
+}
+
+static void free_extra(void *obj)
+{
+    Py_XDECREF((PyObject *)obj);
+}
+
+static PyObject *skip_repr(PyObject *self)
+{
+    return PyUnicode_FromString("<framejit SKIP>");
+}
+
+static PyTypeObject SkipType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framejit._C._hook.SkipType",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_repr = skip_repr,
+};
+
+static PyMethodDef methods[] = {
+    {"set_callback", set_callback, METH_O, "set_callback(cb) -> previous: None, False or cb(func, args)."},
+    {"get_callback", get_callback, METH_NOARGS, "This thread's callback (None when unset)."},
+    {"call_with_callback", (PyCFunction)(void (*)(void))call_with_callback,
+     METH_FASTCALL | METH_KEYWORDS, "call_with_callback(cb, fn, *args, **kwargs)"},
+    {"get_extra", get_extra, METH_O, "get_extra(code) -> None | SKIP | list"},
+    {"set_extra", (PyCFunction)(void (*)(void))set_extra, METH_FASTCALL,
+     "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo)."},
+    {"is_installed", is_installed, METH_NOARGS, "Whether our eval-frame function is the current one."},
+    {"get_stats", get_stats, METH_NOARGS, "Counters: hits, misses, guard_errors."},
+    {"reset_stats", reset_stats, METH_NOARGS, "Zero the counters."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "framejit._C._hook", "The PEP 523 frame hook.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__hook(void)
+{
+    if (PyType_Ready(&SkipType) < 0)
+        return NULL;
+    if (extra_index < 0 && (extra_index = _PyEval_RequestCodeExtraIndex(free_extra)) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: no co_extra index left");
+        return NULL;
+    }
+    if (!PyThread_tss_is_created(&slot_tss) && PyThread_tss_create(&slot_tss) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: cannot create a TSS key");
+        return NULL;
+    }
+    if (slot_key == NULL && (slot_key = PyUnicode_InternFromString("framejit._C._hook.slot")) == NULL)
+        return NULL;
+    if (SKIP == NULL && (SKIP = PyObject_New(PyObject, &SkipType)) == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "SKIP", SKIP) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

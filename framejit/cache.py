@@ -1,0 +1,76 @@
+"""Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset.
+
+An entry is the tuple (guard_fn, replacement_code, memo) that the C hook runs;
+the CompiledFrame behind it is kept weakly keyed by its guard function.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import weakref
+from typing import Any
+
+from framejit._C import _hook
+from framejit.contracts import CompiledFrame
+
+SKIP = _hook.SKIP
+
+_frames: "weakref.WeakKeyDictionary[Any, CompiledFrame]" = weakref.WeakKeyDictionary()
+_codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()   # codes with something in co_extra
+_keepalive: list[weakref.ref] = []                               # weakrefs whose callbacks drop entries
+
+
+def entries(code: types.CodeType) -> list[tuple]:
+    extra = _hook.get_extra(code)
+    return extra if isinstance(extra, list) else []
+
+
+def compiled_frames(code: types.CodeType) -> list[CompiledFrame]:
+    return [_frames[e[0]] for e in entries(code) if e[0] in _frames]
+
+
+def mark_skip(code: types.CodeType) -> None:
+    _hook.set_extra(code, SKIP)
+    _codes.add(code)
+
+
+def is_skipped(code: types.CodeType) -> bool:
+    return _hook.get_extra(code) is SKIP
+
+
+def install(code: types.CodeType, frame: CompiledFrame) -> tuple:
+    """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
+    _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through
+    entry = (frame.guard_fn, frame.code, [None, None, None])
+    cache = entries(code)
+    if not cache:
+        cache = []
+        _hook.set_extra(code, cache)
+        _codes.add(code)
+    cache.insert(0, entry)
+    _frames[frame.guard_fn] = dataclasses.replace(frame, watched=())
+    code_ref, guard_ref = weakref.ref(code), weakref.ref(frame.guard_fn)
+
+    def drop(_: weakref.ref) -> None:  # holds only weak references: never keeps a dead entry alive
+        live_code, guard = code_ref(), guard_ref()
+        if live_code is not None and guard is not None:
+            entries(live_code)[:] = [e for e in entries(live_code) if e[0] is not guard]
+    for obj in frame.watched:
+        _keepalive.append(weakref.ref(obj, drop))
+    if len(_keepalive) > 1024:
+        _keepalive[:] = [r for r in _keepalive if r() is not None]
+    return entry
+
+
+def replacement_function(entry: tuple, fn: types.FunctionType) -> types.FunctionType:
+    """The replacement for a call of `fn`: its globals and closure, the entry's code."""
+    return types.FunctionType(entry[1], fn.__globals__, fn.__name__, None, fn.__closure__)
+
+
+def reset() -> None:
+    """Forget every entry and skip mark (the C hook then offers every frame to the callback again)."""
+    for code in list(_codes):
+        _hook.set_extra(code, None)
+    _codes.clear()
+    _frames.clear()
+    _keepalive.clear()

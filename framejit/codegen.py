@@ -1,0 +1,128 @@
+"""Bytecode for the transformed function: call the compiled graph, rebuild Python values, replay writes."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from bytecode import Instr
+
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
+                                           TupleVariable)
+
+GRAPH_OUT = "___graph_out"
+_NO_ARG = object()
+
+
+class PyCodegen:
+    """Emits instructions that leave a Variable's real value on the stack.
+
+    Tensors computed by the graph come from its output tuple (`output_index`);
+    values with a source are reloaded from it; containers made during the trace
+    are rebuilt (once: mutable ones are kept in a temporary so identity holds).
+    """
+
+    def __init__(self, output_index: dict[int, int]) -> None:
+        self.output_index = output_index
+        self.instructions: list[Instr] = []
+        self.temps: list[str] = []
+        self._built: dict[int, str] = {}
+
+    def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
+        self.instructions.append(Instr(opname) if arg is _NO_ARG else Instr(opname, arg))
+
+    def emit_const(self, value: Any) -> None:
+        self.instructions.append(Instr("LOAD_CONST", value))
+
+    def call(self, nargs: int) -> None:
+        self.emit("PRECALL", nargs)
+        self.emit("CALL", nargs)
+
+    def new_temp(self) -> str:
+        name = f"___tmp_{len(self.temps)}"
+        self.temps.append(name)
+        return name
+
+    def store_temp(self, produce: Callable[[], None]) -> str:
+        produce()
+        name = self.new_temp()
+        self.emit("STORE_FAST", name)
+        return name
+
+    def load_source(self, var: Variable) -> None:
+        assert var.source is not None
+        var.source.reconstruct(self)
+
+    def load(self, var: Variable) -> None:
+        if id(var) in self.output_index:
+            self.emit("LOAD_FAST", GRAPH_OUT)
+            self.emit_const(self.output_index[id(var)])
+            self.emit("BINARY_SUBSCR")
+        elif var.source is not None:
+            var.source.reconstruct(self)
+        elif id(var) in self._built:
+            self.emit("LOAD_FAST", self._built[id(var)])
+        else:
+            self.build_fresh(var)
+
+    def build_fresh(self, var: Variable) -> None:
+        """Build `var` from its items (ignoring its source): new containers and replayed contents."""
+        if isinstance(var, (TupleVariable, ListVariable)):
+            for item in var.items:
+                self.load(item)
+            self.emit("BUILD_TUPLE" if isinstance(var, TupleVariable) else "BUILD_LIST", len(var.items))
+            if isinstance(var, TupleVariable) and var.py_type is not tuple:
+                self._named_tuple(var.py_type)
+        elif isinstance(var, DictVariable):
+            for key, value in var.items.items():
+                self.emit_const(key)
+                self.load(value)
+            self.emit("BUILD_MAP", len(var.items))
+        elif isinstance(var, SetVariable):
+            var.reconstruct(self)
+        elif isinstance(var, SliceVariable):
+            for part in var.parts:
+                self.load(part)
+            self.emit("BUILD_SLICE", len(var.parts))
+        elif var.is_python_constant() and not isinstance(var, (TupleVariable, ListVariable)):
+            self.emit_const(var.as_python_constant())
+            return
+        else:
+            unsupported(f"cannot rebuild {var} after the graph", "reconstruct")
+        if isinstance(var, (ListVariable, DictVariable, SetVariable)) and var.source is None:
+            name = self.new_temp()
+            self.emit("COPY", 1)
+            self.emit("STORE_FAST", name)
+            self._built[id(var)] = name
+
+    def _named_tuple(self, py_type: type) -> None:
+        # stack: plain tuple -> py_type(*tuple) for namedtuples, py_type(tuple) for structseqs
+        temp = self.new_temp()
+        self.emit("STORE_FAST", temp)
+        self.emit("PUSH_NULL")
+        self.emit_const(py_type if hasattr(py_type, "_fields") else py_type)
+        if hasattr(py_type, "_make"):
+            self.emit("LOAD_ATTR", "_make")
+        self.emit("LOAD_FAST", temp)
+        self.call(1)
+
+    def replace_contents(self, var: Variable, temp: str) -> None:
+        """Make the outside container behind var.source hold what the temp holds."""
+        if isinstance(var, ListVariable):
+            self.emit("LOAD_FAST", temp)
+            self.load_source(var)
+            self.emit_const(None)
+            self.emit_const(None)
+            self.emit("BUILD_SLICE", 2)
+            self.emit("STORE_SUBSCR")
+        elif isinstance(var, DictVariable):
+            for method, args in (("clear", ()), ("update", (temp,))):
+                self.load_source(var)
+                self.emit("LOAD_METHOD", method)
+                for arg in args:
+                    self.emit("LOAD_FAST", arg)
+                self.call(len(args))
+                self.emit("POP_TOP")
+        else:
+            unsupported(f"replaying a mutation of {var}", "side_effect")
+
+

@@ -1,0 +1,36 @@
+"""Code objects for CPython 3.11 as instruction lists and back.
+
+Reading (`read_instructions`, `exception_table`), listing (`format_code`),
+liveness (`live_locals_at`) and assembling (`roundtrip`, `build_function_code`).
+The one place that checks the interpreter version: framejit speaks 3.11 bytecode only.
+"""
+from __future__ import annotations
+
+import sys
+
+if sys.version_info[:2] != (3, 11):
+    raise ImportError(f"framejit supports CPython 3.11 only, not {sys.version.split()[0]}")
+
+from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
+from framejit.codeobj.liveness import live_locals_at
+from framejit.codeobj.listing import format_code
+from framejit.codeobj.reading import (
+    ExceptionEntry,
+    Inst,
+    exception_table,
+    offset_to_index,
+    read_instructions,
+)
+
+__all__ = [
+    "ExceptionEntry",
+    "Inst",
+    "arg_slot_names",
+    "build_function_code",
+    "exception_table",
+    "format_code",
+    "live_locals_at",
+    "offset_to_index",
+    "read_instructions",
+    "roundtrip",
+]

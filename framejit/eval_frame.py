@@ -1,0 +1,215 @@
+"""The Python side of the PEP 523 hook: optimize/run/disable contexts and the compile-on-miss callback."""
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+from torch import nn
+
+from framejit import cache, config, logs, registry
+from framejit._C import _hook
+from framejit.contracts import GuardFailure
+from framejit.convert import CompileHooks, convert_frame
+from framejit.exc import BackendCompilerFailed, FramejitError, InternalError, Unsupported
+from framejit.guards import explain_failure
+from framejit.trace import skipfiles
+
+log = logs.log
+_compile_lock = threading.RLock()
+_fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes that now always run as Python
+_warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+
+
+def reset() -> None:
+    """Drop every cache entry, skip mark and compiled graph."""
+    with _compile_lock:
+        cache.reset()
+        _fallback.clear()
+        _warned_limit.clear()
+
+
+class FrameCallback:
+    """Called by the C hook for a frame with no matching cache entry (see _hook.set_callback)."""
+
+    def __init__(self, hooks: CompileHooks, *, nopython: bool, guard_fail_fn: Callable | None,
+                 guard_export_fn: Callable | None) -> None:
+        self.hooks = hooks
+        self.nopython = nopython
+        self.guard_fail_fn = guard_fail_fn
+        self.guard_export_fn = guard_export_fn
+
+    def __call__(self, fn: types.FunctionType, args: tuple) -> Callable | None:
+        code = fn.__code__
+        if code in _fallback:
+            return None
+        reason = skipfiles.capture_refusal(code)
+        if reason is not None:
+            cache.mark_skip(code)
+            return None
+        with _compile_lock:
+            existing = cache.entries(code)
+            for entry in existing:  # another thread may have compiled it meanwhile
+                if entry[0](fn, *args):
+                    return cache.replacement_function(entry, fn)
+            if existing and not self._recompile_allowed(fn, args, existing):
+                return None
+            return self._compile(fn, args, bool(existing))
+
+    def _recompile_allowed(self, fn: types.FunctionType, args: tuple, existing: list) -> bool:
+        code = fn.__code__
+        frames = cache.compiled_frames(code)
+        if frames:
+            from framejit.codeobj import arg_slot_names
+            failed = explain_failure(list(frames[0].guards), frames[0].constants, fn, arg_slot_names(code), args)
+            if failed is not None:
+                guard, why = failed
+                failure = GuardFailure(code=code, guard=guard, reason=why)
+                if logs.enabled("recompiles", config.debug):
+                    print(f"RECOMPILING {code.co_name} ({code.co_filename}:{code.co_firstlineno}): {why}")
+                log.info("recompiling %s: %s", code.co_name, why)
+                if self.guard_fail_fn is not None:
+                    self.guard_fail_fn(failure)
+        if len(existing) >= config.cache_size_limit:
+            if code not in _warned_limit:
+                _warned_limit.add(code)
+                warnings.warn(f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) was "
+                              f"recompiled {len(existing)} times, reaching config.cache_size_limit="
+                              f"{config.cache_size_limit}; it now runs as plain Python for new inputs",
+                              stacklevel=2)
+            return False
+        return True
+
+    def _compile(self, fn: types.FunctionType, args: tuple, has_entries: bool) -> Callable | None:
+        code = fn.__code__
+        options = config.snapshot()
+        try:
+            compiled = convert_frame(fn, args, options, self.hooks)
+        except Unsupported as e:
+            if self.nopython:
+                raise
+            log.info("framejit runs %s (%s:%d) as Python: %s", code.co_name, code.co_filename,
+                     code.co_firstlineno, e)
+            self._give_up(code, has_entries)
+            return None
+        except BackendCompilerFailed as e:
+            if not options.suppress_errors:
+                raise
+            warnings.warn(f"framejit: {e}; running {code.co_name} as Python (config.suppress_errors)")
+            self._give_up(code, has_entries)
+            return None
+        except FramejitError:
+            raise
+        except Exception as e:
+            if self.nopython:
+                raise InternalError(f"internal error while compiling {code.co_name} "
+                                    f"({code.co_filename}:{code.co_firstlineno}): {type(e).__name__}: {e}") from e
+            log.warning("framejit internal error on %s (%s:%d), running it as Python: %s: %s", code.co_name,
+                        code.co_filename, code.co_firstlineno, type(e).__name__, e,
+                        exc_info=options.verbose)
+            self._give_up(code, has_entries)
+            return None
+        if compiled is None:
+            self._give_up(code, has_entries)
+            return None
+        entry = cache.install(code, compiled)
+        if self.guard_export_fn is not None:
+            self.guard_export_fn(list(compiled.guards))
+        return cache.replacement_function(entry, fn)
+
+    @staticmethod
+    def _give_up(code: types.CodeType, has_entries: bool) -> None:
+        if has_entries:
+            _fallback.add(code)
+        else:
+            cache.mark_skip(code)
+
+
+class _Context:
+    """What optimize()/run()/disable() return: a decorator, module wrapper and context manager in one."""
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback  # a FrameCallback, False (run only) or None (disabled)
+        self._prior: list[Any] = []
+
+    def __enter__(self) -> "_Context":
+        self._prior.append(_hook.set_callback(self.callback))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _hook.set_callback(self._prior.pop())
+
+    def __call__(self, fn: Any) -> Any:
+        if isinstance(fn, nn.Module):
+            return OptimizedModule(fn, self)
+        if not callable(fn):
+            raise TypeError(f"framejit expects a function or nn.Module, got {type(fn).__name__}")
+        if isinstance(fn, type):
+            raise TypeError(f"framejit expects a function or nn.Module instance, got the class {fn.__name__}")
+        callback, call = self.callback, _hook.call_with_callback
+
+        @functools.wraps(fn)
+        def framejit_wrapper(*args: Any, **kwargs: Any) -> Any:
+            return call(callback, fn, *args, **kwargs)
+        framejit_wrapper._framejit_orig = fn  # type: ignore[attr-defined]
+        return framejit_wrapper
+
+
+class OptimizedModule(nn.Module):
+    """An nn.Module whose calls run under a framejit context; the original is at `._orig_mod`."""
+
+    def __init__(self, mod: nn.Module, ctx: _Context) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        forward = getattr(type(mod).forward, "__code__", None)
+        if forward is not None and skipfiles.capture_refusal(forward):
+            skipfiles.forced_capture.add(forward)  # e.g. optimize(nn.Linear(...)): capture its forward
+        self.forward = ctx(mod.__call__)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def make_context(backend: Callable, backend_name: str, *, nopython: bool = False,
+                 guard_fail_fn: Callable | None = None, guard_export_fn: Callable | None = None,
+                 on_graph: Callable | None = None) -> _Context:
+    hooks = CompileHooks(backend, backend_name, on_graph)
+    return _Context(FrameCallback(hooks, nopython=nopython, guard_fail_fn=guard_fail_fn,
+                                  guard_export_fn=guard_export_fn))
+
+
+RUN_ONLY = _Context(False)
+DISABLED = _Context(None)
+
+
+def disable(fn: Any = None, recursive: bool = True) -> Any:
+    """Never capture fn (and, if recursive, anything it calls); with no fn, a context manager / decorator."""
+    if fn is None:
+        return _Context(None) if recursive else _NonRecursiveDisable()
+    if not callable(fn):
+        raise TypeError(f"framejit.disable expects a callable, got {type(fn).__name__}")
+    registry.mark_disabled(fn)
+    if not recursive:
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            cache.mark_skip(code)
+        return fn
+    wrapped = _Context(None)(fn)
+    registry.mark_disabled(wrapped)
+    return wrapped
+
+
+class _NonRecursiveDisable:
+    def __call__(self, fn: Any) -> Any:
+        return disable(fn, recursive=False)
+
+

@@ -1,0 +1,234 @@
+"""The graph being captured: FX nodes with fake-tensor examples, graph inputs, and the final compile.
+
+`finish` turns a completed trace into a compiled graph plus the bytecode that
+calls it, rebuilds the frame's return value and replays side effects.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+import traceback
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
+                                           FakeTensorMode)
+from torch.utils import _pytree as pytree
+
+from framejit.codegen import GRAPH_OUT, PyCodegen
+from framejit.config import Options
+from framejit.guards import GuardSet
+from framejit.trace.side_effects import SideEffects
+from framejit.trace.sources import Source, graph_input_name
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.containers import BaseListVariable, DictVariable, TupleVariable, ListVariable
+from framejit.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+_graph_counter = itertools.count()
+
+
+def next_graph_name() -> str:
+    return f"__compiled_fn_{next(_graph_counter)}"
+
+
+def _is_mutating(target: Any, kwargs: dict[str, Any]) -> bool:
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs
+
+
+class GraphInput:
+    __slots__ = ("source", "value", "node")
+
+    def __init__(self, source: Source, value: torch.Tensor, node: torch.fx.Node) -> None:
+        self.source, self.value, self.node = source, value, node
+
+
+class OutputGraph:
+    def __init__(self, f_globals: dict[str, Any], options: Options) -> None:
+        self.f_globals = f_globals
+        self.options = options
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.guards = GuardSet()
+        self.guards.add_global_state()
+        self.side_effects = SideEffects()
+        self.wrapped: dict[str, Variable] = {}
+        self.inputs: list[GraphInput] = []
+        self.initial_grad_mode = torch.is_grad_enabled()
+        self._used_names: set[str] = set()
+        self.current_tx: "Translator | None" = None
+
+    # -- building the graph -------------------------------------------------------------------
+    def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+        name = graph_input_name(source)
+        base, n = name, 1
+        while name in self._used_names:
+            name, n = f"{base}_{n}", n + 1
+        self._used_names.add(name)
+        anchor = self.inputs[-1].node if self.inputs else None
+        if anchor is None:
+            first = next(iter(self.graph.nodes), None)
+            ctx = self.graph.inserting_before(first) if first is not None else self.graph.inserting_after(None)
+        else:
+            ctx = self.graph.inserting_after(anchor)
+        with ctx:
+            node = self.graph.placeholder(name)
+        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        self.inputs.append(GraphInput(source, value, node))
+        self.guards.add(source, "TENSOR_MATCH", value)
+        return TensorVariable(node, fake, source, type(value))
+
+    def create_node(self, tx: "Translator", op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
+        node = self.graph.create_node(op, target, args, kwargs)
+        summary = tx.frame_summary()
+        node.meta["stack_trace"] = "".join(traceback.format_list([summary]))
+        return node
+
+    def call_graph_op(self, tx: "Translator", op: str, target: Any, args: Sequence[Variable],
+                      kwargs: dict[str, Variable]) -> Variable:
+        """Run target on fake values for its result's metadata, then add a node if the result has tensors."""
+        fake_args = [a.as_fake() for a in args]
+        fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
+        name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
+        try:
+            with self.fake_mode:
+                if op == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            unsupported(f"{name} has a data-dependent output ({type(e).__name__})", "data_dependent")
+        except NotImplementedError as e:
+            unsupported(f"{name} cannot run on fake tensors: {e}", "fake_error")
+        except Exception as e:  # the same call would raise in eager mode: let eager raise it
+            unsupported(f"{name} raised {type(e).__name__}: {e}", "op_error")
+        has_tensor = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(result))
+        if not has_tensor and not _is_mutating(target, kwargs):
+            from framejit.variables.builder import wrap_constant_result
+            return wrap_constant_result(result)
+        node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
+                                {k: v.as_node_arg() for k, v in kwargs.items()})
+        return self.wrap_result(tx, node, result)
+
+    def wrap_result(self, tx: "Translator", node: torch.fx.Node, result: Any) -> Variable:
+        from framejit.variables.builder import wrap_constant_result
+        node.meta["example_value"] = result
+        if isinstance(result, torch.Tensor):
+            return TensorVariable(node, result)
+        if isinstance(result, (tuple, list)):
+            items: list[Variable] = []
+            for i, item in enumerate(result):
+                if isinstance(item, torch.Tensor):
+                    getitem = self.create_node(tx, "call_function", operator.getitem, (node, i), {})
+                    getitem.meta["example_value"] = item
+                    items.append(TensorVariable(getitem, item))
+                else:
+                    items.append(wrap_constant_result(item))
+            return ListVariable(items) if isinstance(result, list) else TupleVariable(items, py_type=type(result))
+        if result is None:
+            return wrap_constant_result(None)
+        unsupported(f"a graph op returned {type(result).__name__}", "op_result")
+
+    def set_grad_mode(self, mode: bool) -> None:
+        """Switch grad mode for the rest of the trace and, at the same point, in the graph."""
+        if torch.is_grad_enabled() != mode:
+            torch._C._set_grad_enabled(mode)
+        node = self.graph.create_node("call_function", torch._C._set_grad_enabled, (mode,), {})
+        node.meta["example_value"] = None
+
+    def restore_global_state(self) -> None:
+        torch._C._set_grad_enabled(self.initial_grad_mode)
+
+    def count_ops(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+                   and n.target is not torch._C._set_grad_enabled)
+
+    # -- finishing ---------------------------------------------------------------------------
+    def finish(self, tx: "Translator", return_value: Variable,
+               compile_graph: Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
+               ) -> "FinishedTrace | None":
+        """Compile the graph and generate the replacement body; None if there is nothing worth compiling."""
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            unsupported("grad mode is left changed at return", "grad_mode")
+        self._drop_trailing_grad_toggles()
+        if self.count_ops() == 0 and self.side_effects.is_empty():
+            return None
+        outputs = self._collect_outputs([return_value, *self.side_effects.values()])
+        self._remove_unused_inputs()
+        output_index = {id(v): i for i, v in enumerate(outputs)}
+        self.graph.output(tuple(v.node for v in outputs))
+        cg = PyCodegen(output_index)
+        graph_fn, graph_name = None, None
+        if self.count_ops() or outputs:
+            gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+            example_inputs = [i.value for i in self.inputs]
+            graph_fn, graph_name = compile_graph(gm, example_inputs)
+            cg.emit("PUSH_NULL")
+            cg.emit_const(graph_fn)
+            for graph_input in self.inputs:
+                graph_input.source.reconstruct(cg)
+            cg.call(len(self.inputs))
+            cg.emit("STORE_FAST", GRAPH_OUT)
+        else:
+            gm = None
+        result = cg.store_temp(lambda: cg.load(return_value))
+        self.side_effects.codegen(cg)
+        cg.emit("LOAD_FAST", result)
+        cg.emit("RETURN_VALUE")
+        return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps), gm=gm,
+                             graph_fn=graph_fn, graph_name=graph_name)
+
+    def _drop_trailing_grad_toggles(self) -> None:
+        for node in reversed(list(self.graph.nodes)):
+            if node.target is torch._C._set_grad_enabled:
+                self.graph.erase_node(node)
+            else:
+                break
+
+    def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable]:
+        """Tensors the Python side needs from the graph (inputs are reloaded from their sources)."""
+        seen: dict[int, TensorVariable] = {}
+        visited: set[int] = set()
+
+        def visit(var: Variable) -> None:
+            if id(var) in visited:
+                return
+            visited.add(id(var))
+            if isinstance(var, TensorVariable):
+                if var.node.op != "placeholder":
+                    seen.setdefault(id(var), var)
+            elif isinstance(var, BaseListVariable):
+                for item in var.items:
+                    visit(item)
+            elif isinstance(var, DictVariable):
+                for item in var.items.values():
+                    visit(item)
+
+        for root in roots:
+            visit(root)
+        return list(seen.values())
+
+    def _remove_unused_inputs(self) -> None:
+        for graph_input in list(self.inputs):
+            if not graph_input.node.users:
+                self.graph.erase_node(graph_input.node)
+                self.inputs.remove(graph_input)
+
+
+class FinishedTrace:
+    __slots__ = ("instructions", "temps", "gm", "graph_fn", "graph_name")
+
+    def __init__(self, *, instructions: list, temps: tuple[str, ...], gm: torch.fx.GraphModule | None,
+                 graph_fn: Callable | None, graph_name: str | None) -> None:
+        self.instructions = instructions
+        self.temps = temps
+        self.gm = gm
+        self.graph_fn = graph_fn
+        self.graph_name = graph_name
+
+

@@ -1,0 +1,61 @@
+"""Closure cells during tracing: a box holding a Variable, shared by the functions that close over it."""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+from framejit.variables.base import Variable, unsupported
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+
+class Cell:
+    """A cell of the traced code. `load` builds the initial value lazily for cells that live
+    outside the trace (closure of the captured function, or of a real function being inlined);
+    `on_store` decides what a write means for them (a replayed side effect, or Unsupported)."""
+
+    __slots__ = ("value", "load", "on_store")
+
+    def __init__(self, value: Variable | None = None, load: Callable[[], Variable] | None = None,
+                 on_store: Callable[[Variable], None] | None = None) -> None:
+        self.value = value
+        self.load = load
+        self.on_store = on_store
+
+    def get(self) -> Variable:
+        if self.value is None and self.load is not None:
+            self.value = self.load()
+        if self.value is None:
+            unsupported("read of an empty closure cell (NameError)", "unbound")
+        return self.value
+
+    def set(self, value: Variable) -> None:
+        if self.on_store is not None:
+            self.on_store(value)
+        self.value = value
+
+
+class CellVariable(Variable):
+    """What LOAD_CLOSURE pushes: a cell, to be put in a new function's closure."""
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def __repr__(self) -> str:
+        return "CellVariable()"
+
+
+def outside_cell(tx: "Translator", contents: Any, source: Any, writable_name: str | None) -> Cell:
+    """A cell whose value lives outside the trace: wrapped on first read, writes replayed or refused."""
+    from framejit.variables.builder import wrap_value
+
+    def on_store(value: Variable) -> None:
+        if writable_name is None:
+            unsupported("writing a closure variable of a function called from the compiled frame", "closure_write")
+        tx.output.side_effects.store_cell(writable_name, value)
+
+    return Cell(load=lambda: wrap_value(tx, contents, source), on_store=on_store)

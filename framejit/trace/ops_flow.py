@@ -1,0 +1,74 @@
+"""Opcode handlers: jumps (on trace-time constants only) and for-loops (unrolled)."""
+from __future__ import annotations
+
+from framejit.codeobj import Inst
+from framejit.trace.translator import Translator, handler
+from framejit.variables.containers import IteratorVariable
+
+
+@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def JUMP(tx: Translator, inst: Inst) -> None:
+    tx.jump(inst)
+
+
+@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
+def POP_JUMP_IF_TRUE(tx: Translator, inst: Inst) -> None:
+    if tx.pop().truth(tx):
+        tx.jump(inst)
+
+
+@handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
+def POP_JUMP_IF_FALSE(tx: Translator, inst: Inst) -> None:
+    if not tx.pop().truth(tx):
+        tx.jump(inst)
+
+
+def _is_none(tx: Translator) -> bool:
+    value = tx.pop()
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+@handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
+def POP_JUMP_IF_NONE(tx: Translator, inst: Inst) -> None:
+    if _is_none(tx):
+        tx.jump(inst)
+
+
+@handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
+def POP_JUMP_IF_NOT_NONE(tx: Translator, inst: Inst) -> None:
+    if not _is_none(tx):
+        tx.jump(inst)
+
+
+@handler("JUMP_IF_TRUE_OR_POP")
+def JUMP_IF_TRUE_OR_POP(tx: Translator, inst: Inst) -> None:
+    if tx.stack[-1].truth(tx):
+        tx.jump(inst)
+    else:
+        tx.pop()
+
+
+@handler("JUMP_IF_FALSE_OR_POP")
+def JUMP_IF_FALSE_OR_POP(tx: Translator, inst: Inst) -> None:
+    if not tx.stack[-1].truth(tx):
+        tx.jump(inst)
+    else:
+        tx.pop()
+
+
+@handler("GET_ITER")
+def GET_ITER(tx: Translator, inst: Inst) -> None:
+    value = tx.pop()
+    tx.push(value if isinstance(value, IteratorVariable) else IteratorVariable(value.unpack(tx)))
+
+
+@handler("FOR_ITER")
+def FOR_ITER(tx: Translator, inst: Inst) -> None:
+    iterator = tx.stack[-1]
+    assert isinstance(iterator, IteratorVariable)
+    item = iterator.next()
+    if item is None:
+        tx.pop()
+        tx.jump(inst)
+    else:
+        tx.push(item)

@@ -1,0 +1,78 @@
+"""Writes the trace made to state outside the frame; the transformed code replays them after the graph."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from framejit.variables.base import Variable, unsupported
+
+if TYPE_CHECKING:
+    from framejit.codegen import PyCodegen
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
+        self.attrs: dict[tuple[int, str], tuple[Variable, str, Variable]] = {}
+        self.globals: dict[str, Variable] = {}
+        self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
+
+    def is_empty(self) -> bool:
+        return not (self.containers or self.attrs or self.globals or self.cells)
+
+    def mutated_container(self, var: Variable) -> None:
+        self.containers[id(var)] = var
+
+    def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
+        from framejit.variables.nn_module import NNModuleVariable
+        from framejit.variables.tensor import TensorVariable
+        from framejit.variables.user_object import UserObjectVariable
+        if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
+            unsupported(f"setting attribute {name!r} on {obj}", "side_effect")
+        if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
+                isinstance(value, TensorVariable) and issubclass(value.python_type(), __import__("torch").nn.Parameter))):
+            unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", "side_effect")
+        self.attrs[(id(obj), name)] = (obj, name, value)
+
+    def pending_attr(self, obj: Variable, name: str) -> Variable | None:
+        entry = self.attrs.get((id(obj), name))
+        return entry[2] if entry else None
+
+    def store_global(self, f_globals: dict, name: str, value: Variable) -> None:
+        self.globals[name] = value
+
+    def pending_global(self, f_globals: dict, name: str) -> Variable | None:
+        return self.globals.get(name)
+
+    def store_cell(self, name: str, value: Variable) -> None:
+        self.cells[name] = value
+
+    def values(self) -> list[Variable]:
+        """Every value the replay will need (to decide graph outputs)."""
+        out: list[Variable] = list(self.containers.values())
+        out += [value for _, _, value in self.attrs.values()]
+        return out + list(self.globals.values()) + list(self.cells.values())
+
+    def codegen(self, cg: "PyCodegen") -> None:
+        """Replay: first compute every new value into a temporary, then write them all,
+        so that no replayed write changes what a later value is computed from."""
+        writes: list[tuple[str, Any, str]] = []
+        for var in self.containers.values():
+            writes.append(("container", var, cg.store_temp(lambda v=var: cg.build_fresh(v))))
+        for obj, name, value in self.attrs.values():
+            writes.append(("attr", (obj, name), cg.store_temp(lambda v=value: cg.load(v))))
+        for name, value in self.globals.items():
+            writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
+        for name, value in self.cells.items():
+            writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
+        for kind, target, temp in writes:
+            if kind == "container":
+                cg.replace_contents(target, temp)
+                continue
+            cg.emit("LOAD_FAST", temp)
+            if kind == "attr":
+                cg.load_source(target[0])
+                cg.emit("STORE_ATTR", target[1])
+            elif kind == "global":
+                cg.emit("STORE_GLOBAL", target)
+            else:
+                cg.emit("STORE_DEREF", target)

@@ -1,0 +1,64 @@
+"""Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no.
+
+torch.nn's module code is the exception: module forwards and their helper
+methods are traced through, so that layers become graph ops on parameters.
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sysconfig
+import types
+
+import torch
+
+import framejit
+
+_FRAMEJIT_DIR = os.path.dirname(os.path.abspath(framejit.__file__)) + os.sep
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_TORCH_NN_DIRS = tuple(os.path.join(_TORCH_DIR, "nn", sub) + os.sep for sub in ("modules", "utils"))
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+
+
+def _package_dir(name: str) -> str | None:
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec and spec.origin else None
+
+
+_THIRD_PARTY = tuple(filter(None, map(_package_dir, ("numpy", "bytecode", "tabulate", "sympy"))))
+
+# Code objects captured even though their file is skipped (e.g. nn.Linear.forward of an optimized module).
+forced_capture: "set[types.CodeType]" = set()
+
+
+def _skipped_file(filename: str) -> str | None:
+    if filename.startswith(_FRAMEJIT_DIR):
+        return "framejit's own code"
+    if filename.startswith(_TORCH_DIR) and not filename.startswith(_TORCH_NN_DIRS):
+        return "torch internals"
+    if filename.startswith(_STDLIB_DIRS) and "site-packages" not in filename:
+        return "the standard library"
+    if filename.startswith(_THIRD_PARTY):
+        return "a library framejit does not trace"
+    if filename.startswith("<") and filename not in ("<string>", "<stdin>") and not filename.startswith("<ipython"):
+        return f"generated code ({filename})"
+    return None
+
+
+def capture_refusal(code: types.CodeType) -> str | None:
+    """Why a frame of `code` should run untouched, or None to capture it."""
+    if code in forced_capture:
+        return None
+    if not code.co_flags & inspect.CO_OPTIMIZED:
+        return "module or class body"
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return "generator or coroutine"
+    if code.co_filename.startswith(_TORCH_NN_DIRS):
+        return "torch.nn internals (traced when called from user code)"
+    return _skipped_file(code.co_filename)
+
+
+def inline_refusal(code: types.CodeType) -> str | None:
+    """Why a call to `code` cannot be traced into, or None."""
+    return _skipped_file(code.co_filename)

@@ -1,0 +1,143 @@
+"""Where a traced value came from: each Source names its guard expression and reloads the value.
+
+`name()` is the expression guards are written in (L['x'] for arguments, G['x']
+for globals, C['x'] for closure cells of the captured function);
+`reconstruct(cg)` emits the bytecode that loads the same value in the
+transformed code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from framejit.codegen import PyCodegen
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        """The root of the source: 'local', 'global' or 'closure' (shown in guard listings)."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSource(Source):
+    local_name: str
+
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit("LOAD_FAST", self.local_name)
+
+    @property
+    def kind(self) -> str:
+        return "local"
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalSource(Source):
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit("LOAD_GLOBAL", (False, self.global_name))
+
+    @property
+    def kind(self) -> str:
+        return "global"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosureSource(Source):
+    """The contents of a free variable of the captured function (its closure cell)."""
+
+    var_name: str
+    index: int
+
+    def name(self) -> str:
+        return f"C[{self.var_name!r}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit("LOAD_DEREF", self.var_name)
+
+    @property
+    def kind(self) -> str:
+        return "closure"
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.attr}"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        self.base.reconstruct(cg)
+        cg.emit("LOAD_ATTR", self.attr)
+
+    @property
+    def kind(self) -> str:
+        return self.base.kind
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemSource(Source):
+    """base[key] for a constant key (list/tuple index, dict key, _modules/_parameters name)."""
+
+    base: Source
+    key: Any
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        self.base.reconstruct(cg)
+        cg.emit("LOAD_CONST", self.key)
+        cg.emit("BINARY_SUBSCR")
+
+    @property
+    def kind(self) -> str:
+        return self.base.kind
+
+
+@dataclasses.dataclass(frozen=True)
+class GradModeSource(Source):
+    """Pseudo-source for global state guards (grad mode, default device)."""
+
+    what: str
+
+    def name(self) -> str:
+        return ""
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        raise NotImplementedError("global state is not a value")
+
+    @property
+    def kind(self) -> str:
+        return "global"
+
+
+_IDENT = re.compile(r"[^0-9a-zA-Z_]+")
+
+
+def graph_input_name(source: Source) -> str:
+    """A readable placeholder name: L['x'] -> x, L['self']._modules['fc']._parameters['weight'] -> self_fc_weight."""
+    text = source.name()
+    for noise in ("._modules", "._parameters", "._buffers", "L[", "G[", "C["):
+        text = text.replace(noise, "_" if noise.startswith(".") else "")
+    name = _IDENT.sub("_", text).strip("_") or "arg"
+    return "_" + name if name[0].isdigit() else name

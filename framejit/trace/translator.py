@@ -1,0 +1,216 @@
+"""The symbolic interpreter: runs a frame's bytecode on Variables, one handler per opcode.
+
+A Translator owns one frame being traced (the captured frame, or a user
+function being inlined into it); all of them share one OutputGraph.
+"""
+from __future__ import annotations
+
+import dis
+import inspect
+import traceback
+import types
+import weakref
+from typing import Any, Callable
+
+from framejit.codeobj import Inst, read_instructions
+from framejit.exc import Unsupported
+from framejit.trace.cells import Cell, outside_cell
+from framejit.trace.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
+from framejit.variables.base import Variable, unsupported
+
+Handler = Callable[["Translator", Inst], None]
+HANDLERS: list[Handler | None] = [None] * 256
+
+
+def handler(*opnames: str) -> Callable[[Handler], Handler]:
+    """Register a handler for opcodes named exactly as in `dis.opmap` (checked at import)."""
+    def register(fn: Handler) -> Handler:
+        for name in opnames:
+            if name not in dis.opmap:
+                raise AssertionError(f"no opcode named {name} in CPython {dis.sys.version_info[:2]}")
+            HANDLERS[dis.opmap[name]] = fn
+        return fn
+    return register
+
+
+class ReturnValue(Exception):
+    """Raised by RETURN_VALUE to end a frame's trace with its return value."""
+
+    def __init__(self, value: Variable) -> None:
+        self.value = value
+
+
+_INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
+
+
+def instructions_of(code: types.CodeType) -> list[Inst]:
+    insts = _INSTRUCTIONS.get(code)
+    if insts is None:
+        insts = _INSTRUCTIONS[code] = read_instructions(code)
+    return insts
+
+
+class Translator:
+    def __init__(self, output: Any, code: types.CodeType, f_globals: dict[str, Any],
+                 symbolic_locals: dict[str, Variable], cells: dict[str, Cell], *,
+                 parent: "Translator | None" = None, globals_source: Source | None = None) -> None:
+        self.output = output
+        self.code = code
+        self.f_globals = f_globals
+        builtins = f_globals.get("__builtins__", __builtins__)
+        self.f_builtins: dict[str, Any] = builtins if isinstance(builtins, dict) else vars(builtins)
+        self.symbolic_locals = symbolic_locals
+        self.cells = cells
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.globals_source = globals_source  # None: the captured frame's own globals (G[...])
+        self.instructions = instructions_of(code)
+        self.stack: list[Variable] = []
+        self.ip = 0
+        self.current: Inst | None = None
+        self.kw_names: tuple[str, ...] = ()
+        self.generated: list[Variable] = []  # values yielded by an inlined generator expression
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> Variable:
+        insts = self.instructions
+        try:
+            while True:
+                inst = insts[self.ip]
+                self.ip += 1
+                self.current = inst
+                fn = HANDLERS[inst.opcode]
+                if fn is None:
+                    unsupported(f"opcode {inst.opname} is not supported", "opcode")
+                fn(self, inst)
+        except ReturnValue as ret:
+            return ret.value
+        except Unsupported as e:
+            if not e.user_stack:
+                e.user_stack = self.user_stack()
+            raise
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
+            raise Unsupported(f"{type(e).__name__} while tracing: {e}", code="python_error",
+                              user_stack=self.user_stack()) from e
+
+    # -- stack ----------------------------------------------------------------------------
+    def push(self, value: Variable) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> Variable:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[Variable]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def jump(self, inst: Inst) -> None:
+        assert inst.target_index is not None
+        self.ip = inst.target_index
+
+    # -- where we are, for error messages and node stack traces ---------------------------
+    def frame_summary(self) -> traceback.FrameSummary:
+        lineno = self.current.lineno if self.current else self.code.co_firstlineno
+        return traceback.FrameSummary(self.code.co_filename, lineno, self.code.co_name)
+
+    def user_stack(self) -> list[traceback.FrameSummary]:
+        stack, tx = [], self
+        while tx is not None:
+            stack.append(tx.frame_summary())
+            tx = tx.parent
+        return stack[::-1]
+
+    # -- helpers used by variables ----------------------------------------------------------
+    def global_source(self, name: str) -> Source:
+        if self.f_globals is self.output.f_globals:
+            return GlobalSource(name)
+        if self.globals_source is None:
+            unsupported(f"global {name!r} of a function whose module cannot be named", "global")
+        return ItemSource(self.globals_source, name)
+
+    def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
+                    closure: Any, fn_source: Source | None, fn_name: str) -> Variable:
+        """Trace a call to user code inside this frame and return its result Variable."""
+        from framejit.trace import skipfiles
+        reason = skipfiles.inline_refusal(code)
+        if reason:
+            unsupported(f"call to {fn_name}: {reason}", "skipped_file")
+        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR) \
+                and code.co_name != "<genexpr>":
+            unsupported(f"call to generator or coroutine function {fn_name}", "generator")
+        if self.depth + 1 > self.output.options.inline_depth_limit:
+            unsupported(f"inlining depth limit ({self.output.options.inline_depth_limit}) reached at {fn_name}",
+                        "inline_depth")
+        if f_globals is self.output.f_globals:
+            globals_source = None
+        elif f_globals is self.f_globals:
+            globals_source = self.globals_source
+        else:
+            globals_source = AttrSource(fn_source, "__globals__") if fn_source is not None else None
+        cells = self._make_cells(code, bound, closure, fn_source)
+        child = Translator(self.output, code, f_globals, bound, cells, parent=self,
+                           globals_source=globals_source)
+        return child.run()
+
+    def _make_cells(self, code: types.CodeType, bound: dict[str, Variable], closure: Any,
+                    fn_source: Source | None) -> dict[str, Cell]:
+        cells = {name: Cell(bound.pop(name, None)) for name in code.co_cellvars}
+        if not code.co_freevars:
+            return cells
+        if isinstance(closure, list):  # a function made during the trace: shares our Cells
+            cells.update(zip(code.co_freevars, closure))
+            return cells
+        for i, (name, real) in enumerate(zip(code.co_freevars, closure or ())):
+            source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i), "cell_contents") \
+                if fn_source is not None else None
+            try:
+                contents = real.cell_contents
+            except ValueError:
+                cells[name] = Cell()
+                continue
+            cells[name] = outside_cell(self, contents, source, None)
+        return cells
+
+    def speculate_getattr(self, obj: Variable, name: str) -> Variable:
+        """getattr that reports a missing attribute as AttributeError (for hasattr / getattr default)."""
+        try:
+            return obj.var_getattr(self, name)
+        except Unsupported as e:
+            if e.code == "getattr":
+                raise AttributeError(name) from e
+            raise
+
+    def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
+        self.output.side_effects.store_attr(obj, name, value)
+
+    def zero_arg_super(self) -> Variable:
+        from framejit.variables.callables import SuperVariable
+        if "__class__" not in self.cells or not self.code.co_argcount:
+            unsupported("super() without a __class__ cell", "super")
+        first = self.code.co_varnames[0]
+        obj = self.cells[first].get() if first in self.cells else self.symbolic_locals[first]
+        return SuperVariable(self.cells["__class__"].get().as_python_constant(), obj)
+
+
+def root_translator(output: Any, fn: types.FunctionType, args: tuple) -> Translator:
+    """The Translator for the captured frame: arguments become Variables with LocalSources."""
+    from framejit.codeobj import arg_slot_names
+    from framejit.variables.builder import wrap_value
+    code = fn.__code__
+    tx = Translator(output, code, fn.__globals__, {}, {})
+    names = arg_slot_names(code)
+    values = dict(zip(names, args))
+    tx.symbolic_locals = {name: wrap_value(tx, value, LocalSource(name)) for name, value in values.items()}
+    for name in code.co_cellvars:
+        tx.cells[name] = Cell(tx.symbolic_locals.pop(name, None))
+    for i, (name, real) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        try:
+            contents = real.cell_contents
+        except ValueError:
+            tx.cells[name] = Cell(on_store=lambda v, n=name: output.side_effects.store_cell(n, v))
+            continue
+        tx.cells[name] = outside_cell(tx, contents, ClosureSource(name, i), name)
+    return tx

@@ -1,0 +1,79 @@
+"""The base of every value the symbolic interpreter pushes, and the graph-break helper."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+
+from framejit.exc import Unsupported
+from framejit.trace.sources import Source
+
+if TYPE_CHECKING:
+    from framejit.codegen import PyCodegen
+    from framejit.trace.translator import Translator
+
+
+def unsupported(msg: str, code: str = "unsupported") -> NoReturn:
+    """Stop the trace with a reason; the translator attaches the user's frame."""
+    raise Unsupported(msg, code=code)
+
+
+class Variable:
+    """A value during tracing: a Python constant, a container, a tensor (FX node), a function...
+
+    Containers are mutable Python objects here: a list mutated during the trace
+    is the same Variable everywhere it is referenced, so aliasing is exact.
+    """
+
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        raise NotImplementedError(type(self).__name__)
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self) -> Any:
+        unsupported(f"{self} is not a Python constant", "not_constant")
+
+    def var_getattr(self, tx: "Translator", name: str) -> "Variable":
+        unsupported(f"getattr {name!r} on {self}", "getattr")
+
+    def call(self, tx: "Translator", args: Sequence["Variable"], kwargs: dict[str, "Variable"]) -> "Variable":
+        unsupported(f"call to {self}", "call")
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence["Variable"],
+                    kwargs: dict[str, "Variable"]) -> "Variable":
+        return self.var_getattr(tx, name).call(tx, args, kwargs)
+
+    def unpack(self, tx: "Translator") -> list["Variable"]:
+        """The items this value yields when iterated or unpacked."""
+        unsupported(f"iterating over {self}", "iter")
+
+    def truth(self, tx: "Translator") -> bool:
+        """bool(value) decided at trace time (jumps, `not`, `and`/`or`)."""
+        unsupported(f"bool() of {self}", "truth")
+
+    def as_node_arg(self) -> Any:
+        """This value as an argument of an FX node (nodes for tensors, literals for constants)."""
+        unsupported(f"{self} as an argument of a graph op", "graph_arg")
+
+    def as_fake(self) -> Any:
+        """This value as an argument of fake-tensor execution."""
+        unsupported(f"{self} as an argument of a graph op", "graph_arg")
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        if self.source is None:
+            unsupported(f"cannot rebuild {self} after the graph", "reconstruct")
+        self.source.reconstruct(cg)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class NullVariable(Variable):
+    """The NULL that PUSH_NULL and LOAD_GLOBAL/LOAD_METHOD put below a callable."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()

@@ -1,0 +1,128 @@
+"""Turning real Python values read by the trace into Variables, recording one guard per read."""
+from __future__ import annotations
+
+import builtins
+import collections
+import enum
+import operator
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from framejit.trace.sources import ItemSource, Source
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.builtins import BuiltinVariable
+from framejit.variables.callables import TorchVariable, UserFunctionVariable, UserMethodVariable
+from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
+from framejit.variables.containers import DictVariable, ListVariable, TupleVariable
+from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.torch_special import GRAD_MODE_CTORS, is_torch_op
+from framejit.variables.user_object import UserObjectVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+_BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
+    {id(v) for v in vars(operator).values() if callable(v)}
+
+
+def wrap_constant_result(value: Any) -> Variable:
+    """A value computed at trace time from constants (no source, no guard)."""
+    if is_literal(value):
+        return ConstantVariable(value)
+    if isinstance(value, tuple):
+        return TupleVariable([wrap_constant_result(v) for v in value], py_type=type(value))
+    if isinstance(value, list):
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if isinstance(value, dict):
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    if isinstance(value, (torch.finfo, torch.iinfo, enum.Enum)):
+        return ObjectVariable(value)
+    if isinstance(value, types.GeneratorType) or hasattr(value, "__next__"):
+        unsupported("an iterator computed at trace time", "iter")
+    return ObjectVariable(value)
+
+
+def wrap_value(tx: "Translator", value: Any, source: Source | None) -> Variable:
+    """Wrap a real value read from `source`, guarding what the trace relies on."""
+    if source is None:
+        return _wrap(tx, value, None)
+    cache = tx.output.wrapped
+    key = source.name()
+    if key not in cache:
+        cache[key] = _wrap(tx, value, source)
+    return cache[key]
+
+
+def _guard(tx: "Translator", source: Source | None, kind: str, value: Any) -> None:
+    if source is not None:
+        tx.output.guards.add(source, kind, value)
+
+
+def _wrap(tx: "Translator", value: Any, source: Source | None) -> Variable:
+    from framejit import registry
+    if isinstance(value, torch.Tensor):
+        if source is None:
+            unsupported("a tensor that did not come from the frame's inputs", "tensor_constant")
+        return tx.output.add_graph_input(source, value)
+    if is_literal(value):
+        _guard(tx, source, "ID_MATCH" if value is None or isinstance(value, (bool, type(Ellipsis))) else "EQUALS",
+               value)
+        return ConstantVariable(value, source)
+    if isinstance(value, nn.Module):
+        _guard(tx, source, "ID_MATCH", value)
+        return NNModuleVariable(value, source)
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+        _guard(tx, source, "LEN_MATCH", value)
+        items = [wrap_value(tx, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
+        return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
+            () if type(value) is list else (type(value),)))
+    if type(value) in (dict, collections.OrderedDict):
+        if not all(is_literal(k) for k in value):
+            unsupported("a dict with non-constant keys", "dict_key")
+        _guard(tx, source, "DICT_KEYS", value)
+        return DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source else None)
+                             for k, v in value.items()}, source, type(value))
+    return _wrap_callable_or_object(tx, value, source, registry)
+
+
+def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None, registry: Any) -> Variable:
+    if isinstance(value, types.ModuleType):
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return ObjectVariable(value, source)
+    if registry.is_disallowed(value):
+        return registry.DisallowedVariable(value)
+    if registry.is_constant_result(value):
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return registry.ConstantResultVariable(value)
+    if value in GRAD_MODE_CTORS:
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return registry.GradModeCtorVariable(value)
+    if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math":
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return BuiltinVariable(value, source)
+    if is_torch_op(value):
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return TorchVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        if registry.is_disabled(value):
+            return registry.DisallowedVariable(value, reason="framejit.disable")
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType):
+        from framejit.trace.sources import AttrSource
+        fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
+        obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        return UserMethodVariable(fn, obj, source)
+    if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__"):
+        _guard(tx, source, "ID_MATCH", value)
+        return ObjectVariable(value, source)
+    if isinstance(value, enum.Enum):
+        _guard(tx, source, "ID_MATCH", value)
+        return ObjectVariable(value, source)
+    if source is None:
+        unsupported(f"a {type(value).__name__} object made during the trace", "object")
+    _guard(tx, source, "TYPE_MATCH", value)
+    return UserObjectVariable(value, source)

@@ -1,0 +1,377 @@
+"""Python builtins and operators applied to Variables: folded on constants, graph ops on tensors."""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.constant import ConstantVariable, ObjectVariable
+from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
+                                           SliceVariable, TupleVariable, BaseListVariable)
+from framejit.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+
+def _has_tensor(args: Sequence[Variable]) -> bool:
+    return any(isinstance(a, TensorVariable) for a in args)
+
+
+def _same_object(a: Variable, b: Variable) -> bool | None:
+    """Identity of two traced values, or None when it can't be known at trace time."""
+    if a is b:
+        return True
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() is b.as_python_constant()
+    if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+        return a.example is b.example
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return False  # a tensor is never a constant / container
+    if type(a) is not type(b):
+        return False
+    return None
+
+
+def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:
+    """fn is an `operator` function (add, getitem, lt, contains, ...)."""
+    if fn in (operator.is_, operator.is_not):
+        same = _same_object(*args)
+        if same is None:
+            unsupported("`is` between values whose identity is unknown at trace time", "identity")
+        return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn is operator.contains:
+        return _contains(tx, args[0], args[1])
+    if fn is operator.getitem:
+        return _getitem(tx, args[0], args[1])
+    if _has_tensor(args):
+        return tx.output.call_graph_op(tx, "call_function", fn, args, {})
+    if all(a.is_python_constant() for a in args):
+        from framejit.variables.builder import wrap_constant_result
+        try:
+            return wrap_constant_result(fn(*[a.as_python_constant() for a in args]))
+        except Exception as e:  # the same error would be raised by the original code
+            unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", "constant_error")
+    return _sequence_operator(tx, fn, args)
+
+
+def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:
+    a, b = (args + [None])[:2]
+    if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and type(a) is type(b):
+        if fn is operator.iadd and isinstance(a, ListVariable):
+            return a.call_method(tx, "extend", [b], {}) and a
+        return type(a)(a.items + b.items)
+    if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
+        return type(a)(a.items * b.as_python_constant())
+    if fn is operator.not_:
+        return ConstantVariable(not a.truth(tx))
+    if fn in (operator.eq, operator.ne) and b is not None:
+        same = _same_object(a, b)
+        if same is not None and not isinstance(a, (BaseListVariable, DictVariable)):
+            return ConstantVariable(same if fn is operator.eq else not same)
+    unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", "operator")
+
+
+def _contains(tx: "Translator", container: Variable, item: Variable) -> Variable:
+    if isinstance(container, (DictVariable, SetVariable)):
+        return container.call_method(tx, "__contains__", [item], {})
+    if isinstance(container, TensorVariable):
+        unsupported("`in` on a tensor (data-dependent)", "data_dependent")
+    items = container.unpack(tx) if not container.is_python_constant() else None
+    if items is None:
+        return ConstantVariable(item.as_python_constant() in container.as_python_constant())
+    for x in items:
+        same = _same_object(x, item)
+        if same is None and x.is_python_constant() and item.is_python_constant():
+            same = x.as_python_constant() == item.as_python_constant()
+        if same is None:
+            unsupported("`in` with items that cannot be compared at trace time", "operator")
+        if same or (x.is_python_constant() and item.is_python_constant()
+                    and x.as_python_constant() == item.as_python_constant()):
+            return ConstantVariable(True)
+    return ConstantVariable(False)
+
+
+def _getitem(tx: "Translator", obj: Variable, key: Variable) -> Variable:
+    if isinstance(obj, TensorVariable):
+        return tx.output.call_graph_op(tx, "call_function", operator.getitem, [obj, key], {})
+    if hasattr(obj, "getitem"):
+        return obj.getitem(tx, key)
+    if obj.is_python_constant() and key.is_python_constant() and isinstance(obj, ConstantVariable):
+        from framejit.variables.builder import wrap_constant_result
+        return wrap_constant_result(obj.as_python_constant()[key.as_python_constant()])
+    return obj.call_method(tx, "__getitem__", [key], {})
+
+
+def _iterate(tx: "Translator", value: Variable) -> list[Variable]:
+    return value.unpack(tx)
+
+
+class BuiltinVariable(Variable):
+    """A builtin function, an `operator` function or a pure `math` function."""
+
+    def __init__(self, fn: Callable[..., Any], source: Any = None) -> None:
+        self.fn = fn
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        args = list(args)
+        handler = _HANDLERS.get(self.fn)
+        if handler is not None:
+            return handler(tx, args, kwargs)
+        if getattr(self.fn, "__module__", None) == "_operator" or self.fn in vars(operator).values():
+            if kwargs:
+                unsupported(f"operator.{self.fn.__name__} with keyword arguments", "operator")
+            return call_operator(tx, self.fn, args)
+        if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
+            if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+                from framejit.variables.builder import wrap_constant_result
+                return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
+                                                    **{k: v.as_python_constant() for k, v in kwargs.items()}))
+            if self.fn in (abs, pow, divmod) and _has_tensor(args):
+                op = {abs: operator.abs, pow: operator.pow}.get(self.fn)
+                if op is not None:
+                    return call_operator(tx, op, args)
+        unsupported(f"call to builtin {getattr(self.fn, '__name__', self.fn)}", "builtin")
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+_FOLDABLE = {abs, pow, divmod, round, min, max, int, float, bool, str, repr, ord, chr, hash, sorted, all, any,
+             bin, hex, oct, format}
+
+_HANDLERS: dict[Any, Callable[..., Variable]] = {}
+
+
+def _handles(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Variable]]:
+    def register(handler: Callable[..., Variable]) -> Callable[..., Variable]:
+        for fn in fns:
+            _HANDLERS[fn] = handler
+        return handler
+    return register
+
+
+@_handles(len)
+def _len(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    (obj,) = args
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            unsupported("len() of a 0-d tensor", "builtin")
+        return ConstantVariable(obj.example.shape[0])
+    if obj.is_python_constant() and isinstance(obj, ConstantVariable):
+        return ConstantVariable(len(obj.as_python_constant()))
+    return obj.call_method(tx, "__len__", [], {})
+
+
+@_handles(isinstance)
+def _isinstance(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    obj, classes = args
+    cls = classes.as_python_constant()
+    return ConstantVariable(issubclass(obj.python_type(), cls))
+
+
+@_handles(type)
+def _type(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    if len(args) != 1:
+        unsupported("type() with 3 arguments", "builtin")
+    return ObjectVariable(args[0].python_type())
+
+
+@_handles(callable)
+def _callable(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    obj = args[0]
+    if obj.is_python_constant():
+        return ConstantVariable(callable(obj.as_python_constant()))
+    return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__")
+                            and not isinstance(obj, (TensorVariable, BaseListVariable, DictVariable)))
+
+
+@_handles(getattr)
+def _getattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    obj, name = args[0], args[1].as_python_constant()
+    if len(args) == 3:
+        try:
+            return tx.speculate_getattr(obj, name)
+        except AttributeError:
+            return args[2]
+    return obj.var_getattr(tx, name)
+
+
+@_handles(hasattr)
+def _hasattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    obj, name = args[0], args[1].as_python_constant()
+    try:
+        tx.speculate_getattr(obj, name)
+    except AttributeError:
+        return ConstantVariable(False)
+    return ConstantVariable(True)
+
+
+@_handles(setattr)
+def _setattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    obj, name, value = args
+    tx.store_attr(obj, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+def _make_sequence(ctor: type) -> Callable[..., Variable]:
+    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+        items = _iterate(tx, args[0]) if args else []
+        return TupleVariable(items) if ctor is tuple else ListVariable(items)
+    return handler
+
+
+_HANDLERS[tuple] = _make_sequence(tuple)
+_HANDLERS[list] = _make_sequence(list)
+
+
+@_handles(dict)
+def _dict(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    result = DictVariable({})
+    if args:
+        result.call_method(tx, "update", args, {})
+    result.items.update(kwargs)
+    return result
+
+
+@_handles(set, frozenset)
+def _set(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    return SetVariable(_iterate(tx, args[0]) if args else [])
+
+
+@_handles(range)
+def _range(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+
+
+@_handles(slice)
+def _slice(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    return SliceVariable(list(args))
+
+
+@_handles(enumerate)
+def _enumerate(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
+    return IteratorVariable([TupleVariable([ConstantVariable(i + start), v])
+                             for i, v in enumerate(_iterate(tx, args[0]))])
+
+
+@_handles(zip)
+def _zip(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
+        lengths = {len(_iterate(tx, a)) for a in args}
+        if len(lengths) > 1:
+            unsupported("zip(strict=True) on sequences of different lengths", "builtin")
+    return IteratorVariable([TupleVariable(list(group)) for group in zip(*[_iterate(tx, a) for a in args])])
+
+
+@_handles(reversed)
+def _reversed(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    return IteratorVariable(list(reversed(_iterate(tx, args[0]))))
+
+
+@_handles(iter)
+def _iter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    return args[0] if isinstance(args[0], IteratorVariable) else IteratorVariable(_iterate(tx, args[0]))
+
+
+@_handles(next)
+def _next(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    it = args[0]
+    if not isinstance(it, IteratorVariable):
+        unsupported("next() on a non-iterator", "iter")
+    item = it.next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        unsupported("StopIteration from next()", "iter")
+    return item
+
+
+@_handles(map)
+def _map(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
+    return IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*seqs)])
+
+
+@_handles(filter)
+def _filter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    fn, items = args[0], _iterate(tx, args[1])
+    keep = [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
+                                 else fn.call(tx, [x], {}).truth(tx))]
+    return IteratorVariable(keep)
+
+
+@_handles(sum)
+def _sum(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    items = _iterate(tx, args[0])
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    for item in items:
+        total = call_operator(tx, operator.add, [total, item])
+    return total
+
+
+def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
+    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+        items = _iterate(tx, args[0]) if len(args) == 1 else args
+        if kwargs or not all(i.is_python_constant() for i in items):
+            if _has_tensor(items):
+                unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
+                            "data_dependent")
+            unsupported(f"{fn.__name__}() over non-constants", "builtin")
+        return ConstantVariable(fn(i.as_python_constant() for i in items))
+    return handler
+
+
+_HANDLERS[min] = _min_max(min)
+_HANDLERS[max] = _min_max(max)
+
+
+def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
+    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+        return ConstantVariable(fn(i.truth(tx) for i in _iterate(tx, args[0])))
+    return handler
+
+
+_HANDLERS[all] = _all_any(all)
+_HANDLERS[any] = _all_any(any)
+
+
+def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
+    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+        if _has_tensor(args):
+            unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", "data_dependent")
+        if fn is bool and args:
+            return ConstantVariable(args[0].truth(tx))
+        return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
+    return handler
+
+
+for _fn in (int, float, bool, str, complex):
+    _HANDLERS[_fn] = _scalar_ctor(_fn)
+
+
+@_handles(print, input, open, id)
+def _io(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    unsupported("call to a builtin with I/O or identity semantics (print/input/open/id)", "builtin_io")
+
+
+@_handles(super)
+def _super(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    from framejit.variables.callables import SuperVariable
+    if args:
+        return SuperVariable(args[0].as_python_constant(), args[1])
+    return tx.zero_arg_super()
+
+
+del _fn

@@ -1,0 +1,208 @@
+"""Functions during tracing: user functions (inlined), torch functions (graph ops), methods, super()."""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import DictVariable, TupleVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+CO_VARARGS = inspect.CO_VARARGS
+CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+
+
+def bind_arguments(code: types.CodeType, defaults: Sequence[Variable], kwdefaults: dict[str, Variable],
+                   args: Sequence[Variable], kwargs: dict[str, Variable]) -> dict[str, Variable]:
+    """Map call arguments onto the parameters of `code`, as CPython would (errors become Unsupported)."""
+    nparams, nkw = code.co_argcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    positional, kwonly = names[:nparams], names[nparams:nparams + nkw]
+    i = nparams + nkw
+    varargs = names[i] if code.co_flags & CO_VARARGS else None
+    varkw = names[i + (1 if varargs else 0)] if code.co_flags & CO_VARKEYWORDS else None
+    bound: dict[str, Variable] = dict(zip(positional, args))
+    if len(args) > nparams and varargs is None:
+        unsupported(f"{code.co_name}() takes {nparams} positional arguments but {len(args)} were given",
+                    "bad_call")
+    if varargs is not None:
+        bound[varargs] = TupleVariable(list(args[nparams:]))
+    extra: dict[str, Variable] = {}
+    for key, value in kwargs.items():
+        if key in positional[code.co_posonlyargcount:] or key in kwonly:
+            if key in bound:
+                unsupported(f"{code.co_name}() got multiple values for argument {key!r}", "bad_call")
+            bound[key] = value
+        elif varkw is not None:
+            extra[key] = value
+        else:
+            unsupported(f"{code.co_name}() got an unexpected keyword argument {key!r}", "bad_call")
+    if varkw is not None:
+        bound[varkw] = DictVariable(extra)
+    first_default = nparams - len(defaults)
+    for j, name in enumerate(positional):
+        if name not in bound:
+            if j < first_default:
+                unsupported(f"{code.co_name}() missing required argument {name!r}", "bad_call")
+            bound[name] = defaults[j - first_default]
+    for name in kwonly:
+        if name not in bound:
+            if name not in kwdefaults:
+                unsupported(f"{code.co_name}() missing keyword-only argument {name!r}", "bad_call")
+            bound[name] = kwdefaults[name]
+    return bound
+
+
+class UserFunctionVariable(Variable):
+    """A Python function defined outside the trace; calling it inlines its bytecode."""
+
+    def __init__(self, fn: types.FunctionType, source: Any = None) -> None:
+        self.fn = fn
+        self.source = source
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        from framejit.trace.sources import AttrSource
+        from framejit.variables.builder import wrap_value
+        return wrap_value(tx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.trace.sources import AttrSource, ItemSource
+        from framejit.variables.builder import wrap_value
+        fn = self.fn
+
+        def attr_source(attr: str, key: Any) -> Any:
+            return ItemSource(AttrSource(self.source, attr), key) if self.source is not None else None
+
+        defaults = [wrap_value(tx, v, attr_source("__defaults__", i)) for i, v in enumerate(fn.__defaults__ or ())]
+        kwdefaults = {k: wrap_value(tx, v, attr_source("__kwdefaults__", k))
+                      for k, v in (fn.__kwdefaults__ or {}).items()}
+        bound = bind_arguments(fn.__code__, defaults, kwdefaults, args, kwargs)
+        return tx.inline_call(fn.__code__, fn.__globals__, bound, closure=fn.__closure__,
+                              fn_source=self.source, fn_name=fn.__qualname__)
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+class NestedFunctionVariable(Variable):
+    """A function made by MAKE_FUNCTION during the trace (lambdas, inner defs, comprehensions)."""
+
+    def __init__(self, code: types.CodeType, qualname: str, f_globals: dict, defaults: list[Variable],
+                 kwdefaults: dict[str, Variable], closure: list[Any] | None) -> None:
+        self.code = code
+        self.qualname = qualname
+        self.f_globals = f_globals
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure = closure  # list of framejit.trace.cells.Cell
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
+        return tx.inline_call(self.code, self.f_globals, bound, closure=self.closure, fn_source=None,
+                              fn_name=self.qualname)
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
+        return super().var_getattr(tx, name)
+
+    def __repr__(self) -> str:
+        return f"NestedFunctionVariable({self.qualname})"
+
+
+class UserMethodVariable(Variable):
+    """A function bound to a traced self (a module, a user object)."""
+
+    def __init__(self, fn: Variable, obj: Variable, source: Any = None) -> None:
+        self.fn = fn
+        self.obj = obj
+        self.source = source
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        return self.fn.call(tx, [self.obj, *args], kwargs)
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.fn} of {self.obj})"
+
+
+class SuperVariable(Variable):
+    """super(cls, obj): attribute lookup starting after cls in type(obj).__mro__."""
+
+    def __init__(self, cls: type, obj: Variable) -> None:
+        self.cls = cls
+        self.obj = obj
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        from framejit.variables.builder import wrap_value
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                if isinstance(attr, types.FunctionType):
+                    return UserMethodVariable(UserFunctionVariable(attr), self.obj)
+                return wrap_value(tx, attr, None)
+        unsupported(f"super().{name} not found", "getattr")
+
+
+class TorchVariable(Variable):
+    """A callable from torch (torch.*, torch.nn.functional.*, Tensor methods) or allow_in_graph: a graph op."""
+
+    def __init__(self, fn: Any, source: Any = None) -> None:
+        self.fn = fn
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.variables.torch_special import call_torch_function
+        return call_torch_function(tx, self.fn, list(args), kwargs)
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        from framejit.trace.sources import AttrSource
+        from framejit.variables.builder import wrap_value
+        return wrap_value(tx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+
+    def __repr__(self) -> str:
+        return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
+                       kwargs: dict[str, Variable]) -> Variable:
+    """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
+    from framejit.variables.builder import wrap_constant_result
+    all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+    if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
+                      or getattr(value, "__module__", None) == "math"):
+        return wrap_constant_result(value(*[a.as_python_constant() for a in args],
+                                          **{k: v.as_python_constant() for k, v in kwargs.items()}))
+    name = getattr(value, "__qualname__", None) or repr(value)
+    unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)",
+                "opaque_call")

@@ -1,0 +1,136 @@
+"""Python literals and opaque Python objects that are used as constants during tracing."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from framejit.variables.base import Variable, unsupported
+
+if TYPE_CHECKING:
+    from framejit.codegen import PyCodegen
+    from framejit.trace.translator import Translator
+
+# Types whose values are immutable and can be embedded as LOAD_CONST / FX literals.
+LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented),
+                 torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size, range, slice)
+
+
+def is_literal(value: Any) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(is_literal(v) for v in value)
+    return isinstance(value, LITERAL_TYPES)
+
+
+class ConstantVariable(Variable):
+    """An immutable Python value known at trace time (guarded where it was read)."""
+
+    def __init__(self, value: Any, source: Any = None) -> None:
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def as_node_arg(self) -> Any:
+        return self.value
+
+    def as_fake(self) -> Any:
+        return self.value
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.value)
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        if isinstance(self.value, (str, bytes, tuple, range, torch.Size, frozenset)):
+            return [ConstantVariable(v) for v in self.value]
+        return super().unpack(tx)
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        attr = getattr(self.value, name)  # AttributeError -> translator turns it into Unsupported
+        if is_literal(attr):
+            return ConstantVariable(attr)
+        if callable(attr):
+            return ConstantMethodVariable(self, name)
+        unsupported(f"attribute {name!r} of constant {self.value!r}", "getattr")
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
+
+
+class ConstantMethodVariable(Variable):
+    """A method of a constant (str.format, int.bit_length, ...): folded when all arguments are constants."""
+
+    def __init__(self, obj: ConstantVariable, name: str) -> None:
+        self.obj = obj
+        self.name = name
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"{type(self.obj.value).__name__}.{self.name} with non-constant arguments", "call")
+        result = getattr(self.obj.value, self.name)(*[a.as_python_constant() for a in args],
+                                                   **{k: v.as_python_constant() for k, v in kwargs.items()})
+        from framejit.variables.builder import wrap_constant_result
+        return wrap_constant_result(result)
+
+
+class ObjectVariable(Variable):
+    """An opaque Python object used by identity: a Python module, a class, a C function...
+
+    Attribute reads on modules and classes are wrapped with a source so that
+    they are guarded like any other read.
+    """
+
+    def __init__(self, value: Any, source: Any = None) -> None:
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.value)
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        from framejit.trace.sources import AttrSource
+        from framejit.variables.builder import wrap_value
+        value = getattr(self.value, name)
+        source = AttrSource(self.source, name) if self.source is not None else None
+        return wrap_value(tx, value, source)
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.variables.callables import call_python_object
+        return call_python_object(tx, self.value, args, kwargs)
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        if self.source is not None:
+            self.source.reconstruct(cg)
+        else:
+            cg.emit_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ObjectVariable({self.value!r})"
+
+
+def fold(fn: Any, args: Sequence[Variable]) -> Variable | None:
+    """Apply fn to constant arguments at trace time; None if any argument is not a constant."""
+    if not all(a.is_python_constant() for a in args):
+        return None
+    from framejit.variables.builder import wrap_constant_result
+    return wrap_constant_result(fn(*[a.as_python_constant() for a in args]))
+

@@ -1,0 +1,362 @@
+"""Tuples, lists, dicts, sets, slices and iterators of Variables.
+
+Lists, dicts and sets are mutable here; mutating one that came from outside
+the frame (it has a source) records a side effect that the transformed code
+replays after the graph runs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+
+def const_args(args: Sequence[Variable], what: str) -> list[Any]:
+    if not all(a.is_python_constant() for a in args):
+        unsupported(f"{what} with non-constant arguments", "container")
+    return [a.as_python_constant() for a in args]
+
+
+class BaseListVariable(Variable):
+    """Shared behaviour of tuples and lists."""
+
+    def __init__(self, items: list[Variable], source: Any = None) -> None:
+        self.items = list(items)
+        self.source = source
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        return list(self.items)
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()([i.as_python_constant() for i in self.items])
+
+    def as_node_arg(self) -> Any:
+        return self.python_type()([i.as_node_arg() for i in self.items])
+
+    def as_fake(self) -> Any:
+        return self.python_type()([i.as_fake() for i in self.items])
+
+    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+        index = key.as_python_constant()
+        if isinstance(index, slice):
+            return type(self)(self.items[index]) if type(self) in (TupleVariable, ListVariable) \
+                else TupleVariable(self.items[index])
+        try:
+            return self.items[index]
+        except (IndexError, TypeError) as e:
+            unsupported(f"{type(e).__name__} indexing {self}: {e}", "index")
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name in ("index", "count") and not kwargs:
+            const = const_args(args, f"{self.python_type().__name__}.{name}")
+            values = [i.as_python_constant() for i in self.items] if self.is_python_constant() else None
+            if values is None:
+                unsupported(f"{name}() on a sequence of non-constants", "container")
+            return ConstantVariable(getattr(values, name)(*const))
+        unsupported(f"{self.python_type().__name__}.{name}", "container_method")
+
+
+class TupleVariable(BaseListVariable):
+    """A tuple; `py_type` keeps named tuples (e.g. torch.return_types.max) for attribute access."""
+
+    def __init__(self, items: list[Variable], source: Any = None, py_type: type = tuple) -> None:
+        super().__init__(items, source)
+        self.py_type = py_type
+
+    def python_type(self) -> type:
+        return self.py_type
+
+    def as_python_constant(self) -> Any:
+        return tuple(i.as_python_constant() for i in self.items)
+
+    def as_node_arg(self) -> Any:
+        return tuple(i.as_node_arg() for i in self.items)
+
+    def as_fake(self) -> Any:
+        return tuple(i.as_fake() for i in self.items)
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        # namedtuples have _fields; structseqs such as torch.return_types.max have __match_args__
+        fields = getattr(self.py_type, "_fields", None) or getattr(self.py_type, "__match_args__", None) or ()
+        if name in fields:
+            return self.items[list(fields).index(name)]
+        return BoundMethod(self, name)
+
+    def __repr__(self) -> str:
+        return f"TupleVariable({self.items})"
+
+
+class ListVariable(BaseListVariable):
+    def python_type(self) -> type:
+        return list
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        return BoundMethod(self, name)
+
+    def _mutated(self, tx: "Translator") -> None:
+        if self.source is not None:
+            tx.output.side_effects.mutated_container(self)
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if kwargs and name != "sort":
+            unsupported(f"list.{name} with keyword arguments", "container_method")
+        if name == "append":
+            self.items.append(args[0])
+        elif name == "extend":
+            self.items.extend(args[0].unpack(tx))
+        elif name == "insert":
+            self.items.insert(args[0].as_python_constant(), args[1])
+        elif name == "pop":
+            index = args[0].as_python_constant() if args else -1
+            self._mutated(tx)
+            return self.items.pop(index)
+        elif name == "clear":
+            self.items.clear()
+        elif name == "reverse":
+            self.items.reverse()
+        elif name == "remove":
+            target = args[0].as_python_constant()
+            for i, item in enumerate(self.items):
+                if item.is_python_constant() and item.as_python_constant() == target:
+                    del self.items[i]
+                    break
+            else:
+                unsupported("list.remove of a value not found among constants", "container_method")
+        elif name == "copy":
+            return ListVariable(self.items)
+        elif name == "__setitem__":
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                self.items[key] = args[1].unpack(tx)
+            else:
+                self.items[key] = args[1]
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
+        else:
+            return super().call_method(tx, name, args, kwargs)
+        self._mutated(tx)
+        return ConstantVariable(None)
+
+    def __repr__(self) -> str:
+        return f"ListVariable({self.items})"
+
+
+class DictVariable(Variable):
+    """A dict whose keys are Python constants (str, int, ...), values Variables."""
+
+    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict) -> None:
+        self.items = dict(items)
+        self.source = source
+        self.py_type = py_type
+
+    def python_type(self) -> type:
+        return self.py_type
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.items)
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        return [ConstantVariable(k) for k in self.items]
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def as_node_arg(self) -> Any:
+        return {k: v.as_node_arg() for k, v in self.items.items()}
+
+    def as_fake(self) -> Any:
+        return {k: v.as_fake() for k, v in self.items.items()}
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        return BoundMethod(self, name)
+
+    def _mutated(self, tx: "Translator") -> None:
+        if self.source is not None:
+            tx.output.side_effects.mutated_container(self)
+
+    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+        k = key.as_python_constant()
+        if k not in self.items:
+            unsupported(f"KeyError: {k!r}", "dict_key")
+        return self.items[k]
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            return ConstantVariable(args[0].as_python_constant() in self.items)
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items.get(args[0].as_python_constant(), default)
+        if name == "keys":
+            return TupleVariable([ConstantVariable(k) for k in self.items])
+        if name == "values":
+            return TupleVariable(list(self.items.values()))
+        if name == "items":
+            return TupleVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name == "copy":
+            return DictVariable(self.items)
+        if name == "__setitem__":
+            self.items[args[0].as_python_constant()] = args[1]
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
+        elif name == "update":
+            for source in args:
+                if isinstance(source, DictVariable):
+                    self.items.update(source.items)
+                else:
+                    for pair in source.unpack(tx):
+                        k, v = pair.unpack(tx)
+                        self.items[k.as_python_constant()] = v
+            self.items.update(kwargs)
+        elif name == "pop":
+            key = args[0].as_python_constant()
+            if key not in self.items and len(args) < 2:
+                unsupported(f"KeyError: {key!r}", "dict_key")
+            self._mutated(tx)
+            return self.items.pop(key, args[1] if len(args) > 1 else None)
+        elif name == "setdefault":
+            key = args[0].as_python_constant()
+            if key not in self.items:
+                self.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
+                self._mutated(tx)
+            return self.items[key]
+        elif name == "clear":
+            self.items.clear()
+        else:
+            unsupported(f"dict.{name}", "container_method")
+        self._mutated(tx)
+        return ConstantVariable(None)
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items})"
+
+
+class SetVariable(Variable):
+    """A set of Python constants."""
+
+    def __init__(self, items: list[Variable], source: Any = None) -> None:
+        self.values: set[Any] = set(const_args(items, "set"))
+        self.source = source
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return set(self.values)
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.values)
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        return [ConstantVariable(v) for v in self.values]
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        return BoundMethod(self, name)
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__contains__":
+            return ConstantVariable(args[0].as_python_constant() in self.values)
+        if name == "__len__":
+            return ConstantVariable(len(self.values))
+        if name in ("add", "discard", "remove", "update", "clear"):
+            if self.source is not None:
+                unsupported("mutating a set from outside the frame", "side_effect")
+            consts = [c for a in args for c in ([a.as_python_constant()] if name != "update"
+                                                 else [v.as_python_constant() for v in a.unpack(tx)])]
+            getattr(self.values, name)(*([consts[0]] if name in ("add", "discard", "remove") else consts))
+            return ConstantVariable(None)
+        result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
+        from framejit.variables.builder import wrap_constant_result
+        return wrap_constant_result(result)
+
+    def reconstruct(self, cg: Any) -> None:
+        for v in self.values:
+            cg.emit_const(v)
+        cg.emit("BUILD_SET", len(self.values))
+
+
+class SliceVariable(Variable):
+    def __init__(self, parts: list[Variable]) -> None:
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
+
+    def is_python_constant(self) -> bool:
+        return all(p.is_python_constant() for p in self.parts)
+
+    def as_python_constant(self) -> Any:
+        return slice(*[p.as_python_constant() for p in self.parts])
+
+    def as_node_arg(self) -> Any:
+        return slice(*[p.as_node_arg() for p in self.parts])
+
+    def as_fake(self) -> Any:
+        return slice(*[p.as_fake() for p in self.parts])
+
+
+class IteratorVariable(Variable):
+    """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
+
+    def __init__(self, items: list[Variable]) -> None:
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        items, self.items = self.items, []
+        return items
+
+    def next(self) -> Variable | None:
+        return self.items.pop(0) if self.items else None
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__next__":
+            item = self.next()
+            if item is None:
+                unsupported("StopIteration from next()", "iter")
+            return item
+        unsupported(f"iterator.{name}", "iter")
+
+
+class BoundMethod(Variable):
+    """obj.name for a Variable whose methods are implemented by its call_method."""
+
+    def __init__(self, obj: Variable, name: str) -> None:
+        self.obj = obj
+        self.name = name
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"BoundMethod({self.obj}.{self.name})"

@@ -1,0 +1,175 @@
+"""nn.Modules during tracing: forward is inlined, parameters and buffers become graph inputs.
+
+The graph never holds a module: parameters are loaded from their module each
+call (`L['self']._modules['fc']._parameters['weight']`), so deleting a module
+frees it, and guards cover only the modules read, never each parameter.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+from torch import nn
+
+from framejit.trace.sources import AttrSource, ItemSource
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import TupleVariable
+
+if TYPE_CHECKING:
+    from framejit.trace.translator import Translator
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _global_hooks_present() -> bool:
+    m = nn.modules.module
+    return any(getattr(m, name, None) for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
+                                                   "_global_backward_hooks", "_global_backward_pre_hooks"))
+
+
+class NNModuleVariable(Variable):
+    def __init__(self, module: nn.Module, source: Any) -> None:
+        self.module = module
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.module)
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def _child(self, tx: "Translator", dict_name: str, key: str) -> Variable:
+        from framejit.variables.builder import wrap_value
+        value = getattr(self.module, dict_name)[key]
+        return wrap_value(tx, value, ItemSource(AttrSource(self.source, dict_name), key))
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        from framejit.variables.builder import wrap_value
+        from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        mod = self.module
+        inst = mod.__dict__
+        if name in inst:
+            return wrap_value(tx, inst[name], AttrSource(self.source, name))
+        for dict_name in ("_parameters", "_buffers", "_modules"):
+            if name in inst.get(dict_name, ()):
+                return self._child(tx, dict_name, name)
+        for klass in type(mod).__mro__:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                break
+        else:
+            unsupported(f"{type(mod).__name__} has no attribute {name!r}", "getattr")
+        if isinstance(attr, types.FunctionType):
+            return UserMethodVariable(UserFunctionVariable(attr), self)
+        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+            return UserFunctionVariable(attr.fget).call(tx, [self], {})
+        if isinstance(attr, (staticmethod, classmethod)):
+            fn = UserFunctionVariable(attr.__func__)
+            return fn if isinstance(attr, staticmethod) else UserMethodVariable(fn, wrap_value(
+                tx, type(mod), None))
+        return wrap_value(tx, getattr(mod, name), AttrSource(self.source, name))
+
+    def _check_hooks(self) -> None:
+        if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or _global_hooks_present():
+            unsupported(f"module {type(self.module).__name__} has hooks", "module_hooks")
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.variables.callables import UserFunctionVariable
+        self._check_hooks()
+        forward = type(self.module).forward
+        if forward is nn.Module.forward:
+            unsupported(f"{type(self.module).__name__} has no forward()", "module_call")
+        if isinstance(self.module, nn.Sequential) and forward is nn.Sequential.forward and not kwargs:
+            (value,) = args
+            for child in self.children(tx):
+                value = child.call(tx, [value], {})
+            return value
+        if not isinstance(forward, types.FunctionType):
+            unsupported(f"{type(self.module).__name__}.forward is not a Python function", "module_call")
+        return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
+
+    def children(self, tx: "Translator") -> list[Variable]:
+        return [self._child(tx, "_modules", k) for k in self.module._modules]
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        if isinstance(self.module, (nn.Sequential, nn.ModuleList)):
+            return self.children(tx)
+        if isinstance(self.module, nn.ModuleDict):
+            return [ConstantVariable(k) for k in self.module._modules]
+        if isinstance(self.module, (nn.ParameterList,)):
+            return [self._child(tx, "_parameters", k) for k in self.module._parameters]
+        unsupported(f"iterating over {type(self.module).__name__}", "iter")
+
+    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+        k = key.as_python_constant()
+        mod = self.module
+        if isinstance(mod, nn.ModuleDict):
+            return self._child(tx, "_modules", k)
+        if isinstance(mod, (nn.Sequential, nn.ModuleList)):
+            keys = list(mod._modules)
+            if isinstance(k, slice):
+                if isinstance(mod, nn.Sequential):
+                    unsupported("slicing an nn.Sequential (builds a new module)", "module_call")
+                return TupleVariable([self._child(tx, "_modules", n) for n in keys[k]])
+            return self._child(tx, "_modules", keys[k])
+        if isinstance(mod, nn.ParameterList):
+            return self._child(tx, "_parameters", list(mod._parameters)[k])
+        unsupported(f"indexing {type(mod).__name__}", "getitem")
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        mod = self.module
+        if name == "__len__" and isinstance(mod, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList)):
+            return ConstantVariable(len(mod))
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__contains__" and isinstance(mod, nn.ModuleDict):
+            return ConstantVariable(args[0].as_python_constant() in mod._modules)
+        if isinstance(mod, nn.ModuleDict) and name in ("keys", "values", "items"):
+            keys = list(mod._modules)
+            if name == "keys":
+                return TupleVariable([ConstantVariable(k) for k in keys])
+            children = [self._child(tx, "_modules", k) for k in keys]
+            if name == "values":
+                return TupleVariable(children)
+            return TupleVariable([TupleVariable([ConstantVariable(k), c]) for k, c in zip(keys, children)])
+        if name in ("children", "modules", "parameters", "named_parameters", "buffers", "named_children",
+                    "named_modules", "named_buffers", "state_dict"):
+            return self._module_listing(tx, name, args, kwargs)
+        if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
+                    "train", "eval", "requires_grad_", "zero_grad"):
+            unsupported(f"nn.Module.{name}() changes the module inside a compiled region", "module_mutation")
+        return self.var_getattr(tx, name).call(tx, args, kwargs)
+
+    def _module_listing(self, tx: "Translator", name: str, args: Sequence[Variable],
+                        kwargs: dict[str, Variable]) -> Variable:
+        if name == "children":
+            return TupleVariable(self.children(tx))
+        if name == "named_children":
+            return TupleVariable([TupleVariable([ConstantVariable(k), c])
+                                  for k, c in zip(self.module._modules, self.children(tx))])
+        if name in ("parameters", "named_parameters", "buffers", "named_buffers") and not args and not kwargs:
+            dict_name = "_parameters" if "parameters" in name else "_buffers"
+            out: list[Variable] = []
+            for prefix, owner in self.module.named_modules():
+                var: Variable = self
+                for part in filter(None, prefix.split(".")):
+                    var = var._child(tx, "_modules", part)  # type: ignore[attr-defined]
+                for key, value in getattr(owner, dict_name).items():
+                    if value is None:
+                        continue
+                    item = var._child(tx, dict_name, key)  # type: ignore[attr-defined]
+                    full = f"{prefix}.{key}" if prefix else key
+                    out.append(TupleVariable([ConstantVariable(full), item]) if name.startswith("named") else item)
+            return TupleVariable(out)
+        unsupported(f"nn.Module.{name}() with these arguments", "module_call")
+
+    def __repr__(self) -> str:
+        return f"NNModuleVariable({type(self.module).__name__})"
+
+

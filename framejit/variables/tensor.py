@@ -1,0 +1,96 @@
+"""Tensors during tracing: an FX node plus a fake-tensor example value.
+
+Metadata (shape, dtype, device, ...) is static under our guards, so reading it
+gives Python constants and adds no node; everything else becomes a graph op.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from framejit.variables.base import Variable, unsupported
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import BoundMethod
+
+if TYPE_CHECKING:
+    import torch.fx
+
+    from framejit.trace.translator import Translator
+
+# Attributes whose value only depends on guarded metadata (or the fake's autograd state).
+_META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
+                         "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype", "is_leaf",
+                         "is_nested", "itemsize", "nbytes"})
+_META_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
+                           "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",
+                           "storage_offset", "__len__", "is_inference"})
+# Attributes that are tensors computed from the tensor: graph ops.
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+# Reading data out of a tensor needs its value: a data-dependent graph break.
+_DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
+                           "data_ptr", "__array__", "nonzero_static_check"})
+
+
+class TensorVariable(Variable):
+    def __init__(self, node: "torch.fx.Node", example: torch.Tensor, source: Any = None,
+                 py_type: type = torch.Tensor) -> None:
+        self.node = node
+        self.example = example
+        self.source = source
+        self.py_type = py_type
+
+    def python_type(self) -> type:
+        return self.py_type
+
+    def as_node_arg(self) -> Any:
+        return self.node
+
+    def as_fake(self) -> Any:
+        return self.example
+
+    def truth(self, tx: "Translator") -> bool:
+        unsupported("generic_jump TensorVariable(): branching on the value of a tensor "
+                    "(data-dependent control flow)", "tensor_branch")
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        if self.example.dim() == 0:
+            unsupported("iteration over a 0-d tensor", "iter")
+        from framejit.variables.builtins import call_operator
+        import operator
+        return [call_operator(tx, operator.getitem, [self, ConstantVariable(i)])
+                for i in range(self.example.shape[0])]
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        if name in _META_ATTRS:
+            value = getattr(self.example, name)
+            return ConstantVariable(torch.Size(value) if name == "shape" else value)
+        if name in _TENSOR_ATTRS:
+            import builtins
+            return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
+                                           [self, ConstantVariable(name)], {})
+        if name == "grad":
+            unsupported("reading .grad of a tensor inside a graph", "tensor_attr")
+        if callable(getattr(torch.Tensor, name, None)):
+            return BoundMethod(self, name)
+        unsupported(f"tensor attribute {name!r}", "tensor_attr")
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name in _DATA_METHODS:
+            unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", "data_dependent")
+        if name in _META_METHODS:
+            consts = [a.as_python_constant() for a in args]
+            kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            from framejit.variables.builder import wrap_constant_result
+            return wrap_constant_result(getattr(self.example, name)(*consts, **kw))
+        if name == "type" and not args and not kwargs:
+            return ConstantVariable(self.example.type())
+        if name in ("__getitem__", "__setitem__"):
+            import operator
+            from framejit.variables.builtins import call_operator
+            return call_operator(tx, getattr(operator, name.strip("_")), [self, *args])
+        return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
+
+    def __repr__(self) -> str:
+        return f"TensorVariable({self.node.name}: {tuple(self.example.shape)} {self.example.dtype})"
