@@ -44,7 +44,7 @@ class FrameCallback:
 
     def __call__(self, fn: types.FunctionType, args: tuple) -> Callable | None:
         code = fn.__code__
-        if code in _fallback:
+        if code in _fallback and not self.nopython:
             return None
         reason = skipfiles.capture_refusal(code)
         if reason is not None:
@@ -113,7 +113,7 @@ class FrameCallback:
             self._give_up(code, has_entries)
             return None
         if compiled is None:
-            self._give_up(code, has_entries)
+            self._give_up(code, has_entries, nothing_to_compile=True)
             return None
         entry = cache.install(code, compiled)
         if self.guard_export_fn is not None:
@@ -121,11 +121,13 @@ class FrameCallback:
         return cache.replacement_function(entry, fn)
 
     @staticmethod
-    def _give_up(code: types.CodeType, has_entries: bool) -> None:
-        if has_entries:
-            _fallback.add(code)
-        else:
+    def _give_up(code: types.CodeType, has_entries: bool, nothing_to_compile: bool = False) -> None:
+        """Run this code as Python from now on: skipped in C when nothing could ever be compiled for it,
+        else remembered here (a later fullgraph context must still see it fail, and raise)."""
+        if nothing_to_compile and not has_entries:
             cache.mark_skip(code)
+        else:
+            _fallback.add(code)
 
 
 class _Context:

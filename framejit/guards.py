@@ -8,6 +8,7 @@ recompile logs).
 from __future__ import annotations
 
 import re
+import sys
 import types
 import weakref
 from typing import Any, Callable
@@ -21,7 +22,7 @@ _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
 _is_grad_enabled = torch.is_grad_enabled
 
-_NAME = re.compile(r"([LGC])\[('(?:[^'\\]|\\.)*')\]")
+_NAME = re.compile(r"([LGCM])\[('(?:[^'\\]|\\.)*')\]")
 _INLINE_TYPES = (int, str, bytes)
 
 
@@ -104,6 +105,8 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
                 return f"___a{slot_of[key]}"
             if root == "C":
                 return f"___C[{freevars.index(key)}].cell_contents"
+            if root == "M":
+                return guard_set._const(vars(sys.modules[key]))
             return f"___G[{key!r}]"
         return _NAME.sub(sub, expr)
 
@@ -126,7 +129,7 @@ def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.Fu
     """The first guard that fails for these arguments, with a readable reason (slow path)."""
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     ns = dict(_HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
-              C=_CellContents(closure))
+              C=_CellContents(closure), M=_ModuleDicts())
     for guard in guards:
         for check in guard.code_list:
             try:
@@ -136,6 +139,11 @@ def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.Fu
             if not ok:
                 return guard, _describe(guard, check, ns)
     return None
+
+
+class _ModuleDicts(dict):
+    def __missing__(self, name: str) -> dict:
+        return vars(sys.modules[name])
 
 
 class _CellContents(dict):

@@ -5,7 +5,6 @@ import asyncio
 import copy
 import dis
 import inspect
-import itertools
 import sys
 import types
 from typing import Any, Callable, Iterator
@@ -882,12 +881,11 @@ def test_live_over_approximates_dynamic_reads(fn: Callable, calls: list) -> None
         code = frame.f_code
         insts = read_instructions(code)
         index = offset_to_index(insts)
-        seq = [insts[index[o]] for o in offsets]
         live_at = {inst.offset: live_locals_at(code, inst.offset) for inst in insts}
-        for k, inst in enumerate(seq):
-            written: set[str] = set()
-            for later in itertools.islice(seq, k, None):
-                if later.opname in ("LOAD_FAST", "LOAD_DEREF") and later.argval not in written:
-                    assert later.argval in live_at[inst.offset], (code.co_qualname, inst.offset, later)
-                if later.opname == "STORE_FAST":
-                    written.add(later.argval)
+        read_later: set[str] = set()  # read on the rest of this path before any write
+        for inst in reversed([insts[index[o]] for o in offsets]):
+            if inst.opname == "STORE_FAST":
+                read_later.discard(inst.argval)
+            if inst.opname in ("LOAD_FAST", "LOAD_DEREF"):
+                read_later.add(inst.argval)
+            assert read_later <= live_at[inst.offset], (code.co_qualname, inst.offset)

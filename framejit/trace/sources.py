@@ -1,7 +1,8 @@
 """Where a traced value came from: each Source names its guard expression and reloads the value.
 
 `name()` is the expression guards are written in (L['x'] for arguments, G['x']
-for globals, C['x'] for closure cells of the captured function);
+for globals, C['x'] for closure cells of the captured function, M['mod'] for
+the globals dict of another module);
 `reconstruct(cg)` emits the bytecode that loads the same value in the
 transformed code.
 """
@@ -53,6 +54,24 @@ class GlobalSource(Source):
 
     def reconstruct(self, cg: "PyCodegen") -> None:
         cg.emit("LOAD_GLOBAL", (False, self.global_name))
+
+    @property
+    def kind(self) -> str:
+        return "global"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleGlobalsSource(Source):
+    """The globals dict of an imported module (for globals read by inlined functions of other modules)."""
+
+    module: str
+
+    def name(self) -> str:
+        return f"M[{self.module!r}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        import sys
+        cg.emit_const(vars(sys.modules[self.module]))
 
     @property
     def kind(self) -> str:
@@ -137,7 +156,7 @@ _IDENT = re.compile(r"[^0-9a-zA-Z_]+")
 def graph_input_name(source: Source) -> str:
     """A readable placeholder name: L['x'] -> x, L['self']._modules['fc']._parameters['weight'] -> self_fc_weight."""
     text = source.name()
-    for noise in ("._modules", "._parameters", "._buffers", "L[", "G[", "C["):
+    for noise in ("._modules", "._parameters", "._buffers", "L[", "G[", "C[", "M["):
         text = text.replace(noise, "_" if noise.startswith(".") else "")
-    name = _IDENT.sub("_", text).strip("_") or "arg"
+    name = re.sub("_+", "_", _IDENT.sub("_", text)).strip("_") or "arg"
     return "_" + name if name[0].isdigit() else name

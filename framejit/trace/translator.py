@@ -15,7 +15,8 @@ from typing import Any, Callable
 from framejit.codeobj import Inst, read_instructions
 from framejit.exc import Unsupported
 from framejit.trace.cells import Cell, outside_cell
-from framejit.trace.sources import AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource, Source
+from framejit.trace.sources import (AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource,
+                                    ModuleGlobalsSource, Source)
 from framejit.variables.base import Variable, unsupported
 
 Handler = Callable[["Translator", Inst], None]
@@ -149,7 +150,7 @@ class Translator:
         elif f_globals is self.f_globals:
             globals_source = self.globals_source
         else:
-            globals_source = AttrSource(fn_source, "__globals__") if fn_source is not None else None
+            globals_source = _globals_source(f_globals, fn_source)
         cells = self._make_cells(code, bound, closure, fn_source)
         child = Translator(self.output, code, f_globals, bound, cells, parent=self,
                            globals_source=globals_source)
@@ -193,6 +194,14 @@ class Translator:
         first = self.code.co_varnames[0]
         obj = self.cells[first].get() if first in self.cells else self.symbolic_locals[first]
         return SuperVariable(self.cells["__class__"].get().as_python_constant(), obj)
+
+
+def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Source | None:
+    import sys
+    module = sys.modules.get(f_globals.get("__name__", ""))
+    if module is not None and vars(module) is f_globals:
+        return ModuleGlobalsSource(module.__name__)
+    return AttrSource(fn_source, "__globals__") if fn_source is not None else None
 
 
 def root_translator(output: Any, fn: types.FunctionType, args: tuple) -> Translator:
