@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from bytecode import Instr
+from bytecode import CellVar, Instr
 
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
@@ -21,13 +21,16 @@ class PyCodegen:
     are rebuilt (once: mutable ones are kept in a temporary so identity holds).
     """
 
-    def __init__(self, output_index: dict[int, int]) -> None:
+    def __init__(self, output_index: dict[int, int], cell_names: frozenset[str] = frozenset()) -> None:
         self.output_index = output_index
+        self.cell_names = cell_names
         self.instructions: list[Instr] = []
         self.temps: list[str] = []
         self._built: dict[int, str] = {}
 
     def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
+        if opname in ("LOAD_DEREF", "STORE_DEREF") and isinstance(arg, str):
+            arg = CellVar(arg)  # build_function_code turns it into a FreeVar where the name is free
         self.instructions.append(Instr(opname) if arg is _NO_ARG else Instr(opname, arg))
 
     def emit_const(self, value: Any) -> None:

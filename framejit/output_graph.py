@@ -162,7 +162,7 @@ class OutputGraph:
         self._remove_unused_inputs()
         output_index = {id(v): i for i, v in enumerate(outputs)}
         self.graph.output(tuple(v.node for v in outputs))
-        cg = PyCodegen(output_index)
+        cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars))
         graph_fn, graph_name = None, None
         if self.count_ops() or outputs:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)

@@ -38,7 +38,8 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def reconstruct(self, cg: "PyCodegen") -> None:
-        cg.emit("LOAD_FAST", self.local_name)
+        # an argument captured by an inner function is a cell once the frame starts
+        cg.emit("LOAD_DEREF" if self.local_name in cg.cell_names else "LOAD_FAST", self.local_name)
 
     @property
     def kind(self) -> str:
