@@ -20,6 +20,7 @@ from framejit.codeobj import (
     exception_table,
     format_code,
     live_locals_at,
+    live_locals_table,
     offset_to_index,
     read_instructions,
     roundtrip,
@@ -842,9 +843,13 @@ def test_live_cells_and_free_vars() -> None:
 def test_live_is_sound_on_straight_reads(fn: Callable, calls: list) -> None:
     # every local read by an instruction is live at that instruction
     code = fn.__code__
-    for inst in read_instructions(code):
+    table = live_locals_table(code)
+    insts = read_instructions(code)
+    assert set(table) == {inst.offset for inst in insts}
+    for inst in insts:
         if inst.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE"):
-            assert inst.argval in live_locals_at(code, inst.offset)
+            assert inst.argval in table[inst.offset]
+    assert live_locals_at(code, insts[-1].offset) == table[insts[-1].offset]
     with pytest.raises(ValueError):
         live_locals_at(code, 1)
 
@@ -881,7 +886,7 @@ def test_live_over_approximates_dynamic_reads(fn: Callable, calls: list) -> None
         code = frame.f_code
         insts = read_instructions(code)
         index = offset_to_index(insts)
-        live_at = {inst.offset: live_locals_at(code, inst.offset) for inst in insts}
+        live_at = live_locals_table(code)
         read_later: set[str] = set()  # read on the rest of this path before any write
         for inst in reversed([insts[index[o]] for o in offsets]):
             if inst.opname == "STORE_FAST":

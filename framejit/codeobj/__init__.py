@@ -12,7 +12,7 @@ if sys.version_info[:2] != (3, 11):
     raise ImportError(f"framejit supports CPython 3.11 only, not {sys.version.split()[0]}")
 
 from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
-from framejit.codeobj.liveness import live_locals_at
+from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.listing import format_code
 from framejit.codeobj.reading import (
     ExceptionEntry,
@@ -30,6 +30,7 @@ __all__ = [
     "exception_table",
     "format_code",
     "live_locals_at",
+    "live_locals_table",
     "offset_to_index",
     "read_instructions",
     "roundtrip",

@@ -59,10 +59,15 @@ def _live_in(code: types.CodeType, insts: list[Inst]) -> list[frozenset[str]]:
     return live
 
 
+def live_locals_table(code: types.CodeType) -> dict[int, frozenset[str]]:
+    """`live_locals_at` for every instruction offset at once (one analysis instead of one per offset)."""
+    insts = read_instructions(code)
+    return {inst.offset: live for inst, live in zip(insts, _live_in(code, insts))}
+
+
 def live_locals_at(code: types.CodeType, offset: int) -> frozenset[str]:
     """Names of locals (fast locals, cells, free variables) that may be read before written from `offset` on."""
-    insts = read_instructions(code)
-    for i, inst in enumerate(insts):
-        if inst.offset == offset:
-            return _live_in(code, insts)[i]
-    raise ValueError(f"no instruction at offset {offset} in {code.co_qualname}")
+    table = live_locals_table(code)
+    if offset not in table:
+        raise ValueError(f"no instruction at offset {offset} in {code.co_qualname}")
+    return table[offset]
