@@ -1,5 +1,10 @@
-"""Builds the PEP 523 hook (framejit/_C/hook.c); everything else is in pyproject.toml."""
+"""Builds the two native parts: the PEP 523 hook (C) and the TENSOR_MATCH fast path (C++ against torch).
+
+Everything else is in pyproject.toml. torch must be installed first (pip --no-build-isolation),
+since the tensor guard compiles against its headers.
+"""
 from setuptools import Extension, setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 setup(
     ext_modules=[
@@ -7,6 +12,12 @@ setup(
             "framejit._C._hook",
             sources=["framejit/_C/hook.c"],
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
-        )
-    ]
+        ),
+        CppExtension(
+            "framejit._C._tensor_guard",
+            sources=["framejit/_C/tensor_guard.cpp"],
+            extra_compile_args=["-O2"],
+        ),
+    ],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)},
 )

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from framejit._C import _tensor_guard
 from framejit.contracts import Guard
 from framejit.trace.sources import Source
 
@@ -33,6 +34,7 @@ class GuardSet:
         self.guards: dict[tuple[str, str], Guard] = {}
         self.constants: dict[str, Any] = {}
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
+        self.tensors: list[tuple[str, torch.Tensor]] = []  # TENSOR_MATCH, checked in one C++ call
         self._by_id: dict[int, str] = {}
 
     def _const(self, value: Any) -> str:
@@ -59,6 +61,7 @@ class GuardSet:
 
     def _code(self, x: str, kind: str, value: Any) -> list[str]:
         if kind == "TENSOR_MATCH":
+            self.tensors.append((x, value))
             return [f"type({x}) is {self._const(type(value))}", f"{x}.dtype is {self._const(value.dtype)}",
                     f"{x}.device == {self._const(value.device)}",
                     f"{x}.requires_grad is {value.requires_grad}",
@@ -88,7 +91,7 @@ class GuardSet:
         return list(self.guards.values())
 
 
-_HELPERS: dict[str, Any] = {"___dispatch_keys": _dispatch_keys, "___get_default_device": _get_default_device,
+_HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys, "___get_default_device": _get_default_device,
                             "___is_grad_enabled": _is_grad_enabled}
 
 
@@ -110,7 +113,12 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
             return f"___G[{key!r}]"
         return _NAME.sub(sub, expr)
 
-    exprs = [rewrite(c) for g in guard_set.ordered() for c in g.code_list]
+    # The readable per-tensor checks are for failure messages; the fast path checks all tensors in C++.
+    exprs = [rewrite(c) for g in guard_set.ordered() if g.kind != "TENSOR_MATCH" for c in g.code_list]
+    namespace = dict(_HELPERS, **guard_set.constants)
+    if guard_set.tensors:
+        namespace["___tensor_spec"] = _tensor_guard.make_spec([t for _, t in guard_set.tensors])
+        exprs.insert(0, "___check_tensors(___tensor_spec, " + ", ".join(rewrite(x) for x, _ in guard_set.tensors) + ")")
     body = " and ".join(f"({e})" for e in exprs) or "True"
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
     prologue = ""
@@ -119,7 +127,6 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     if "___C[" in body:
         prologue += "    ___C = ___fn.__closure__\n"
     source = f"def ___guard({params}):\n{prologue}    return {body}\n"
-    namespace = dict(_HELPERS, **guard_set.constants)
     exec(compile(source, f"<framejit guards for {code.co_name}>", "exec"), namespace)
     return namespace["___guard"], source
 

@@ -16,6 +16,7 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode)
 from torch.utils import _pytree as pytree
 
+from framejit._C import _hook
 from framejit.codegen import GRAPH_OUT, PyCodegen
 from framejit.config import Options
 from framejit.guards import GuardSet
@@ -168,11 +169,14 @@ class OutputGraph:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
             example_inputs = [i.value for i in self.inputs]
             graph_fn, graph_name = compile_graph(gm, example_inputs)
+            # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             cg.emit("PUSH_NULL")
+            cg.emit_const(_hook.call_with_callback)
+            cg.emit_const(None)
             cg.emit_const(graph_fn)
             for graph_input in self.inputs:
                 graph_input.source.reconstruct(cg)
-            cg.call(len(self.inputs))
+            cg.call(len(self.inputs) + 2)
             cg.emit("STORE_FAST", GRAPH_OUT)
         else:
             gm = None

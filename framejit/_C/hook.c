@@ -16,6 +16,11 @@
 #endif
 
 #define SMALL_STACK 8
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
 #define NOT_PLAIN (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
 static Py_ssize_t extra_index = -1;
@@ -42,7 +47,8 @@ static void slot_free(PyObject *capsule)
     PyObject *cb = slot->cb;
     slot->cb = NULL;
     if (_PyThreadState_UncheckedGet() == slot->owner) {
-        PyThread_tss_set(&slot_tss, NULL);
+        if (PyThread_tss_get(&slot_tss) == slot)
+            PyThread_tss_set(&slot_tss, NULL);
         PyMem_RawFree(slot);
     } else {
         /* Cleared from another OS thread, whose TSS may still point here:
@@ -52,6 +58,7 @@ static void slot_free(PyObject *capsule)
     Py_XDECREF(cb);
 }
 
+/* This thread state's slot, created on first use; NULL with an error set on failure. */
 static ThreadSlot *get_slot(void)
 {
     ThreadSlot *slot = PyThread_tss_get(&slot_tss);
@@ -63,14 +70,22 @@ static ThreadSlot *get_slot(void)
         PyErr_SetString(PyExc_RuntimeError, "framejit: no thread-state dict");
         return NULL;
     }
+    /* The TSS can be stale when several thread states share this OS thread. */
+    PyObject *capsule = PyDict_GetItemWithError(dict, slot_key);
+    if (capsule != NULL) {
+        if ((slot = PyCapsule_GetPointer(capsule, "framejit.slot")) != NULL)
+            PyThread_tss_set(&slot_tss, slot);
+        return slot;
+    }
+    if (PyErr_Occurred())
+        return NULL;
     slot = PyMem_RawCalloc(1, sizeof(ThreadSlot));
     if (slot == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
     slot->owner = ts;
-    PyObject *capsule = PyCapsule_New(slot, "framejit.slot", slot_free);
-    if (capsule == NULL) {
+    if ((capsule = PyCapsule_New(slot, "framejit.slot", slot_free)) == NULL) {
         PyMem_RawFree(slot);
         return NULL;
     }
@@ -213,7 +228,10 @@ static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize
     return r;
 }
 
-static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
+/* Everything but the common "no callback on this thread" case; kept out of
+ * line so that case costs a TSS read and a tail call. */
+static NOINLINE PyObject *
+eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, ThreadSlot *slot)
 {
     if (prev_eval != NULL && frame == chaining)
         return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
@@ -225,7 +243,8 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int t
             || frame->prev_instr != _PyCode_CODE(code) - 1
             || !PyFunction_Check(frame->f_func))
         return pass_through(ts, frame, throw_flag);
-    ThreadSlot *slot = PyThread_tss_get(&slot_tss);
+    if (slot == NULL)
+        slot = PyThread_tss_get(&slot_tss);
     if (slot == NULL || slot->cb == NULL || slot->owner != ts)
         return pass_through(ts, frame, throw_flag);
     /* Another hook on top chains to us: it owns this frame; never rewrite twice. */
@@ -265,6 +284,17 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int t
     PyObject *result = PyObject_Vectorcall(fn, frame->localsplus, nargs, NULL);
     Py_DECREF(fn);
     return result;
+}
+
+static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
+{
+    ThreadSlot *slot = NULL;
+    if (prev_eval == NULL) {
+        slot = PyThread_tss_get(&slot_tss);
+        if (slot == NULL || slot->cb == NULL)
+            return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+    }
+    return eval_hooked(ts, frame, throw_flag, slot);
 }
 
 /* ---- module functions ---- */

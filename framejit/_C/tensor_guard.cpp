@@ -1,0 +1,95 @@
+// TENSOR_MATCH in C++: one call checks every guarded tensor of a cache entry.
+// The Python guard function calls check_tensors(spec, t0, t1, ...); a spec is made once per
+// entry from the example tensors (make_spec). Readable per-tensor checks for failure
+// messages stay in Python (framejit/guards.py); this is only the fast path.
+#include <Python.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <vector>
+
+namespace {
+
+struct TensorSpec {
+  PyTypeObject* type;
+  c10::DispatchKeySet keys;  // with thread-local includes/excludes applied, as dispatch sees them
+  at::ScalarType dtype;
+  c10::Device device;
+  bool requires_grad;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+using Spec = std::vector<TensorSpec>;
+
+c10::DispatchKeySet effective_keys(const at::Tensor& t) {
+  auto tls = c10::impl::tls_local_dispatch_key_set();
+  return (t.key_set() | tls.included_) - tls.excluded_;
+}
+
+bool matches(const TensorSpec& s, PyObject* obj) {
+  if (Py_TYPE(obj) != s.type || !THPVariable_Check(obj)) return false;
+  const at::Tensor& t = THPVariable_Unpack(obj);
+  if (t.scalar_type() != s.dtype || t.device() != s.device || t.requires_grad() != s.requires_grad) return false;
+  if (effective_keys(t) != s.keys) return false;
+  if (t.dim() != static_cast<int64_t>(s.sizes.size())) return false;
+  auto sizes = t.sizes();
+  auto strides = t.strides();
+  for (size_t i = 0; i < s.sizes.size(); ++i) {
+    if (sizes[i] != s.sizes[i] || strides[i] != s.strides[i]) return false;
+  }
+  return true;
+}
+
+void free_spec(PyObject* capsule) {
+  delete static_cast<Spec*>(PyCapsule_GetPointer(capsule, "framejit.TensorSpec"));
+}
+
+PyObject* make_spec(PyObject*, PyObject* examples) {
+  if (!PyList_Check(examples)) {
+    PyErr_SetString(PyExc_TypeError, "make_spec expects a list of tensors");
+    return nullptr;
+  }
+  auto spec = new Spec();
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(examples); ++i) {
+    PyObject* obj = PyList_GET_ITEM(examples, i);
+    if (!THPVariable_Check(obj)) {
+      delete spec;
+      PyErr_SetString(PyExc_TypeError, "make_spec expects tensors");
+      return nullptr;
+    }
+    const at::Tensor& t = THPVariable_Unpack(obj);
+    spec->push_back(TensorSpec{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
+                               t.sizes().vec(), t.strides().vec()});
+  }
+  return PyCapsule_New(spec, "framejit.TensorSpec", free_spec);
+}
+
+PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "check_tensors(spec, *tensors)");
+    return nullptr;
+  }
+  auto spec = static_cast<Spec*>(PyCapsule_GetPointer(args[0], "framejit.TensorSpec"));
+  if (spec == nullptr) return nullptr;
+  if (static_cast<size_t>(nargs - 1) != spec->size()) {
+    PyErr_SetString(PyExc_TypeError, "check_tensors: wrong number of tensors for this spec");
+    return nullptr;
+  }
+  for (Py_ssize_t i = 1; i < nargs; ++i) {
+    if (!matches((*spec)[i - 1], args[i])) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
+PyMethodDef methods[] = {
+    {"make_spec", make_spec, METH_O, "make_spec(list of example tensors) -> spec"},
+    {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
+     METH_FASTCALL, "check_tensors(spec, *tensors) -> bool: every tensor matches its example"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH guards in C++", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__tensor_guard() { return PyModule_Create(&module); }

@@ -1,0 +1,385 @@
+"""Whole models captured as one graph each (fullgraph=True), differential against eager:
+outputs, gradients of parameters and inputs, and module state (BatchNorm running stats)."""
+import copy
+import math
+import operator
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import framejit
+from framejit.testing import CompileCounter, CompileCounterWithBackend, EagerAndRecordGraphs, same
+
+
+# ---------------------------------------------------------------------------------------------
+# models
+
+
+class MLP(nn.Module):
+    def __init__(self, d_in=16, d_hidden=32, d_out=8):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_hidden)
+        self.fc3 = nn.Linear(d_hidden, d_out)
+        self.drop = nn.Dropout(0.5)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        x = self.drop(self.act(self.fc1(x)))
+        x = self.drop(self.act(self.fc2(x)))
+        return self.fc3(x)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self, n_classes=5):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.gap = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(16, n_classes)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        x = self.gap(x)
+        x = torch.flatten(x, 1)
+        return self.fc(x)
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        self.q = nn.Linear(d_model, d_model)
+        self.k = nn.Linear(d_model, d_model)
+        self.v = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q = self.q(x).reshape(b, t, self.n_heads, self.d_head).transpose(1, 2)
+        k = self.k(x).reshape(b, t, self.n_heads, self.d_head).transpose(1, 2)
+        v = self.v(x).reshape(b, t, self.n_heads, self.d_head).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        attn = self.drop(torch.softmax(scores, dim=-1))
+        y = (attn @ v).transpose(1, 2).reshape(b, t, d)
+        return self.out(y)
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, d_model=32, n_heads=4, d_ff=64):
+        super().__init__()
+        self.attn = SelfAttention(d_model, n_heads)
+        self.ln1 = nn.LayerNorm(d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        x = x + self.drop(self.attn(self.ln1(x)))
+        h = F.gelu(self.ff1(self.ln2(x)))
+        x = x + self.drop(self.ff2(h))
+        return x
+
+
+class ModuleTree(nn.Module):
+    def __init__(self, d=12):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, d))
+        self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(3)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(d, 4), "b": nn.Sequential(nn.Linear(d, 4), nn.Sigmoid())})
+        self.acts = nn.ModuleDict({"relu": nn.ReLU(), "gelu": nn.GELU()})
+
+    def forward(self, x):
+        x = self.stem(x)
+        for layer in self.layers:
+            x = torch.relu(layer(x)) + x
+        x = self.acts["gelu"](x)
+        outs = {}
+        for name, head in self.heads.items():
+            outs[name] = head(x)
+        return outs["a"] * 2 + self.acts["relu"](outs["b"]), outs
+
+
+def _mlp():
+    return MLP().eval(), (torch.randn(4, 16),)
+
+
+def _cnn_eval():
+    m = SmallCNN()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 3, 16, 16),)
+
+
+def _cnn_train():
+    m = SmallCNN()
+    _randomize_bn(m)
+    return m.train(), (torch.randn(4, 3, 16, 16),)
+
+
+def _encoder():
+    return EncoderBlock().eval(), (torch.randn(2, 7, 32),)
+
+
+def _tree():
+    return ModuleTree(), (torch.randn(5, 12),)
+
+
+def _randomize_bn(m):
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 1.5)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.5, 0.5)
+
+
+MODELS = {"mlp": _mlp, "cnn_eval": _cnn_eval, "cnn_train": _cnn_train, "encoder": _encoder, "tree": _tree}
+
+BACKENDS = ["counter", "counter_eager", "eager"]
+
+
+def _make_backend(kind):
+    if kind == "counter":
+        return CompileCounter()
+    if kind == "counter_eager":
+        return CompileCounterWithBackend("eager")
+    return "eager"
+
+
+def _buffers_equal(a: nn.Module, b: nn.Module):
+    ba, bb = dict(a.named_buffers()), dict(b.named_buffers())
+    assert ba.keys() == bb.keys()
+    for name in ba:
+        assert same(ba[name], bb[name]), f"buffer {name} differs after the call"
+
+
+def _grads(model, x):
+    return [p.grad for p in model.parameters()], x.grad
+
+
+def _loss(out):
+    flat = torch.utils._pytree.tree_leaves(out)
+    return sum((t.float() ** 2).mean() for t in flat if isinstance(t, torch.Tensor))
+
+
+# ---------------------------------------------------------------------------------------------
+# one graph, eager's results, eager's gradients
+
+
+@pytest.mark.parametrize("backend_kind", BACKENDS)
+@pytest.mark.parametrize("model_name", list(MODELS))
+def test_model_one_graph_matches_eager(model_name, backend_kind):
+    model, inputs = MODELS[model_name]()
+    ref_model = copy.deepcopy(model)
+    backend = _make_backend(backend_kind)
+    opt = framejit.compile(model, backend=backend, fullgraph=True)
+    with torch.no_grad():
+        expected = ref_model(*inputs)
+        actual = opt(*inputs)
+    assert same(actual, expected)
+    _buffers_equal(model, ref_model)
+    if isinstance(backend, CompileCounter):
+        assert backend.frame_count == 1
+        assert backend.op_count > 0
+    # a second call with new values of the same shape reuses the graph
+    inputs2 = tuple(torch.randn_like(t) for t in inputs)
+    with torch.no_grad():
+        expected = ref_model(*inputs2)
+        actual = opt(*inputs2)
+    assert same(actual, expected)
+    _buffers_equal(model, ref_model)
+    if isinstance(backend, CompileCounter):
+        assert backend.frame_count == 1
+
+
+@pytest.mark.parametrize("model_name", list(MODELS))
+def test_model_gradients_match_eager(model_name):
+    model, inputs = MODELS[model_name]()
+    ref_model = copy.deepcopy(model)
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt, fullgraph=True)
+    x_ref = inputs[0].clone().requires_grad_(True)
+    x_opt = inputs[0].clone().requires_grad_(True)
+
+    out_ref = ref_model(x_ref)
+    out_opt = opt(x_opt)
+    assert same(out_opt, out_ref)
+    _loss(out_ref).backward()
+    _loss(out_opt).backward()
+
+    assert cnt.frame_count == 1
+    pg_ref, xg_ref = _grads(ref_model, x_ref)
+    pg_opt, xg_opt = _grads(model, x_opt)
+    assert xg_opt is not None and same(xg_opt, xg_ref, tol=1e-4)
+    for (name, _), g_ref, g_opt in zip(model.named_parameters(), pg_ref, pg_opt):
+        assert (g_ref is None) == (g_opt is None), name
+        if g_ref is not None:
+            assert same(g_opt, g_ref, tol=1e-4), f"grad of {name} differs"
+    _buffers_equal(model, ref_model)
+
+
+def test_cnn_train_mode_updates_running_stats_like_eager():
+    model, (x,) = _cnn_train()
+    ref_model = copy.deepcopy(model)
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt, fullgraph=True)
+    for step in range(3):
+        xi = x + step
+        assert same(opt(xi), ref_model(xi))
+        for name in ("bn1", "bn2"):
+            bn, bn_ref = getattr(model, name), getattr(ref_model, name)
+            assert same(bn.running_mean, bn_ref.running_mean), f"{name}.running_mean step {step}"
+            assert same(bn.running_var, bn_ref.running_var), f"{name}.running_var step {step}"
+            assert torch.equal(bn.num_batches_tracked, bn_ref.num_batches_tracked), \
+                f"{name}.num_batches_tracked step {step}"
+    assert int(model.bn1.num_batches_tracked) == 3
+    assert cnt.frame_count == 1
+
+
+def test_model_tree_returns_nested_dict_like_eager():
+    model, (x,) = _tree()
+    ref_model = copy.deepcopy(model)
+    rec = EagerAndRecordGraphs()
+    opt = framejit.compile(model, backend=rec, fullgraph=True)
+    out, outs = opt(x)
+    ref_out, ref_outs = ref_model(x)
+    assert isinstance(outs, dict) and list(outs) == list(ref_outs) == ["a", "b"]
+    assert same((out, outs), (ref_out, ref_outs))
+    assert len(rec.graphs) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the seeds' examples
+
+
+def _call_targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+
+
+def _op_names(gm):
+    """A readable op name per node: call_module nodes become their module's class name."""
+    names = []
+    for n in gm.graph.nodes:
+        if n.op == "call_module":
+            names.append(type(gm.get_submodule(n.target)).__name__.lower())
+        elif n.op in ("call_function", "call_method"):
+            names.append(getattr(n.target, "__name__", str(n.target)).lower())
+    return names
+
+
+def test_seed_cos_sin_add_graph():
+    cnt = CompileCounter()
+
+    @framejit.optimize(cnt)
+    def fn(x, y):
+        a = torch.cos(x)
+        b = torch.sin(y)
+        return a + b
+
+    x, y = torch.randn(10), torch.randn(10)
+    assert same(fn(x, y), torch.cos(x) + torch.sin(y))
+    assert cnt.frame_count == 1
+    (gm,) = cnt.graphs
+    assert _call_targets(gm) == [torch.cos, torch.sin, operator.add]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 2
+
+
+class MockModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(torch.cos(x))
+
+
+@pytest.mark.parametrize("form", ["optimize", "compile"])
+def test_seed_mock_module_cos_then_relu(form):
+    cnt = CompileCounter()
+    mod = MockModule()
+    opt = framejit.optimize(cnt)(mod) if form == "optimize" else framejit.compile(mod, backend=cnt)
+    x = torch.randn(10)
+    assert same(opt(x), mod(x))
+    assert cnt.frame_count == 1
+    names = _op_names(cnt.graphs[0])
+    assert len(names) == 2, names
+    assert names[0] == "cos"
+    assert "relu" in names[1]
+
+
+class LinearRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(10, 2)
+
+    def forward(self, x):
+        return torch.nn.functional.relu(self.lin(x))
+
+
+@pytest.mark.parametrize("backend_kind", BACKENDS)
+def test_seed_linear_relu_fullgraph(backend_kind):
+    mod = LinearRelu()
+    backend = _make_backend(backend_kind)
+    opt = framejit.compile(mod, fullgraph=True, backend=backend)
+    inp = torch.randn(8, 10)
+    out = opt(inp)
+    assert same(out, mod(inp))
+    assert out.requires_grad  # autograd flows through the compiled graph
+    if isinstance(backend, CompileCounter):
+        assert backend.frame_count == 1
+        assert backend.op_count >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# train()/eval() switching
+
+
+class DropBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.bn(self.lin(x)))
+
+
+def test_train_eval_switch_recompiles_and_stays_correct():
+    model = DropBN()
+    ref_model = copy.deepcopy(model)
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt, fullgraph=True)
+    x = torch.randn(8, 6)
+
+    def check(mode):
+        model.train(mode)
+        ref_model.train(mode)
+        torch.manual_seed(123)
+        expected = ref_model(x)
+        torch.manual_seed(123)
+        actual = opt(x)
+        assert same(actual, expected), f"mode training={mode}"
+        _buffers_equal(model, ref_model)
+
+    check(False)
+    assert cnt.frame_count == 1
+    check(True)
+    assert cnt.frame_count == 2, "switching to train() must recompile"
+    check(False)
+    check(True)
+    assert cnt.frame_count == 2, "both modes are cached"
+    # eval output is deterministic, train output depends on dropout
+    model.eval()
+    assert torch.equal(opt(x), opt(x))
