@@ -156,7 +156,6 @@ class OutputGraph:
         """Compile the graph and generate the replacement body; None if there is nothing worth compiling."""
         if torch.is_grad_enabled() != self.initial_grad_mode:
             unsupported("grad mode is left changed at return", "grad_mode")
-        self._drop_trailing_grad_toggles()
         if self.count_ops() == 0 and self.side_effects.is_empty():
             return None
         outputs = self._collect_outputs([return_value, *self.side_effects.values()])
@@ -186,13 +185,6 @@ class OutputGraph:
         cg.emit("RETURN_VALUE")
         return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps), gm=gm,
                              graph_fn=graph_fn, graph_name=graph_name)
-
-    def _drop_trailing_grad_toggles(self) -> None:
-        for node in reversed(list(self.graph.nodes)):
-            if node.target is torch._C._set_grad_enabled:
-                self.graph.erase_node(node)
-            else:
-                break
 
     def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable]:
         """Tensors the Python side needs from the graph (inputs are reloaded from their sources)."""

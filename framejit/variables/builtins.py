@@ -147,7 +147,7 @@ class BuiltinVariable(Variable):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-_FOLDABLE = {abs, pow, divmod, round, min, max, int, float, bool, str, repr, ord, chr, hash, sorted, all, any,
+_FOLDABLE = {abs, pow, divmod, round, min, max, int, float, bool, str, repr, ord, chr, hash, all, any,
              bin, hex, oct, format}
 
 _HANDLERS: dict[Any, Callable[..., Variable]] = {}
@@ -310,6 +310,19 @@ def _filter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     keep = [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
                                  else fn.call(tx, [x], {}).truth(tx))]
     return IteratorVariable(keep)
+
+
+@_handles(sorted)
+def _sorted(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    items = _iterate(tx, args[0])
+    key_fn = kwargs.get("key")
+    reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
+    if key_fn is None or key_fn.is_python_constant() and key_fn.as_python_constant() is None:
+        keys = [i.as_python_constant() for i in items]
+    else:
+        keys = [key_fn.call(tx, [i], {}).as_python_constant() for i in items]
+    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+    return ListVariable([items[i] for i in order])
 
 
 @_handles(sum)

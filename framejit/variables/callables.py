@@ -198,6 +198,8 @@ def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
                        kwargs: dict[str, Variable]) -> Variable:
     """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
     from framejit.variables.builder import wrap_constant_result
+    if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
+        return _make_namedtuple(value, args, kwargs)
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
                       or getattr(value, "__module__", None) == "math"):
@@ -206,3 +208,16 @@ def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
     name = getattr(value, "__qualname__", None) or repr(value)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)",
                 "opaque_call")
+
+
+def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    defaults = {k: ConstantVariable(v) for k, v in getattr(cls, "_field_defaults", {}).items()}
+    values = dict(zip(cls._fields, args))
+    for key, value in kwargs.items():
+        if key not in cls._fields or key in values:
+            unsupported(f"{cls.__name__}() got a bad keyword argument {key!r}", "bad_call")
+        values[key] = value
+    missing = [f for f in cls._fields if f not in values and f not in defaults]
+    if missing or len(args) > len(cls._fields):
+        unsupported(f"{cls.__name__}() called with the wrong arguments", "bad_call")
+    return TupleVariable([values.get(f, defaults.get(f)) for f in cls._fields], py_type=cls)

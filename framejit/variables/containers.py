@@ -288,9 +288,11 @@ class SetVariable(Variable):
         if name in ("add", "discard", "remove", "update", "clear"):
             if self.source is not None:
                 unsupported("mutating a set from outside the frame", "side_effect")
-            consts = [c for a in args for c in ([a.as_python_constant()] if name != "update"
-                                                 else [v.as_python_constant() for v in a.unpack(tx)])]
-            getattr(self.values, name)(*([consts[0]] if name in ("add", "discard", "remove") else consts))
+            if name == "update":
+                for arg in args:
+                    self.values.update(v.as_python_constant() for v in arg.unpack(tx))
+            else:
+                getattr(self.values, name)(*const_args(args, f"set.{name}"))
             return ConstantVariable(None)
         result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
         from framejit.variables.builder import wrap_constant_result

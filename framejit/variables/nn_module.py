@@ -15,11 +15,13 @@ from torch import nn
 from framejit.trace.sources import AttrSource, ItemSource
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import TupleVariable
+from framejit.variables.containers import BoundMethod, TupleVariable
 
 if TYPE_CHECKING:
     from framejit.trace.translator import Translator
 
+_LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
+                              "named_buffers"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
@@ -53,6 +55,8 @@ class NNModuleVariable(Variable):
             return pending
         mod = self.module
         inst = mod.__dict__
+        if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
+            return BoundMethod(self, name)
         if name in inst:
             return wrap_value(tx, inst[name], AttrSource(self.source, name))
         for dict_name in ("_parameters", "_buffers", "_modules"):
@@ -138,8 +142,7 @@ class NNModuleVariable(Variable):
             if name == "values":
                 return TupleVariable(children)
             return TupleVariable([TupleVariable([ConstantVariable(k), c]) for k, c in zip(keys, children)])
-        if name in ("children", "modules", "parameters", "named_parameters", "buffers", "named_children",
-                    "named_modules", "named_buffers", "state_dict"):
+        if name in _LISTING_METHODS:
             return self._module_listing(tx, name, args, kwargs)
         if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
                     "train", "eval", "requires_grad_", "zero_grad"):

@@ -73,6 +73,8 @@ class TensorVariable(Variable):
             unsupported("reading .grad of a tensor inside a graph", "tensor_attr")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethod(self, name)
+        if not hasattr(torch.Tensor, name):
+            unsupported(f"'Tensor' object has no attribute {name!r}", "getattr")
         unsupported(f"tensor attribute {name!r}", "tensor_attr")
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
