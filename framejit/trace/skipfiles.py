@@ -28,6 +28,9 @@ def _package_dir(name: str) -> str | None:
 
 _THIRD_PARTY = tuple(filter(None, map(_package_dir, ("numpy", "bytecode", "tabulate", "sympy"))))
 
+# Code torch and framejit generate (FX graphs, guards); other "<...>" files (exec'd user code) are captured.
+_GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
+
 # Code objects captured even though their file is skipped (e.g. nn.Linear.forward of an optimized module).
 forced_capture: "set[types.CodeType]" = set()
 
@@ -41,7 +44,7 @@ def _skipped_file(filename: str) -> str | None:
         return "the standard library"
     if filename.startswith(_THIRD_PARTY):
         return "a library framejit does not trace"
-    if filename.startswith("<") and filename not in ("<string>", "<stdin>") and not filename.startswith("<ipython"):
+    if filename.startswith(_GENERATED):
         return f"generated code ({filename})"
     return None
 
