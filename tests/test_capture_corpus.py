@@ -12,8 +12,9 @@ node; metadata reads (shape, size(), dim(), dtype, device, ndim, len(x), numel()
 and arithmetic on Python constants add none; `x.T` / `x.mT` is one getattr node; an
 op returning a tuple of tensors (chunk, split, unbind, max(dim), sort, topk...) is one
 node plus one getitem node per tensor element (used or not); every grad-mode switch
-(`torch.no_grad()` enter/exit, ...) is one `torch._C._set_grad_enabled` node, except
-switches at the very end of the graph, which are dropped.
+(`torch.no_grad()` enter/exit, `torch.set_grad_enabled(b)`) is one
+`torch._C._set_grad_enabled` node, the restore at the end of a block that closes the
+graph included (the graph must leave grad mode as eager does).
 """
 from __future__ import annotations
 
@@ -1986,7 +1987,7 @@ def grad_no_grad_block(x):
     return y + x
 
 
-@case(rg(3), ops=2)
+@case(rg(3), ops=3)
 def grad_no_grad_return_inside(x):
     with torch.no_grad():
         return x * 2
