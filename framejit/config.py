@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
-import os
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any
 
 debug: bool = False             # print ORIGINAL/MODIFIED BYTECODE, GUARDS and the graph per compiled frame
 verbose: bool = False           # full tracebacks for internal errors

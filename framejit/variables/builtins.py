@@ -192,8 +192,7 @@ def _callable(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     obj = args[0]
     if obj.is_python_constant():
         return ConstantVariable(callable(obj.as_python_constant()))
-    return ConstantVariable(callable(obj.python_type()) and hasattr(obj.python_type(), "__call__")
-                            and not isinstance(obj, (TensorVariable, BaseListVariable, DictVariable)))
+    return ConstantVariable(any("__call__" in vars(k) for k in obj.python_type().__mro__))
 
 
 @_handles(getattr)

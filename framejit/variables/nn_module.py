@@ -9,7 +9,6 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
-import torch
 from torch import nn
 
 from framejit.trace.sources import AttrSource, ItemSource
