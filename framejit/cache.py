@@ -49,12 +49,13 @@ def install(code: types.CodeType, frame: CompiledFrame) -> tuple:
         _codes.add(code)
     cache.insert(0, entry)
     _frames[frame.guard_fn] = dataclasses.replace(frame, watched=())
-    code_ref, guard_ref = weakref.ref(code), weakref.ref(frame.guard_fn)
+    code_ref, guard_ref, get_extra = weakref.ref(code), weakref.ref(frame.guard_fn), _hook.get_extra
 
     def drop(_: weakref.ref) -> None:  # holds only weak references: never keeps a dead entry alive
         live_code, guard = code_ref(), guard_ref()
-        if live_code is not None and guard is not None:
-            entries(live_code)[:] = [e for e in entries(live_code) if e[0] is not guard]
+        cache = get_extra(live_code) if live_code is not None and guard is not None else None
+        if isinstance(cache, list):  # (module globals may already be gone at interpreter exit)
+            cache[:] = [e for e in cache if e[0] is not guard]
     for obj in frame.watched:
         _keepalive.append(weakref.ref(obj, drop))
     if len(_keepalive) > 1024:
