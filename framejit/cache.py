@@ -1,7 +1,9 @@
 """Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset.
 
-An entry is the tuple (guard_fn, replacement_code, memo) that the C hook runs;
-the CompiledFrame behind it is kept weakly keyed by its guard function.
+An entry is the tuple (guard_fn, replacement_code, memo, owner) that the C hook
+runs; `owner` is the FrameCallback (one per backend and options) that compiled
+it, so contexts with different backends never run each other's code. The
+CompiledFrame behind an entry is kept weakly keyed by its guard function.
 """
 from __future__ import annotations
 
@@ -20,13 +22,15 @@ _codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()   # codes with som
 _keepalive: list[weakref.ref] = []                               # weakrefs whose callbacks drop entries
 
 
-def entries(code: types.CodeType) -> list[tuple]:
+def entries(code: types.CodeType, owner: Any = None) -> list[tuple]:
+    """The cache list of `code` (the live list), or only the entries of `owner`."""
     extra = _hook.get_extra(code)
-    return extra if isinstance(extra, list) else []
+    cache = extra if isinstance(extra, list) else []
+    return cache if owner is None else [e for e in cache if e[3] is owner]
 
 
-def compiled_frames(code: types.CodeType) -> list[CompiledFrame]:
-    return [_frames[e[0]] for e in entries(code) if e[0] in _frames]
+def compiled_frames(code: types.CodeType, owner: Any = None) -> list[CompiledFrame]:
+    return [_frames[e[0]] for e in entries(code, owner) if e[0] in _frames]
 
 
 def mark_skip(code: types.CodeType) -> None:
@@ -38,10 +42,10 @@ def is_skipped(code: types.CodeType) -> bool:
     return _hook.get_extra(code) is SKIP
 
 
-def install(code: types.CodeType, frame: CompiledFrame) -> tuple:
+def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> tuple:
     """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
     _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through
-    entry = (frame.guard_fn, frame.code, [None, None, None])
+    entry = (frame.guard_fn, frame.code, [None, None, None], owner)
     cache = entries(code)
     if not cache:
         cache = []

@@ -10,7 +10,8 @@ from framejit import logs
 from framejit.codeobj import arg_slot_names, build_function_code, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame
-from framejit.exc import BackendCompilerFailed
+from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
+from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
 from framejit.output_graph import OutputGraph, next_graph_name
 from framejit.trace import ops_basic, ops_call, ops_data, ops_flow  # noqa: F401  (register opcode handlers)
@@ -21,10 +22,42 @@ class CompileHooks:
     """What one optimize() context hands to every compile it triggers."""
 
     def __init__(self, backend: Callable, backend_name: str,
-                 on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None) -> None:
+                 on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None,
+                 on_break: Callable[[Unsupported], None] | None = None) -> None:
         self.backend = backend
         self.backend_name = backend_name
         self.on_graph = on_graph
+        self.on_break = on_break
+        self.pending_break: dict[types.CodeType, Unsupported] = {}
+
+
+def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Options, hooks: CompileHooks,
+                              *, nopython: bool) -> CompiledFrame | None:
+    """Trace the whole frame; if it fails at an instruction of this frame, trace again and break there.
+
+    The first trace may have changed its Variables while failing inside that instruction
+    (an inlined call, say), so the break is made by a fresh trace that stops before it.
+    """
+    try:
+        return convert_frame(fn, args, options, hooks)
+    except Unsupported as e:
+        if nopython or e.break_index is None:
+            raise
+        hooks.pending_break[fn.__code__] = e
+        try:
+            return convert_frame(fn, args, options, hooks)
+        finally:
+            hooks.pending_break.pop(fn.__code__, None)
+
+
+def _report_break(reason: Unsupported, hooks: CompileHooks, options: Options) -> None:
+    where = reason.user_stack[-1] if reason.user_stack else None
+    place = f"{where.filename}:{where.lineno} in {where.name}" if where else "?"
+    logs.log.info("graph break at %s: %s", place, reason.msg)
+    if logs.enabled("breaks", options.debug):
+        print(f"GRAPH BREAK at {place}: {reason.msg}\n" + format_user_stack(reason.user_stack))
+    if hooks.on_break is not None:
+        hooks.on_break(reason)
 
 
 def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: CompileHooks
@@ -53,9 +86,16 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
             hooks.on_graph(gm, compiled)
         return compiled, name
 
+    break_at = hooks.pending_break.pop(code, None) if hooks.pending_break else None
     try:
         tx = root_translator(output, fn, args)
-        finished = output.finish(tx, tx.run(), compile_graph)
+        tx.break_at = break_at.break_index if break_at is not None else None
+        result = tx.run()
+        if result is None:
+            finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph)
+            _report_break(break_at, hooks, options)
+        else:
+            finished = output.finish(tx, result, compile_graph)
     finally:
         output.restore_global_state()
     if finished is None:

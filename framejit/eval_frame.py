@@ -13,8 +13,8 @@ from torch import nn
 from framejit import cache, config, logs, registry
 from framejit._C import _hook
 from framejit.contracts import GuardFailure
-from framejit.convert import CompileHooks, convert_frame
-from framejit.exc import BackendCompilerFailed, FramejitError, InternalError, Unsupported
+from framejit.convert import CompileHooks, convert_frame_with_breaks
+from framejit.exc import BackendCompilerFailed, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
 
@@ -51,7 +51,7 @@ class FrameCallback:
             cache.mark_skip(code)
             return None
         with _compile_lock:
-            existing = cache.entries(code)
+            existing = cache.entries(code, self)
             for entry in existing:  # another thread may have compiled it meanwhile
                 if entry[0](fn, *args):
                     return cache.replacement_function(entry, fn)
@@ -61,7 +61,7 @@ class FrameCallback:
 
     def _recompile_allowed(self, fn: types.FunctionType, args: tuple, existing: list) -> bool:
         code = fn.__code__
-        frames = cache.compiled_frames(code)
+        frames = cache.compiled_frames(code, self)
         if frames:
             from framejit.codeobj import arg_slot_names
             failed = explain_failure(list(frames[0].guards), frames[0].constants, fn, arg_slot_names(code), args)
@@ -87,10 +87,10 @@ class FrameCallback:
         code = fn.__code__
         options = config.snapshot()
         try:
-            compiled = convert_frame(fn, args, options, self.hooks)
+            compiled = convert_frame_with_breaks(fn, args, options, self.hooks, nopython=self.nopython)
         except Unsupported as e:
             if self.nopython:
-                raise
+                raise fullgraph_error(e) from None
             log.info("framejit runs %s (%s:%d) as Python: %s", code.co_name, code.co_filename,
                      code.co_firstlineno, e)
             self._give_up(code, has_entries)
@@ -115,7 +115,7 @@ class FrameCallback:
         if compiled is None:
             self._give_up(code, has_entries, nothing_to_compile=True)
             return None
-        entry = cache.install(code, compiled)
+        entry = cache.install(code, compiled, self)
         if self.guard_export_fn is not None:
             self.guard_export_fn(list(compiled.guards))
         return cache.replacement_function(entry, fn)
@@ -181,12 +181,23 @@ class OptimizedModule(nn.Module):
         return f"OptimizedModule({self._orig_mod!r})"
 
 
+_callbacks: "weakref.WeakValueDictionary[tuple, FrameCallback]" = weakref.WeakValueDictionary()
+
+
 def make_context(backend: Callable, backend_name: str, *, nopython: bool = False,
                  guard_fail_fn: Callable | None = None, guard_export_fn: Callable | None = None,
-                 on_graph: Callable | None = None) -> _Context:
-    hooks = CompileHooks(backend, backend_name, on_graph)
-    return _Context(FrameCallback(hooks, nopython=nopython, guard_fail_fn=guard_fail_fn,
-                                  guard_export_fn=guard_export_fn))
+                 on_graph: Callable | None = None, on_break: Callable | None = None) -> _Context:
+    """A context for this backend and these options; contexts made with the same ones share one
+    callback, and so one set of cache entries (the callback holds them all alive, so ids are stable)."""
+    key = (id(backend), backend_name, nopython, id(guard_fail_fn), id(guard_export_fn), id(on_graph), id(on_break))
+    callback = _callbacks.get(key)
+    if callback is None:
+        hooks = CompileHooks(backend, backend_name, on_graph, on_break)
+        callback = FrameCallback(hooks, nopython=nopython, guard_fail_fn=guard_fail_fn,
+                                 guard_export_fn=guard_export_fn)
+        callback.keepalive = (guard_fail_fn, guard_export_fn, on_graph, on_break)
+        _callbacks[key] = callback
+    return _Context(callback)
 
 
 RUN_ONLY = _Context(False)

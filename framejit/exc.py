@@ -18,11 +18,15 @@ class Unsupported(FramejitError):
         self.msg = msg
         self.code = code
         self.user_stack = list(user_stack or [])
+        self.break_index: int | None = None  # index of the captured frame's instruction that failed
 
     def __str__(self) -> str:
-        if not self.user_stack:
-            return self.msg
-        return self.msg + "\n\nfrom user code:\n" + format_user_stack(self.user_stack)
+        text = self.msg if not self.user_stack else \
+            self.msg + "\n\nfrom user code:\n" + format_user_stack(self.user_stack)
+        if getattr(self, "fullgraph_hint", False):
+            text += ("\n\nTo run this part as Python instead (a graph break), compile without "
+                     "fullgraph=True / nopython=True.")
+        return text
 
 
 class UserError(Unsupported):
@@ -53,3 +57,31 @@ def format_user_stack(stack: list) -> str:
         if fs.line:
             lines.append(f"    {fs.line.strip()}")
     return "\n".join(lines)
+
+
+_ADVICE = {
+    "data_dependent": "The value of a tensor is needed as a Python value here; keep the computation in tensor "
+                      "ops, or move it out of the compiled function.",
+    "builtin_io": "Move the call out of the compiled function, or wrap the code doing it with framejit.disable.",
+    "opaque_call": "framejit only traces Python code and torch ops; move the call out, wrap it with "
+                   "framejit.disable, or use framejit.allow_in_graph if it only does tensor ops.",
+    "disallowed": "The function is marked disallow_in_graph or framejit.disable; call it outside the compiled "
+                  "function.",
+    "skipped_file": "framejit does not trace into this library's code; call it outside the compiled function, "
+                    "or use framejit.allow_in_graph if it only does tensor ops.",
+}
+_CONTROL_FLOW = ("Dynamic control flow is not supported at the moment. Please use torch.cond to explicitly "
+                 "capture the control flow, or compute the condition outside the compiled function.")
+
+
+def fullgraph_error(e: Unsupported) -> Unsupported:
+    """The error `fullgraph=True` / `nopython=True` raises at the first graph break."""
+    advice = _ADVICE.get(e.code, "Rewrite this code, or compile without fullgraph=True so that framejit "
+                                 "breaks the graph here and runs this part as Python.")
+    if e.code == "tensor_branch":
+        err: Unsupported = UserError(f"{_CONTROL_FLOW}\n(graph break reason: {e.msg})", code=e.code,
+                                     user_stack=e.user_stack)
+    else:
+        err = Unsupported(f"{e.msg}\n{advice}", code=e.code, user_stack=e.user_stack)
+    err.fullgraph_hint = True
+    return err

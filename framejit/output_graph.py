@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from framejit.trace.translator import Translator
 
 _graph_counter = itertools.count()
+CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
 
 
 def next_graph_name() -> str:
@@ -150,24 +151,16 @@ class OutputGraph:
                    and n.target is not torch._C._set_grad_enabled)
 
     # -- finishing ---------------------------------------------------------------------------
-    def finish(self, tx: "Translator", return_value: Variable,
-               compile_graph: Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
-               ) -> "FinishedTrace | None":
-        """Compile the graph and generate the replacement body; None if there is nothing worth compiling."""
-        if torch.is_grad_enabled() != self.initial_grad_mode:
-            unsupported("grad mode is left changed at return", "grad_mode")
-        if self.count_ops() == 0 and self.side_effects.is_empty():
-            return None
-        outputs = self._collect_outputs([return_value, *self.side_effects.values()])
+    def emit_graph_call(self, tx: "Translator", roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
+        """Compile the graph with outputs for every tensor in `roots` and start the replacement code
+        with its call; the returned codegen loads any of those values afterwards."""
+        outputs = self._collect_outputs(roots)
         self._remove_unused_inputs()
-        output_index = {id(v): i for i, v in enumerate(outputs)}
         self.graph.output(tuple(v.node for v in outputs))
-        cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars))
-        graph_fn, graph_name = None, None
+        cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars))
         if self.count_ops() or outputs:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
-            example_inputs = [i.value for i in self.inputs]
-            graph_fn, graph_name = compile_graph(gm, example_inputs)
+            graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             cg.emit("PUSH_NULL")
             cg.emit_const(_hook.call_with_callback)
@@ -177,14 +170,20 @@ class OutputGraph:
                 graph_input.source.reconstruct(cg)
             cg.call(len(self.inputs) + 2)
             cg.emit("STORE_FAST", GRAPH_OUT)
-        else:
-            gm = None
+        return cg
+
+    def finish(self, tx: "Translator", return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":
+        """The frame returned: compile and generate the replacement body; None if nothing is worth compiling."""
+        if torch.is_grad_enabled() != self.initial_grad_mode:
+            unsupported("grad mode is left changed at return", "grad_mode")
+        if self.count_ops() == 0 and self.side_effects.is_empty():
+            return None
+        cg = self.emit_graph_call(tx, [return_value, *self.side_effects.values()], compile_graph)
         result = cg.store_temp(lambda: cg.load(return_value))
         self.side_effects.codegen(cg)
         cg.emit("LOAD_FAST", result)
         cg.emit("RETURN_VALUE")
-        return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps), gm=gm,
-                             graph_fn=graph_fn, graph_name=graph_name)
+        return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
     def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable]:
         """Tensors the Python side needs from the graph (inputs are reloaded from their sources)."""
@@ -217,14 +216,10 @@ class OutputGraph:
 
 
 class FinishedTrace:
-    __slots__ = ("instructions", "temps", "gm", "graph_fn", "graph_name")
+    """The body of a replacement function and the temporaries it uses."""
 
-    def __init__(self, *, instructions: list, temps: tuple[str, ...], gm: torch.fx.GraphModule | None,
-                 graph_fn: Callable | None, graph_name: str | None) -> None:
+    __slots__ = ("instructions", "temps")
+
+    def __init__(self, *, instructions: list, temps: tuple[str, ...]) -> None:
         self.instructions = instructions
         self.temps = temps
-        self.gm = gm
-        self.graph_fn = graph_fn
-        self.graph_name = graph_name
-
-

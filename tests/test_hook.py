@@ -128,7 +128,7 @@ def test_cache_hit_skips_callback_and_miss_calls_it() -> None:
     def f(a, b):
         return ("orig", a, b)
 
-    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None, None, None])])
+    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None, None, None], None)])
     rec = Recorder({"f"})
     assert _hook.call_with_callback(rec, f, 1, 2) == ("hit", 1, 2)
     assert rec.calls == []
@@ -148,9 +148,9 @@ def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
     one = replacement("def one(x):\n    return ('one', x)\n", "one")
     two = replacement("def two(x):\n    return ('two', x)\n", "two")
     _hook.set_extra(f.__code__, [
-        (broken, one, [None] * 3),
-        (lambda func, x: x > 10, one, [None] * 3),
-        (lambda func, x: x > 0, two, [None] * 3),
+        (broken, one, [None] * 3, None),
+        (lambda func, x: x > 10, one, [None] * 3, None),
+        (lambda func, x: x > 0, two, [None] * 3, None),
     ])
     rec = Recorder({"f"})
     assert _hook.call_with_callback(rec, f, 20) == ("one", 20)
@@ -170,7 +170,7 @@ def test_memo_is_reused_and_rebuilt_for_another_closure() -> None:
     code = replacement(
         "def outer():\n    n = 0\n    def add(x):\n        return ('R', x + n)\n    return add\n", "add")
     memo = [None, None, None]
-    _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo)])
+    _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo, None)])
     assert _hook.call_with_callback(False, add1, 10) == ("R", 11)
     first = memo[2]
     assert memo[0] is add1.__closure__ and memo[1] is add1.__globals__
@@ -186,7 +186,7 @@ def test_closure_mismatch_raises() -> None:
         return x
 
     code = replacement("def outer():\n    n = 0\n    def g(x):\n        return x + n\n    return g\n", "g")
-    _hook.set_extra(f.__code__, [(lambda func, x: True, code, [None] * 3)])
+    _hook.set_extra(f.__code__, [(lambda func, x: True, code, [None] * 3, None)])
     with pytest.raises(ValueError, match="free vars"):
         _hook.call_with_callback(False, f, 1)
 
@@ -261,7 +261,7 @@ def test_generators_coroutines_and_throw_run_untouched() -> None:
     async def agen(x):
         yield x
 
-    always = [(lambda func, *a: True, make_hit_code(), [None] * 3)]
+    always = [(lambda func, *a: True, make_hit_code(), [None] * 3, None)]
     for code in (gen.__code__, coro.__code__, agen.__code__):
         _hook.set_extra(code, list(always))
 
@@ -350,7 +350,7 @@ def test_run_only_mode_uses_cache_but_never_calls_on_miss() -> None:
         calls.append(a)
         return a == 1
 
-    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None] * 3)])
+    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None] * 3, None)])
     assert _hook.call_with_callback(False, f, 1, 2) == ("hit", 1, 2)
     assert _hook.call_with_callback(False, f, 3, 2) == ("orig", 3, 2)
     assert calls == [1, 3]
@@ -362,7 +362,7 @@ def test_exceptions_propagate() -> None:
         return x
 
     boom = replacement("def boom(x):\n    raise KeyError(x)\n", "boom")
-    _hook.set_extra(f.__code__, [(lambda func, x: x == 1, boom, [None] * 3)])
+    _hook.set_extra(f.__code__, [(lambda func, x: x == 1, boom, [None] * 3, None)])
     with pytest.raises(KeyError) as info:
         _hook.call_with_callback(False, f, 1)
     assert info.value.args == (1,)
@@ -400,7 +400,7 @@ def test_recursion_200_deep() -> None:
     ns: dict = {}
     exec("def rec(n):\n    return 0 if n == 0 else 1 + rec(n - 1)\n", ns)
     code = replacement("def rrec(n):\n    return 0 if n == 0 else 1 + rec(n - 1)\n", "rrec")
-    _hook.set_extra(ns["rec"].__code__, [(lambda func, n: n % 2 == 0, code, [None] * 3)])
+    _hook.set_extra(ns["rec"].__code__, [(lambda func, n: n % 2 == 0, code, [None] * 3, None)])
     misses: list[int] = []
     assert _hook.call_with_callback(lambda func, args: misses.append(args[0]), ns["rec"], 200) == 200
     assert misses == list(range(199, 0, -2))
@@ -495,7 +495,7 @@ def test_deleting_function_frees_its_cache_list() -> None:
 
     token = Token()
     ref = weakref.ref(token)
-    _hook.set_extra(f.__code__, [(make_guard(token), make_hit_code(1), [None] * 3)])
+    _hook.set_extra(f.__code__, [(make_guard(token), make_hit_code(1), [None] * 3, None)])
     del token
     assert _hook.call_with_callback(False, f, 1) == ("hit", 1)
     assert ref() is not None
@@ -513,7 +513,7 @@ def test_set_extra_replacing_a_list_frees_it() -> None:
 
     token = Token()
     ref = weakref.ref(token)
-    _hook.set_extra(f.__code__, [(lambda func, x, t=token: True, make_hit_code(1), [None] * 3)])
+    _hook.set_extra(f.__code__, [(lambda func, x, t=token: True, make_hit_code(1), [None] * 3, None)])
     del token
     _hook.set_extra(f.__code__, None)
     gc.collect()
@@ -535,13 +535,13 @@ def test_guard_that_drops_the_cache_list_is_safe() -> None:
         cache.clear()
         return True
 
-    dropped = Cache([(dropping_guard, make_hit_code(1), [None] * 3)] * 2)
+    dropped = Cache([(dropping_guard, make_hit_code(1), [None] * 3, None)] * 2)
     ref = weakref.ref(dropped)
     _hook.set_extra(f.__code__, dropped)
     del dropped
     assert _hook.call_with_callback(False, f, 1) == ("orig", 1)
     assert ref() is None and _hook.get_extra(f.__code__) is None
-    cache = [(clearing_guard, make_hit_code(1), [None] * 3)] * 3
+    cache = [(clearing_guard, make_hit_code(1), [None] * 3, None)] * 3
     _hook.set_extra(f.__code__, cache)
     assert _hook.call_with_callback(False, f, 2) == ("hit", 2)
     assert _hook.call_with_callback(False, f, 3) == ("orig", 3)
@@ -592,3 +592,26 @@ def test_torch_compile_coexists() -> None:
         assert len(rec.calls) == 1
     finally:
         _hook.set_callback(None)
+
+
+def test_entries_of_another_callback_are_skipped_but_run_only_mode_uses_them() -> None:
+    def f(x):
+        return ("orig", x)
+
+    calls = []
+
+    def mine(func, args):
+        calls.append(args)
+        return None
+
+    def other(func, args):
+        return None
+
+    _hook.set_extra(f.__code__, [(lambda func, x: True, make_hit_code(1), [None] * 3, other)])
+    try:
+        assert _hook.call_with_callback(mine, f, 1) == ("orig", 1)  # not mine: a miss, callback asked
+        assert calls == [(1,)]
+        assert _hook.call_with_callback(other, f, 2) != ("orig", 2)  # its owner hits
+        assert _hook.call_with_callback(False, f, 3) != ("orig", 3)  # run-only: any owner
+    finally:
+        _hook.set_extra(f.__code__, None)

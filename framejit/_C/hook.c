@@ -166,10 +166,11 @@ static PyObject *memo_function(PyObject *memo, PyObject *code, PyFunctionObject 
     return fn;
 }
 
-/* Runs the guards of `cache` in order. Returns the replacement function of the
- * first entry whose guard passes (new ref), or NULL: *err says whether that is
- * an error (set) or a miss. A guard that raises counts as failing. */
-static PyObject *lookup(PyObject *cache, _PyInterpreterFrame *frame, Py_ssize_t nargs, int *err)
+/* Runs the guards of `cache` in order, skipping entries owned by another callback.
+ * Returns the replacement function of the first entry whose guard passes (new
+ * ref), or NULL: *err says whether that is an error (set) or a miss. A guard
+ * that raises counts as failing. */
+static PyObject *lookup(PyObject *cache, PyObject *cb, _PyInterpreterFrame *frame, Py_ssize_t nargs, int *err)
 {
     PyObject *small[SMALL_STACK], **stack = small, *fn = NULL;
     *err = 0;
@@ -183,11 +184,15 @@ static PyObject *lookup(PyObject *cache, _PyInterpreterFrame *frame, Py_ssize_t 
     Py_INCREF(cache);  /* a guard may replace co_extra or mutate the list */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cache); i++) {
         PyObject *entry = PyList_GET_ITEM(cache, i);
-        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
-            PyErr_SetString(PyExc_TypeError, "framejit: cache entry is not a (guard, code, memo) tuple");
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "framejit: cache entry is not a (guard, code, memo, owner) tuple");
             *err = 1;
             break;
         }
+        /* Entries belong to the callback (backend) that compiled them; run-only mode uses any. */
+        PyObject *owner = PyTuple_GET_ITEM(entry, 3);
+        if (cb != Py_False && owner != Py_None && owner != cb)
+            continue;
         Py_INCREF(entry);
         PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), stack, nargs + 1, NULL);
         int ok = r == NULL ? -1 : r == Py_True ? 1 : r == Py_False ? 0 : PyObject_IsTrue(r);
@@ -264,7 +269,7 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
     slot->cb = NULL;
     int err = 0;
     if (extra != NULL)
-        fn = lookup(extra, frame, nargs, &err);
+        fn = lookup(extra, cb, frame, nargs, &err);
     if (fn == NULL && !err) {
         n_misses++;
         if (cb != Py_False) {
@@ -430,7 +435,7 @@ static PyMethodDef methods[] = {
      METH_FASTCALL | METH_KEYWORDS, "call_with_callback(cb, fn, *args, **kwargs)"},
     {"get_extra", get_extra, METH_O, "get_extra(code) -> None | SKIP | list"},
     {"set_extra", (PyCFunction)(void (*)(void))set_extra, METH_FASTCALL,
-     "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo)."},
+     "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo, owner)."},
     {"is_installed", is_installed, METH_NOARGS, "Whether our eval-frame function is the current one."},
     {"get_stats", get_stats, METH_NOARGS, "Counters: hits, misses, guard_errors."},
     {"reset_stats", reset_stats, METH_NOARGS, "Zero the counters."},

@@ -14,6 +14,7 @@ if sys.version_info[:2] != (3, 11):
 from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
 from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.listing import format_code
+from framejit.codeobj.resume import build_resume_code, original_location, stack_arg_name
 from framejit.codeobj.reading import (
     ExceptionEntry,
     Inst,
@@ -27,11 +28,14 @@ __all__ = [
     "Inst",
     "arg_slot_names",
     "build_function_code",
+    "build_resume_code",
     "exception_table",
     "format_code",
     "live_locals_at",
     "live_locals_table",
     "offset_to_index",
+    "original_location",
     "read_instructions",
     "roundtrip",
+    "stack_arg_name",
 ]

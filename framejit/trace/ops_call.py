@@ -9,6 +9,7 @@ from framejit.variables.base import NULL, Variable, unsupported
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, IteratorVariable
+from framejit.variables.torch_special import WithExitVariable
 
 
 def _call(tx: Translator, fn: Variable, args: list[Variable], kw_names: Sequence[str]) -> None:
@@ -82,17 +83,6 @@ def RETURN_GENERATOR(tx: Translator, inst: Inst) -> None:
 def YIELD_VALUE(tx: Translator, inst: Inst) -> None:
     tx.generated.append(tx.pop())
     tx.push(ConstantVariable(None))
-
-
-class WithExitVariable(Variable):
-    """The __exit__ that BEFORE_WITH leaves on the stack; the normal exit path calls it with 3 Nones."""
-
-    def __init__(self, ctx: Variable) -> None:
-        self.ctx = ctx
-
-    def call(self, tx: Translator, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        self.ctx.exit(tx)  # type: ignore[attr-defined]
-        return ConstantVariable(None)
 
 
 @handler("BEFORE_WITH")

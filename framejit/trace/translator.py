@@ -71,15 +71,19 @@ class Translator:
         self.current: Inst | None = None
         self.kw_names: tuple[str, ...] = ()
         self.generated: list[Variable] = []  # values yielded by an inlined generator expression
+        self.break_at: int | None = None       # root frame: stop before this instruction index (a graph break)
 
     # -- the loop -------------------------------------------------------------------------
-    def run(self) -> Variable:
+    def run(self) -> Variable | None:
+        """Trace to the return; returns its value, or None when stopped at `break_at` (root frame only)."""
         insts = self.instructions
         try:
             while True:
                 inst = insts[self.ip]
-                self.ip += 1
                 self.current = inst
+                if self.ip == self.break_at:
+                    return None
+                self.ip += 1
                 fn = HANDLERS[inst.opcode]
                 if fn is None:
                     unsupported(f"opcode {inst.opname} is not supported", "opcode")
@@ -89,10 +93,15 @@ class Translator:
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = self.user_stack()
+            if self.parent is None:
+                e.break_index = self.ip - 1  # the root instruction during which it happened
             raise
         except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
-            raise Unsupported(f"{type(e).__name__} while tracing: {e}", code="python_error",
-                              user_stack=self.user_stack()) from e
+            err = Unsupported(f"{type(e).__name__} while tracing: {e}", code="python_error",
+                              user_stack=self.user_stack())
+            if self.parent is None:
+                err.break_index = self.ip - 1
+            raise err from e
 
     # -- stack ----------------------------------------------------------------------------
     def push(self, value: Variable) -> None:

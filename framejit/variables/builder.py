@@ -111,6 +111,9 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
             return registry.DisallowedVariable(value, reason="framejit.disable")
         _guard(tx, source, "FUNCTION_MATCH", value)
         return UserFunctionVariable(value, source)
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
+            and value.__func__.__name__ == "__exit__" and source is not None:
+        return _wrap_entered_grad_mode(tx, value, source)
     if isinstance(value, types.MethodType):
         from framejit.trace.sources import AttrSource
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
@@ -126,3 +129,15 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         unsupported(f"a {type(value).__name__} object made during the trace", "object")
     _guard(tx, source, "TYPE_MATCH", value)
     return UserObjectVariable(value, source)
+
+
+def _wrap_entered_grad_mode(tx: "Translator", exit_method: Any, source: Source) -> Variable:
+    """The __exit__ of an entered no_grad/enable_grad/set_grad_enabled, as a continuation receives it."""
+    from framejit.trace.sources import AttrSource
+    from framejit.variables.torch_special import GradModeVariable, WithExitVariable
+    ctx_source = AttrSource(source, "__self__")
+    _guard(tx, ctx_source, "TYPE_MATCH", exit_method.__self__)
+    _guard(tx, AttrSource(ctx_source, "prev"), "EQUALS", exit_method.__self__.prev)
+    if isinstance(exit_method.__self__, torch.set_grad_enabled):
+        _guard(tx, AttrSource(ctx_source, "mode"), "EQUALS", exit_method.__self__.mode)
+    return WithExitVariable(GradModeVariable.from_entered(exit_method.__self__), source)

@@ -54,19 +54,27 @@ def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs:
 class GradModeVariable(Variable):
     """torch.no_grad() / enable_grad() / set_grad_enabled(b): grad mode during the trace and in the graph."""
 
-    def __init__(self, mode: bool, applies_on_create: bool, previous: bool) -> None:
+    def __init__(self, ctor: Any, mode: bool, previous: bool) -> None:
+        self.ctor = ctor  # torch.no_grad, torch.enable_grad or torch.set_grad_enabled
         self.mode = mode
-        self.applies_on_create = applies_on_create  # set_grad_enabled acts when called, not on __enter__
+        self.applies_on_create = ctor is torch.set_grad_enabled  # acts when called, not on __enter__
         self.previous = previous
 
     @classmethod
     def create(cls, tx: "Translator", ctor: Any, args: list[Variable]) -> "GradModeVariable":
         previous = torch.is_grad_enabled()
         if ctor is torch.set_grad_enabled:
-            var = cls(bool(args[0].as_python_constant()), True, previous)
+            var = cls(ctor, bool(args[0].as_python_constant()), previous)
             tx.output.set_grad_mode(var.mode)
             return var
-        return cls(ctor is torch.enable_grad, False, previous)
+        return cls(ctor, ctor is torch.enable_grad, previous)
+
+    @classmethod
+    def from_entered(cls, ctx: Any) -> "GradModeVariable":
+        """The Variable for a real, already entered grad-mode context object (a continuation's stack)."""
+        ctor = type(ctx)
+        mode = ctx.mode if ctor is torch.set_grad_enabled else ctor is torch.enable_grad
+        return cls(ctor, mode, ctx.prev)
 
     def python_type(self) -> type:
         return torch.set_grad_enabled if self.applies_on_create else torch.no_grad
@@ -79,6 +87,31 @@ class GradModeVariable(Variable):
 
     def exit(self, tx: "Translator") -> None:
         tx.output.set_grad_mode(self.previous)
+
+    def reconstruct_entered(self, cg: Any) -> None:
+        """Leave the __exit__ of a fresh, entered context of this kind on the stack (grad mode is then set)."""
+        cg.emit("PUSH_NULL")
+        cg.emit_const(self.ctor)
+        if self.applies_on_create:
+            cg.emit_const(self.mode)
+        cg.call(1 if self.applies_on_create else 0)
+        cg.emit("BEFORE_WITH")
+        cg.emit("POP_TOP")
+
+
+class WithExitVariable(Variable):
+    """The __exit__ that BEFORE_WITH leaves on the stack; the normal exit path calls it with 3 Nones."""
+
+    def __init__(self, ctx: GradModeVariable, source: Any = None) -> None:
+        self.ctx = ctx
+        self.source = source
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: "Translator", args: Any, kwargs: dict[str, Variable]) -> Variable:
+        self.ctx.exit(tx)
+        return ConstantVariable(None)
 
 
 GRAD_MODE_CTORS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)

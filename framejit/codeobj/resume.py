@@ -1,0 +1,95 @@
+"""Continuation functions: `__resume_at_<offset>_<n>` runs the rest of a function from an offset.
+
+The continuation is the original code with a prologue that rebuilds the value
+stack from its arguments (NULLs where the original stack held NULLs) and jumps
+to the offset. Exception tables, line numbers and every later instruction are
+the original's, so the rest of the function behaves exactly as it would have.
+The original's cell variables arrive as free variables: the frame that calls
+a continuation passes its cells in the closure, so both frames share them.
+"""
+from __future__ import annotations
+
+import dis
+import inspect
+import types
+import weakref
+
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+
+from framejit.codeobj.assemble import _assemble
+
+_PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
+_DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+# resume code -> (the code it continues, {offset in the resume code: offset in that code})
+_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, dict[int, int]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def original_location(code: types.CodeType, offset: int) -> tuple[types.CodeType, int]:
+    """Where an instruction of a continuation came from: (original code, original offset).
+
+    A continuation of a continuation is built from the original code, so breaks in a
+    loop keep reusing one continuation instead of nesting new code objects forever.
+    """
+    origin = _ORIGINS.get(code)
+    if origin is None:
+        return code, offset
+    return origin[0], origin[1][offset]
+
+
+def stack_arg_name(i: int) -> str:
+    return f"___stack{i}"
+
+
+def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
+                      local_names: tuple[str, ...], name: str) -> types.CodeType:
+    """A code object `name(*stack_values, *locals)` that continues `code` at `offset`.
+
+    `stack_nulls[i]` says whether stack slot i (bottom first) is a NULL; every other slot
+    is a parameter, in order, followed by the live locals `local_names`. Call it with a
+    closure of the original's cells then free variables (`co_cellvars + co_freevars`).
+    """
+    bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    target = Label()
+    real = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    index = next(k for k, ins in enumerate(real) if ins.offset == offset)
+    body: list = []
+    seen = 0
+    for item in bc:
+        if isinstance(item, Instr):
+            if seen == index:
+                body.append(target)
+            seen += 1
+            if item.name in _PROLOGUE_OPS:
+                continue
+            if isinstance(item.arg, CellVar):
+                item = item.copy()
+                item.arg = FreeVar(item.arg.name)
+        body.append(item)
+    stack_params = [stack_arg_name(i) for i, null in enumerate(stack_nulls) if not null]
+    freevars = list(code.co_cellvars) + list(code.co_freevars)
+    prologue = [Instr("COPY_FREE_VARS", len(freevars), lineno=code.co_firstlineno)] if freevars else []
+    prologue.append(Instr("RESUME", 0, lineno=code.co_firstlineno))
+    params = iter(stack_params)
+    for null in stack_nulls:
+        prologue.append(Instr("PUSH_NULL", lineno=code.co_firstlineno) if null
+                        else Instr("LOAD_FAST", next(params), lineno=code.co_firstlineno))
+    prologue.append(Instr("JUMP_FORWARD", target, lineno=code.co_firstlineno))
+    out = Bytecode(prologue + body)
+    out.name = out.qualname = name
+    out.filename = code.co_filename
+    out.first_lineno = code.co_firstlineno
+    out.argnames = stack_params + list(local_names)
+    out.argcount = len(out.argnames)
+    out.posonlyargcount = out.kwonlyargcount = 0
+    out.cellvars = []
+    out.freevars = freevars
+    out.flags = (code.co_flags & ~_DROPPED_FLAGS) | (inspect.CO_NESTED if freevars else 0)
+    out.docstring = None
+    resume = _assemble(out)
+    kept = [i.offset for i in real if i.opname not in _PROLOGUE_OPS]
+    body_offsets = [i.offset for i in dis.get_instructions(resume) if i.opname != "EXTENDED_ARG"][-len(kept):]
+    _ORIGINS[resume] = (code, dict(zip(body_offsets, kept)))
+    return resume

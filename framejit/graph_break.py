@@ -1,0 +1,255 @@
+"""Graph breaks: run the graph traced so far, the unsupported instruction as Python, then a continuation.
+
+At a break before instruction K the replacement code: calls the graph; replays
+side effects; keeps the values deeper on the stack and the live locals in
+temporaries; pushes K's inputs and runs K itself (with the original's
+exception handler around it, if K is inside a try or with block); then calls
+`__resume_at_<offset>_<n>` with the stack and live locals, which continues the
+original bytecode in a new frame that the hook captures again.
+"""
+from __future__ import annotations
+
+import dis
+import itertools
+import types
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from bytecode import Instr, Label, TryBegin, TryEnd
+
+from framejit.codegen import PyCodegen
+from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_at, original_location
+from framejit.codeobj.reading import handler_for
+from framejit.variables.base import NULL, Variable, unsupported
+from framejit.variables.torch_special import WithExitVariable
+
+if TYPE_CHECKING:
+    from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
+    from framejit.trace.translator import Translator
+
+_ONE_INPUT = frozenset({"LOAD_ATTR", "LOAD_METHOD", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT",
+                        "UNARY_NOT", "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "STORE_GLOBAL", "BEFORE_WITH",
+                        "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+                        "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+                        "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE"})
+_TWO_INPUTS = frozenset({"STORE_ATTR", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP",
+                         "DELETE_SUBSCR", "IMPORT_NAME"})
+_BUILDS = frozenset({"BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "RAISE_VARARGS"})
+_POP_JUMPS = {"POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+              "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+              "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+              "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE"}
+
+_resume_counter = itertools.count()
+# original code -> {(offset, stack NULL layout, live locals): continuation code}
+_RESUME_CODES: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def stack_inputs(inst: Inst) -> int | None:
+    """How many stack values instruction `inst` consumes, for the instructions a break can stop at."""
+    op = inst.opname
+    if op == "CALL":
+        return inst.arg + 2
+    if op == "CALL_FUNCTION_EX":
+        return 3 + (inst.arg & 1)
+    if op in _ONE_INPUT:
+        return 1
+    if op in _TWO_INPUTS:
+        return 2
+    if op == "STORE_SUBSCR":
+        return 3
+    if op == "FORMAT_VALUE":
+        return 2 if inst.arg & 4 else 1
+    if op in _BUILDS:
+        return inst.arg
+    if op == "LOAD_GLOBAL":
+        return 0
+    return None
+
+
+def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],
+                    local_names: tuple[str, ...]) -> types.CodeType:
+    """The continuation of `code` at `offset` for this stack layout; one per key, reused."""
+    per_code = _RESUME_CODES.setdefault(code, {})
+    key = (offset, nulls, local_names)
+    if key not in per_code:
+        name = f"__resume_at_{offset}_{next(_resume_counter)}"
+        per_code[key] = build_resume_code(code, offset, nulls, local_names, name)
+    return per_code[key]
+
+
+def clear_resume_codes() -> None:
+    _RESUME_CODES.clear()
+
+
+class _Successor:
+    """Where control goes after K: an original offset, with `n_out` of K's results on the stack."""
+
+    def __init__(self, offset: int, n_out: int, label: Label | None = None) -> None:
+        self.offset = offset
+        self.n_out = n_out
+        self.label = label
+
+
+def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
+                    compile_graph: "CompileGraph") -> "FinishedTrace":
+    """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring)."""
+    from framejit.output_graph import GRAPH_OUT, FinishedTrace
+    n_in = stack_inputs(inst)
+    if n_in is None or n_in > len(tx.stack):
+        unsupported(f"cannot resume a function after a graph break at {inst.opname}", "break_unsupported")
+    orig_code, _ = original_location(tx.code, inst.offset)
+    successors = _successors(tx, inst, n_in, orig_code)
+    deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
+    live = {s.offset: _live_locals(tx, orig_code, s.offset) for s in successors}
+    entry = handler_for(exception_table(orig_code), original_location(tx.code, inst.offset)[1])
+    handler = _Successor(entry.target, 0) if entry is not None else None
+    if handler is not None:
+        if entry.depth > len(deep):
+            unsupported("a graph break inside a try block opened in the middle of an expression",
+                        "break_unsupported")
+        live[handler.offset] = _live_locals(tx, orig_code, handler.offset)
+    local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
+    cell_values = {name: tx.cells[name].value for name in tx.code.co_cellvars
+                   if tx.cells[name].value is not None}
+    roots = [*local_values.values(), *deep, *inputs, *cell_values.values(), *output.side_effects.values()]
+    cg = output.emit_graph_call(tx, roots, compile_graph)
+    deep_temps = _store_deep_stack(cg, deep)
+    local_temps = {name: cg.store_temp(lambda v=value: cg.load(v)) for name, value in local_values.items()}
+    for name, value in cell_values.items():
+        cg.load(value)
+        cg.emit("STORE_DEREF", name)
+    output.side_effects.codegen(cg)
+    for value in inputs:
+        cg.emit("PUSH_NULL") if value is NULL else cg.load(value)
+    try_start, try_handler = TryBegin(Label(), push_lasti=entry.lasti) if entry else None, None
+    if try_start is not None:
+        try_start.stack_depth = 0
+        cg.instructions.append(try_start)
+    _emit_instruction(cg, tx, inst, successors)
+    if try_start is not None:
+        cg.instructions.append(TryEnd(try_start))
+        try_handler = try_start.target
+    for succ in successors:
+        if succ.label is not None:
+            cg.instructions.append(succ.label)
+        _call_continuation(cg, orig_code, succ, deep_temps, live[succ.offset], local_temps,
+                           _store_outputs(cg, succ.n_out, _null_result(inst)))
+    if handler is not None:
+        cg.instructions.append(try_handler)
+        # the exception (and lasti) are on the stack: the original handler runs in a continuation
+        outs = _store_outputs(cg, 1 + int(entry.lasti), False)
+        _call_continuation(cg, orig_code, handler, deep_temps[:entry.depth], live[handler.offset], local_temps,
+                           outs)
+    return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
+
+
+def _successors(tx: "Translator", inst: Inst, n_in: int, orig_code: types.CodeType) -> list[_Successor]:
+    next_offset = original_location(tx.code, tx.instructions[tx.ip + 1].offset)[1] \
+        if tx.ip + 1 < len(tx.instructions) else None
+    op = inst.opname
+    if op == "RAISE_VARARGS":
+        return []
+    if op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
+        target = original_location(tx.code, tx.instructions[inst.target_index].offset)[1]
+        kept = 1 if op.startswith("JUMP_IF") else 0
+        return [_Successor(next_offset, 0), _Successor(target, kept, Label())]
+    n_out = n_in + dis.stack_effect(inst.opcode, inst.arg, jump=False)
+    return [_Successor(next_offset, n_out)]
+
+
+def _live_locals(tx: "Translator", orig_code: types.CodeType, offset: int) -> tuple[str, ...]:
+    """Live locals at `offset` that the trace has a value for (unbound ones stay unbound)."""
+    names = live_locals_at(orig_code, offset)
+    return tuple(n for n in orig_code.co_varnames if n in names and n in tx.symbolic_locals)
+
+
+def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
+    """Temporaries for the stack below K's inputs (None for NULLs); with-blocks are re-entered for real."""
+    temps: list[str | None] = []
+    entered = False
+    for value in deep:
+        if value is NULL:
+            temps.append(None)
+        elif isinstance(value, WithExitVariable):
+            if not entered:  # the graph left grad mode as inside the blocks: step out, then re-enter them
+                cg.emit("PUSH_NULL")
+                cg.emit_const(__import__("torch")._C._set_grad_enabled)
+                cg.emit_const(value.ctx.previous)
+                cg.call(1)
+                cg.emit("POP_TOP")
+                entered = True
+            temps.append(cg.store_temp(lambda v=value: v.ctx.reconstruct_entered(cg)))
+        else:
+            temps.append(cg.store_temp(lambda v=value: cg.load(v)))
+    return temps
+
+
+def _emit_instruction(cg: PyCodegen, tx: "Translator", inst: Inst, successors: list[_Successor]) -> None:
+    """The unsupported instruction itself, as the original had it (jumps go to their continuation)."""
+    op, line = inst.opname, inst.lineno
+    if op == "CALL":
+        if tx.kw_names:
+            cg.instructions.append(Instr("KW_NAMES", tx.kw_names, lineno=line))
+        cg.instructions.append(Instr("PRECALL", inst.arg, lineno=line))
+        cg.instructions.append(Instr("CALL", inst.arg, lineno=line))
+    elif op == "LOAD_METHOD":  # always [NULL, bound attribute]: a known stack layout to store from
+        cg.instructions.append(Instr("LOAD_ATTR", inst.argval, lineno=line))
+        cg.instructions.append(Instr("PUSH_NULL", lineno=line))
+        cg.instructions.append(Instr("SWAP", 2, lineno=line))
+    elif op == "LOAD_GLOBAL":
+        cg.instructions.append(Instr("LOAD_GLOBAL", (bool(inst.arg & 1), inst.argval), lineno=line))
+    elif op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
+        cg.instructions.append(Instr(_POP_JUMPS.get(op, op), successors[1].label, lineno=line))
+    elif inst.arg is not None:
+        cg.instructions.append(Instr(op, _instr_arg(inst), lineno=line))
+    else:
+        cg.instructions.append(Instr(op, lineno=line))
+
+
+def _instr_arg(inst: Inst) -> Any:
+    from bytecode import BinaryOp, Compare
+    if inst.opname == "BINARY_OP":
+        return BinaryOp(inst.arg)
+    if inst.opname == "COMPARE_OP":
+        return Compare(inst.arg)
+    if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
+        return inst.argval
+    return inst.arg
+
+
+def _null_result(inst: Inst) -> bool:
+    """Whether K leaves a NULL below its result (as emitted by _emit_instruction)."""
+    return inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and bool(inst.arg & 1))
+
+
+def _store_outputs(cg: PyCodegen, n_out: int, null_at_bottom: bool) -> list[str | None]:
+    """Pop K's results into temporaries (bottom first); a NULL result stays, as the continuation call's NULL."""
+    null_at_bottom = null_at_bottom and n_out > 0
+    temps: list[str | None] = []
+    for _ in range(n_out - int(null_at_bottom)):
+        temps.insert(0, cg.new_temp())
+        cg.emit("STORE_FAST", temps[0])
+    return [None, *temps] if null_at_bottom else temps
+
+
+def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successor, deep_temps: list[str | None],
+                       local_names: tuple[str, ...], local_temps: dict[str, str], out_temps: list[str | None]) -> None:
+    slots = [*deep_temps, *out_temps]
+    nulls = tuple(t is None for t in slots)
+    code = resume_code_for(orig_code, succ.offset, nulls, local_names)
+    if not (out_temps and out_temps[0] is None):
+        cg.emit("PUSH_NULL")  # else K's own NULL result is still on the stack, in the callable's place
+    freevars = orig_code.co_cellvars + orig_code.co_freevars
+    for name in freevars:
+        cg.emit("LOAD_CLOSURE", name)
+    if freevars:
+        cg.emit("BUILD_TUPLE", len(freevars))
+    cg.emit_const(code)
+    cg.emit("MAKE_FUNCTION", 8 if freevars else 0)
+    args = [t for t in slots if t is not None] + [local_temps[n] for n in local_names]
+    for temp in args:
+        cg.emit("LOAD_FAST", temp)
+    cg.call(len(args))
+    cg.emit("RETURN_VALUE")
