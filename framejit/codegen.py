@@ -1,13 +1,15 @@
 """Bytecode for the transformed function: call the compiled graph, rebuild Python values, replay writes."""
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 from bytecode import CellVar, Instr
 
 from framejit.variables.base import Variable, unsupported
-from framejit.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable,
-                                           TupleVariable)
+from framejit.variables.callables import NestedFunctionVariable, UserMethodVariable
+from framejit.variables.containers import (BoundMethod, DictVariable, IteratorVariable, ListVariable, SetVariable,
+                                           SliceVariable, TupleVariable)
 
 GRAPH_OUT = "___graph_out"
 _NO_ARG = object()
@@ -21,15 +23,17 @@ class PyCodegen:
     are rebuilt (once: mutable ones are kept in a temporary so identity holds).
     """
 
-    def __init__(self, output_index: dict[int, int], cell_names: frozenset[str] = frozenset()) -> None:
+    def __init__(self, output_index: dict[int, int], cell_names: frozenset[str] = frozenset(),
+                 root_cells: dict[int, str] | None = None) -> None:
         self.output_index = output_index
-        self.cell_names = cell_names
+        self.cell_names = cell_names            # the frame's cellvars (arguments among them are cells)
+        self.root_cells = root_cells or {}      # id(trace Cell) -> name of that cell in the frame
         self.instructions: list[Instr] = []
         self.temps: list[str] = []
         self._built: dict[int, str] = {}
 
     def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
-        if opname in ("LOAD_DEREF", "STORE_DEREF") and isinstance(arg, str):
+        if opname in ("LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE") and isinstance(arg, str):
             arg = CellVar(arg)  # build_function_code turns it into a FreeVar where the name is free
         self.instructions.append(Instr(opname) if arg is _NO_ARG else Instr(opname, arg))
 
@@ -86,6 +90,26 @@ class PyCodegen:
             for part in var.parts:
                 self.load(part)
             self.emit("BUILD_SLICE", len(var.parts))
+        elif isinstance(var, BoundMethod):
+            self.load(var.obj)
+            self.emit("LOAD_ATTR", var.name)
+            return
+        elif isinstance(var, UserMethodVariable):
+            self.emit("PUSH_NULL")
+            self.emit_const(types.MethodType)
+            self.load(var.fn)
+            self.load(var.obj)
+            self.call(2)
+            return
+        elif isinstance(var, NestedFunctionVariable):
+            self._make_function(var)
+            return
+        elif isinstance(var, IteratorVariable):
+            for item in var.items:
+                self.load(item)
+            self.emit("BUILD_TUPLE", len(var.items))
+            self.emit("GET_ITER")
+            return
         elif var.is_python_constant() and not isinstance(var, (TupleVariable, ListVariable)):
             self.emit_const(var.as_python_constant())
             return
@@ -96,6 +120,28 @@ class PyCodegen:
             self.emit("COPY", 1)
             self.emit("STORE_FAST", name)
             self._built[id(var)] = name
+
+    def _make_function(self, var: NestedFunctionVariable) -> None:
+        """MAKE_FUNCTION for a function made during the trace, closing over the frame's own cells."""
+        flags = 0
+        if var.defaults:
+            for item in var.defaults:
+                self.load(item)
+            self.emit("BUILD_TUPLE", len(var.defaults))
+            flags |= 0x01
+        if var.kwdefaults:
+            self.build_fresh(DictVariable(var.kwdefaults))
+            flags |= 0x02
+        if var.closure:
+            names = [self.root_cells.get(id(cell)) for cell in var.closure]
+            if None in names:
+                unsupported(f"cannot rebuild {var}: it closes over cells of an inlined function", "reconstruct")
+            for name in names:
+                self.emit("LOAD_CLOSURE", name)
+            self.emit("BUILD_TUPLE", len(names))
+            flags |= 0x08
+        self.emit_const(var.code)
+        self.emit("MAKE_FUNCTION", flags)
 
     def _named_tuple(self, py_type: type) -> None:
         # stack: plain tuple -> py_type(*tuple) for namedtuples, py_type(tuple) for structseqs

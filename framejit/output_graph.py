@@ -23,7 +23,7 @@ from framejit.guards import GuardSet
 from framejit.trace.side_effects import SideEffects
 from framejit.trace.sources import Source, graph_input_name
 from framejit.variables.base import Variable, unsupported
-from framejit.variables.containers import BaseListVariable, DictVariable, TupleVariable, ListVariable
+from framejit.variables.containers import TupleVariable, ListVariable
 from framejit.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class OutputGraph:
         self.guards.add_global_state()
         self.side_effects = SideEffects()
         self.wrapped: dict[str, Variable] = {}
+        self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []
         self.initial_grad_mode = torch.is_grad_enabled()
         self._used_names: set[str] = set()
@@ -157,7 +158,8 @@ class OutputGraph:
         outputs = self._collect_outputs(roots)
         self._remove_unused_inputs()
         self.graph.output(tuple(v.node for v in outputs))
-        cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars))
+        root_cells = {id(cell): name for name, cell in tx.cells.items()}
+        cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
         if self.count_ops() or outputs:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
             graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
@@ -174,8 +176,6 @@ class OutputGraph:
 
     def finish(self, tx: "Translator", return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":
         """The frame returned: compile and generate the replacement body; None if nothing is worth compiling."""
-        if torch.is_grad_enabled() != self.initial_grad_mode:
-            unsupported("grad mode is left changed at return", "grad_mode")
         if self.count_ops() == 0 and self.side_effects.is_empty():
             return None
         cg = self.emit_graph_call(tx, [return_value, *self.side_effects.values()], compile_graph)
@@ -197,12 +197,8 @@ class OutputGraph:
             if isinstance(var, TensorVariable):
                 if var.node.op != "placeholder":
                     seen.setdefault(id(var), var)
-            elif isinstance(var, BaseListVariable):
-                for item in var.items:
-                    visit(item)
-            elif isinstance(var, DictVariable):
-                for item in var.items.values():
-                    visit(item)
+            for child in var.children():
+                visit(child)
 
         for root in roots:
             visit(root)

@@ -103,6 +103,12 @@ class DisallowedVariable(Variable):
         self.fn = fn
         self.reason = reason
 
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
         unsupported(f"call to {name}, marked {self.reason}", "disallowed")
@@ -113,6 +119,12 @@ class ConstantResultVariable(Variable):
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.builder import wrap_constant_result

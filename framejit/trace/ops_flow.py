@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from framejit.codeobj import Inst
 from framejit.trace.translator import Translator, handler
+from framejit.variables.base import unsupported
 from framejit.variables.containers import IteratorVariable
 
 
@@ -65,7 +66,8 @@ def GET_ITER(tx: Translator, inst: Inst) -> None:
 @handler("FOR_ITER")
 def FOR_ITER(tx: Translator, inst: Inst) -> None:
     iterator = tx.stack[-1]
-    assert isinstance(iterator, IteratorVariable)
+    if not isinstance(iterator, IteratorVariable):
+        unsupported(f"iterating over {iterator} inside the trace", "iter")
     item = iterator.next()
     if item is None:
         tx.pop()

@@ -174,6 +174,9 @@ class Translator:
             cells.update(zip(code.co_freevars, closure))
             return cells
         for i, (name, real) in enumerate(zip(code.co_freevars, closure or ())):
+            if id(real) in self.output.real_cells:  # the captured frame's own cell: one Cell, so writes are seen
+                cells[name] = self.output.real_cells[id(real)]
+                continue
             source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i), "cell_contents") \
                 if fn_source is not None else None
             try:
@@ -229,6 +232,8 @@ def root_translator(output: Any, fn: types.FunctionType, args: tuple) -> Transla
             contents = real.cell_contents
         except ValueError:
             tx.cells[name] = Cell(on_store=lambda v, n=name: output.side_effects.store_cell(n, v))
+            output.real_cells[id(real)] = tx.cells[name]
             continue
         tx.cells[name] = outside_cell(tx, contents, ClosureSource(name, i), name)
+        output.real_cells[id(real)] = tx.cells[name]
     return tx

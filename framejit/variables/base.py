@@ -60,6 +60,10 @@ class Variable:
         """This value as an argument of fake-tensor execution."""
         unsupported(f"{self} as an argument of a graph op", "graph_arg")
 
+    def children(self) -> list["Variable"]:
+        """The Variables this one holds (container items, a method's object...), for graph outputs."""
+        return []
+
     def reconstruct(self, cg: "PyCodegen") -> None:
         if self.source is None:
             unsupported(f"cannot rebuild {self} after the graph", "reconstruct")

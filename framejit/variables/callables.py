@@ -114,6 +114,10 @@ class NestedFunctionVariable(Variable):
     def python_type(self) -> type:
         return types.FunctionType
 
+    def children(self) -> list[Variable]:
+        cells = [c.value for c in self.closure or () if c.value is not None]
+        return [*self.defaults, *self.kwdefaults.values(), *cells]
+
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
         return tx.inline_call(self.code, self.f_globals, bound, closure=self.closure, fn_source=None,
@@ -141,6 +145,9 @@ class UserMethodVariable(Variable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return self.fn.call(tx, [self.obj, *args], kwargs)
+
+    def children(self) -> list[Variable]:
+        return [self.fn, self.obj]
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn} of {self.obj})"

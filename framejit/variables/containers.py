@@ -31,6 +31,9 @@ class BaseListVariable(Variable):
     def unpack(self, tx: "Translator") -> list[Variable]:
         return list(self.items)
 
+    def children(self) -> list[Variable]:
+        return list(self.items)
+
     def truth(self, tx: "Translator") -> bool:
         return bool(self.items)
 
@@ -174,6 +177,9 @@ class DictVariable(Variable):
     def unpack(self, tx: "Translator") -> list[Variable]:
         return [ConstantVariable(k) for k in self.items]
 
+    def children(self) -> list[Variable]:
+        return list(self.items.values())
+
     def is_python_constant(self) -> bool:
         return all(v.is_python_constant() for v in self.items.values())
 
@@ -311,6 +317,9 @@ class SliceVariable(Variable):
     def python_type(self) -> type:
         return slice
 
+    def children(self) -> list[Variable]:
+        return list(self.parts)
+
     def is_python_constant(self) -> bool:
         return all(p.is_python_constant() for p in self.parts)
 
@@ -332,6 +341,9 @@ class IteratorVariable(Variable):
 
     def python_type(self) -> type:
         return type(iter(()))
+
+    def children(self) -> list[Variable]:
+        return list(self.items)
 
     def unpack(self, tx: "Translator") -> list[Variable]:
         items, self.items = self.items, []
@@ -359,6 +371,9 @@ class BoundMethod(Variable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def children(self) -> list[Variable]:
+        return [self.obj]
 
     def __repr__(self) -> str:
         return f"BoundMethod({self.obj}.{self.name})"
