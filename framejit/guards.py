@@ -7,6 +7,7 @@ recompile logs).
 """
 from __future__ import annotations
 
+import math
 import re
 import sys
 import types
@@ -17,13 +18,13 @@ import torch
 
 from framejit._C import _tensor_guard
 from framejit.contracts import Guard
-from framejit.trace.sources import Source
+from framejit.trace.sources import ConstSource, Source
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
 _is_grad_enabled = torch.is_grad_enabled
 
-_NAME = re.compile(r"([LGCM])\[('(?:[^'\\]|\\.)*')\]")
+_NAME = re.compile(r"([LGCM])\[('(?:[^'\\]|\\.)*')\]|K\[(\d+)\]")
 _INLINE_TYPES = (int, str, bytes)
 
 
@@ -45,6 +46,9 @@ class GuardSet:
         return self._by_id[id(value)]
 
     def add(self, source: Source, kind: str, value: Any) -> None:
+        root = source.root()
+        if isinstance(root, ConstSource):
+            self.constants.setdefault("K", {})[id(root.value)] = root.value
         name = source.name()
         if (name, kind) in self.guards:
             return
@@ -54,6 +58,9 @@ class GuardSet:
     def add_global_state(self) -> None:
         self.guards[("", "GRAD_MODE")] = Guard(
             name="", kind="GRAD_MODE", code_list=(f"___is_grad_enabled() is {torch.is_grad_enabled()}",),
+            source_kind="global")
+        self.guards[("", "DEFAULT_DTYPE")] = Guard(
+            name="", kind="DEFAULT_DTYPE", code_list=(f"___get_default_dtype() is {self._const(torch.get_default_dtype())}",),
             source_kind="global")
         self.guards[("", "DEFAULT_DEVICE")] = Guard(
             name="", kind="DEFAULT_DEVICE", code_list=(f"___get_default_device() == {_get_default_device()!r}",),
@@ -78,6 +85,8 @@ class GuardSet:
             literal = repr(value) if type(value) in _INLINE_TYPES else self._const(value)
             if isinstance(value, float) and value != value:
                 return [f"type({x}) is float", f"{x} != {x}"]
+            if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
+                return [f"type({x}) is float", f"{x} == 0.0", f"___copysign(1.0, {x}) == {math.copysign(1.0, value)}"]
             return [f"type({x}) is {self._const(type(value))}", f"{x} == {literal}"]
         if kind == "TYPE_MATCH":
             return [f"type({x}) is {self._const(type(value))}"]
@@ -85,6 +94,14 @@ class GuardSet:
             return [f"type({x}) is {self._const(type(value))}", f"len({x}) == {len(value)}"]
         if kind == "DICT_KEYS":
             return [f"type({x}) is {self._const(type(value))}", f"list({x}) == {list(value)!r}"]
+        if kind == "NO_ATTR":
+            return [f"not hasattr({x}, {value!r})"]
+        if kind == "NO_KEY":
+            return [f"{value!r} not in {x}"]
+        if kind == "ALIAS":  # value: the name of the source this one must be the same object as
+            return [f"{x} is {value}"]
+        if kind == "NOT_ALIAS":
+            return [f"{x} is not {value}"]
         raise AssertionError(f"unknown guard kind {kind}")
 
     def ordered(self) -> list[Guard]:
@@ -92,7 +109,8 @@ class GuardSet:
 
 
 _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys, "___get_default_device": _get_default_device,
-                            "___is_grad_enabled": _is_grad_enabled}
+                            "___is_grad_enabled": _is_grad_enabled, "___copysign": math.copysign,
+                            "___get_default_dtype": torch.get_default_dtype}
 
 
 def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
@@ -103,6 +121,8 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
 
     def rewrite(expr: str) -> str:
         def sub(m: re.Match) -> str:
+            if m.group(3) is not None:  # K[id]: an object known by identity
+                return guard_set._const(guard_set.constants["K"][int(m.group(3))])
             root, key = m.group(1), eval(m.group(2))
             if root == "L":
                 return f"___a{slot_of[key]}"
@@ -122,7 +142,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     body = " and ".join(f"({e})" for e in exprs) or "True"
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
     prologue = ""
-    if "___G[" in body:
+    if "___G" in body:
         prologue += "    ___G = ___fn.__globals__\n"
     if "___C[" in body:
         prologue += "    ___C = ___fn.__closure__\n"
@@ -161,6 +181,8 @@ class _CellContents(dict):
 def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
     if guard.kind == "GRAD_MODE":
         return f"grad mode changed: expected {not torch.is_grad_enabled()}, got {torch.is_grad_enabled()}"
+    if guard.kind == "DEFAULT_DTYPE":
+        return f"default dtype changed to {torch.get_default_dtype()}"
     if guard.kind == "DEFAULT_DEVICE":
         return f"default device changed to {_get_default_device()!r}"
     try:

@@ -25,6 +25,7 @@ from framejit.trace.sources import Source, graph_input_name
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.containers import TupleVariable, ListVariable
 from framejit.variables.tensor import TensorVariable
+from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
 
 if TYPE_CHECKING:
     from framejit.trace.translator import Translator
@@ -35,11 +36,6 @@ CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callab
 
 def next_graph_name() -> str:
     return f"__compiled_fn_{next(_graph_counter)}"
-
-
-def _is_mutating(target: Any, kwargs: dict[str, Any]) -> bool:
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    return name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs
 
 
 class GraphInput:
@@ -98,6 +94,8 @@ class OutputGraph:
         fake_args = [a.as_fake() for a in args]
         fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
         name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
+        has_tensor_args = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves((fake_args, fake_kwargs)))
+        check_op_before_run(target, has_tensor_args)
         try:
             with self.fake_mode:
                 if op == "call_method":
@@ -111,7 +109,7 @@ class OutputGraph:
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
             unsupported(f"{name} raised {type(e).__name__}: {e}", "op_error")
         has_tensor = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(result))
-        if not has_tensor and not _is_mutating(target, kwargs):
+        if not has_tensor and not keeps_non_tensor_result(target, kwargs):
             from framejit.variables.builder import wrap_constant_result
             return wrap_constant_result(result)
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),

@@ -29,6 +29,9 @@ class Source:
         """The root of the source: 'local', 'global' or 'closure' (shown in guard listings)."""
         raise NotImplementedError
 
+    def root(self) -> "Source":
+        return self
+
 
 @dataclasses.dataclass(frozen=True)
 class LocalSource(Source):
@@ -97,6 +100,24 @@ class ClosureSource(Source):
         return "closure"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class ConstSource(Source):
+    """An object known by identity that no frame variable names (a function's mutable default,
+    a class found through the MRO): guards name it K[id], the transformed code loads it as a constant."""
+
+    value: Any
+
+    def name(self) -> str:
+        return f"K[{id(self.value)}]"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit_const(self.value)
+
+    @property
+    def kind(self) -> str:
+        return "constant"
+
+
 @dataclasses.dataclass(frozen=True)
 class AttrSource(Source):
     base: Source
@@ -113,6 +134,9 @@ class AttrSource(Source):
     def kind(self) -> str:
         return self.base.kind
 
+    def root(self) -> Source:
+        return self.base.root()
+
 
 @dataclasses.dataclass(frozen=True)
 class ItemSource(Source):
@@ -126,29 +150,15 @@ class ItemSource(Source):
 
     def reconstruct(self, cg: "PyCodegen") -> None:
         self.base.reconstruct(cg)
-        cg.emit("LOAD_CONST", self.key)
+        cg.emit_const(self.key)
         cg.emit("BINARY_SUBSCR")
 
     @property
     def kind(self) -> str:
         return self.base.kind
 
-
-@dataclasses.dataclass(frozen=True)
-class GradModeSource(Source):
-    """Pseudo-source for global state guards (grad mode, default device)."""
-
-    what: str
-
-    def name(self) -> str:
-        return ""
-
-    def reconstruct(self, cg: "PyCodegen") -> None:
-        raise NotImplementedError("global state is not a value")
-
-    @property
-    def kind(self) -> str:
-        return "global"
+    def root(self) -> Source:
+        return self.base.root()
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]+")
@@ -157,7 +167,7 @@ _IDENT = re.compile(r"[^0-9a-zA-Z_]+")
 def graph_input_name(source: Source) -> str:
     """A readable placeholder name: L['x'] -> x, L['self']._modules['fc']._parameters['weight'] -> self_fc_weight."""
     text = source.name()
-    for noise in ("._modules", "._parameters", "._buffers", "L[", "G[", "C[", "M["):
+    for noise in ("._modules", "._parameters", "._buffers", "L[", "G[", "C[", "M[", "K["):
         text = text.replace(noise, "_" if noise.startswith(".") else "")
     name = re.sub("_+", "_", _IDENT.sub("_", text)).strip("_") or "arg"
     return "_" + name if name[0].isdigit() else name

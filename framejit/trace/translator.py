@@ -191,10 +191,12 @@ class Translator:
         """getattr that reports a missing attribute as AttributeError (for hasattr / getattr default)."""
         try:
             return obj.var_getattr(self, name)
-        except Unsupported as e:
-            if e.code == "getattr":
-                raise AttributeError(name) from e
-            raise
+        except (AttributeError, Unsupported) as e:
+            if isinstance(e, Unsupported) and e.code != "missing_attr":
+                raise
+            if obj.source is not None:  # the answer "missing" is guarded like any other read
+                self.output.guards.add(obj.source, "NO_ATTR", name)
+            raise AttributeError(name) from e
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
         self.output.side_effects.store_attr(obj, name, value)

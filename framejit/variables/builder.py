@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from framejit.trace.sources import ItemSource, Source
+from framejit.trace.sources import ConstSource, ItemSource, Source
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.builtins import BuiltinVariable
 from framejit.variables.callables import TorchVariable, UserFunctionVariable, UserMethodVariable
@@ -48,7 +48,10 @@ def wrap_constant_result(value: Any) -> Variable:
 def wrap_value(tx: "Translator", value: Any, source: Source | None) -> Variable:
     """Wrap a real value read from `source`, guarding what the trace relies on."""
     if source is None:
-        return _wrap(tx, value, None)
+        if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
+                                                   type, torch.Tensor)):
+            return _wrap(tx, value, None)
+        source = ConstSource(value)  # mutable: it needs a name so that reads are guarded and writes replayed
     cache = tx.output.wrapped
     key = source.name()
     if key not in cache:

@@ -169,7 +169,7 @@ class SuperVariable(Variable):
                 if isinstance(attr, types.FunctionType):
                     return UserMethodVariable(UserFunctionVariable(attr), self.obj)
                 return wrap_value(tx, attr, None)
-        unsupported(f"super().{name} not found", "getattr")
+        unsupported(f"super().{name} not found", "missing_attr")
 
 
 class TorchVariable(Variable):

@@ -98,7 +98,7 @@ class TupleVariable(BaseListVariable):
         fields = getattr(self.py_type, "_fields", None) or getattr(self.py_type, "__match_args__", None) or ()
         if name in fields:
             return self.items[list(fields).index(name)]
-        return BoundMethod(self, name)
+        return bound_method(self, name)
 
     def __repr__(self) -> str:
         return f"TupleVariable({self.items})"
@@ -109,7 +109,7 @@ class ListVariable(BaseListVariable):
         return list
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        return BoundMethod(self, name)
+        return bound_method(self, name)
 
     def _mutated(self, tx: "Translator") -> None:
         if self.source is not None:
@@ -193,7 +193,7 @@ class DictVariable(Variable):
         return {k: v.as_fake() for k, v in self.items.items()}
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        return BoundMethod(self, name)
+        return bound_method(self, name)
 
     def _mutated(self, tx: "Translator") -> None:
         if self.source is not None:
@@ -283,7 +283,7 @@ class SetVariable(Variable):
         return [ConstantVariable(v) for v in self.values]
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        return BoundMethod(self, name)
+        return bound_method(self, name)
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -360,6 +360,13 @@ class IteratorVariable(Variable):
                 unsupported("StopIteration from next()", "iter")
             return item
         unsupported(f"iterator.{name}", "iter")
+
+
+def bound_method(obj: Variable, name: str) -> "BoundMethod":
+    """obj.name for a container: a method its call_method implements, or a missing attribute."""
+    if not hasattr(obj.python_type(), name):
+        unsupported(f"{obj.python_type().__name__!r} object has no attribute {name!r}", "missing_attr")
+    return BoundMethod(obj, name)
 
 
 class BoundMethod(Variable):

@@ -66,7 +66,7 @@ class NNModuleVariable(Variable):
                 attr = vars(klass)[name]
                 break
         else:
-            unsupported(f"{type(mod).__name__} has no attribute {name!r}", "getattr")
+            unsupported(f"{type(mod).__name__} has no attribute {name!r}", "missing_attr")
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(UserFunctionVariable(attr), self)
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):

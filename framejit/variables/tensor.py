@@ -74,7 +74,7 @@ class TensorVariable(Variable):
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethod(self, name)
         if not hasattr(torch.Tensor, name):
-            unsupported(f"'Tensor' object has no attribute {name!r}", "getattr")
+            unsupported(f"'Tensor' object has no attribute {name!r}", "missing_attr")
         unsupported(f"tensor attribute {name!r}", "tensor_attr")
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],

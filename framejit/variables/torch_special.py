@@ -1,6 +1,7 @@
 """Calls to torch callables: most become graph ops; a few are trace-time state (grad mode) or constants."""
 from __future__ import annotations
 
+import operator
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,49 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
                        "set_anomaly_enabled", "set_autocast_enabled", "compile"})
 _CONSTANT_QUERIES = frozenset({"is_grad_enabled", "is_inference_mode_enabled", "get_default_dtype",
                                "is_autocast_enabled", "are_deterministic_algorithms_enabled"})
+
+
+# torch functions that make tensors from Python values only: safe to run on fakes with no tensor argument.
+FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+                       "linspace", "logspace", "eye", "tensor", "as_tensor", "scalar_tensor", "normal",
+                       "empty_strided", "tril_indices", "triu_indices", "hann_window", "hamming_window",
+                       "bartlett_window", "blackman_window", "kaiser_window", "zeros_like", "ones_like"})
+# Ops whose non-tensor result depends only on guarded metadata: folded into constants.
+PURE_QUERIES = frozenset({"is_tensor", "is_floating_point", "is_complex", "numel", "result_type", "promote_types",
+                          "can_cast", "is_same_size", "is_storage", "typename", "broadcast_shapes", "is_conj",
+                          "is_neg", "dim", "size", "stride", "is_contiguous", "element_size", "get_device",
+                          "is_signed", "storage_offset", "is_inference", "nelement", "ndimension"})
+# Tensor methods with effects outside the graph (autograd, storage): they run as Python (a graph break).
+EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
+                               "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",
+                               "pin_memory", "record_stream", "tolist", "item", "numpy", "is_shared",
+                               "requires_grad_", "detach_", "resize_", "resize_as_"})
+
+
+def op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", "")
+
+
+def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
+    """Refuse ops that must not run on fake values at trace time (they would have real effects)."""
+    from framejit import registry
+    name = op_name(target)
+    if name in _STATEFUL or name in EFFECTFUL_METHODS:
+        unsupported(f"{name}() has effects outside the graph", "torch_stateful")
+    if not has_tensor_args and name not in FACTORIES and not registry.is_allowed_in_graph(target):
+        unsupported(f"torch function {name}() with no tensor arguments may change global state", "torch_stateful")
+
+
+def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
+    """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs);
+    raises Unsupported unless its result is a pure function of guarded metadata."""
+    from framejit import registry
+    name = op_name(target)
+    if name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs:
+        return True
+    if name in PURE_QUERIES or registry.is_allowed_in_graph(target):
+        return False
+    unsupported(f"{name}() returns no tensor: it runs as Python", "non_tensor_op")
 
 
 def is_torch_op(value: Any) -> bool:
