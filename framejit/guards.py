@@ -25,6 +25,7 @@ _get_default_device = torch._C._get_default_device
 _is_grad_enabled = torch.is_grad_enabled
 
 _NAME = re.compile(r"([LGCM])\[('(?:[^'\\]|\\.)*')\]|K\[(\d+)\]")
+_BARE_G = re.compile(r"(?<!['\w])G(?![\w'\[])")  # the globals dict itself, as in `'abs' not in G`
 _INLINE_TYPES = (int, str, bytes)
 
 
@@ -73,6 +74,7 @@ class GuardSet:
                     f"{x}.device == {self._const(value.device)}",
                     f"{x}.requires_grad is {value.requires_grad}",
                     f"{x}.shape == {tuple(value.shape)!r}", f"{x}.stride() == {tuple(value.stride())!r}",
+                    f"{x}.storage_offset() == {value.storage_offset()}",
                     f"___dispatch_keys({x}) == {self._const(_dispatch_keys(value))}"]
         if kind in ("ID_MATCH", "FUNCTION_MATCH"):
             try:
@@ -134,7 +136,8 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         return _NAME.sub(sub, expr)
 
     # The readable per-tensor checks are for failure messages; the fast path checks all tensors in C++.
-    exprs = [rewrite(c) for g in guard_set.ordered() if g.kind != "TENSOR_MATCH" for c in g.code_list]
+    exprs = [_BARE_G.sub("___G", rewrite(c)) for g in guard_set.ordered() if g.kind != "TENSOR_MATCH"
+             for c in g.code_list]
     namespace = dict(_HELPERS, **guard_set.constants)
     if guard_set.tensors:
         namespace["___tensor_spec"] = _tensor_guard.make_spec([t for _, t in guard_set.tensors])

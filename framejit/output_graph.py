@@ -53,7 +53,7 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode()
         self.guards = GuardSet()
         self.guards.add_global_state()
-        self.side_effects = SideEffects()
+        self.side_effects = SideEffects(f_globals)
         self.wrapped: dict[str, Variable] = {}
         self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []

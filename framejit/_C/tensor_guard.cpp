@@ -18,6 +18,7 @@ struct TensorSpec {
   bool requires_grad;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+  int64_t storage_offset;
 };
 
 using Spec = std::vector<TensorSpec>;
@@ -31,7 +32,7 @@ bool matches(const TensorSpec& s, PyObject* obj) {
   if (Py_TYPE(obj) != s.type || !THPVariable_Check(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
   if (t.scalar_type() != s.dtype || t.device() != s.device || t.requires_grad() != s.requires_grad) return false;
-  if (effective_keys(t) != s.keys) return false;
+  if (effective_keys(t) != s.keys || t.storage_offset() != s.storage_offset) return false;
   if (t.dim() != static_cast<int64_t>(s.sizes.size())) return false;
   auto sizes = t.sizes();
   auto strides = t.strides();
@@ -60,7 +61,7 @@ PyObject* make_spec(PyObject*, PyObject* examples) {
     }
     const at::Tensor& t = THPVariable_Unpack(obj);
     spec->push_back(TensorSpec{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
-                               t.sizes().vec(), t.strides().vec()});
+                               t.sizes().vec(), t.strides().vec(), t.storage_offset()});
   }
   return PyCapsule_New(spec, "framejit.TensorSpec", free_spec);
 }

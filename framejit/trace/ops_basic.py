@@ -82,6 +82,9 @@ def LOAD_GLOBAL(tx: Translator, inst: Inst) -> None:
     elif name in tx.f_globals:
         tx.push(wrap_value(tx, tx.f_globals[name], tx.global_source(name)))
     elif name in tx.f_builtins:
+        globals_dict = tx.globals_dict_source()
+        if globals_dict is not None:  # a global of that name defined later would shadow the builtin
+            tx.output.guards.add(globals_dict, "NO_KEY", name)
         tx.push(wrap_value(tx, tx.f_builtins[name], None))
     else:
         unsupported(f"name {name!r} is not defined", "unbound")

@@ -10,10 +10,11 @@ if TYPE_CHECKING:
 
 
 class SideEffects:
-    def __init__(self) -> None:
+    def __init__(self, f_globals: dict) -> None:
+        self.f_globals = f_globals
         self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
         self.attrs: dict[tuple[int, str], tuple[Variable, str, Variable]] = {}
-        self.globals: dict[str, Variable] = {}
+        self.globals: dict[str, Variable] = {}                         # of the captured frame's module
         self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
 
     def is_empty(self) -> bool:
@@ -31,6 +32,12 @@ class SideEffects:
         if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
                 isinstance(value, TensorVariable) and issubclass(value.python_type(), __import__("torch").nn.Parameter))):
             unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", "side_effect")
+        cls = obj.python_type()
+        setattr_impl = next(vars(k)["__setattr__"] for k in cls.__mro__ if "__setattr__" in vars(k))
+        descriptor = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        if setattr_impl not in (object.__setattr__, __import__("torch").nn.Module.__setattr__) \
+                or hasattr(type(descriptor), "__set__"):
+            unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", "side_effect")
         self.attrs[(id(obj), name)] = (obj, name, value)
 
     def pending_attr(self, obj: Variable, name: str) -> Variable | None:
@@ -41,7 +48,7 @@ class SideEffects:
         self.globals[name] = value
 
     def pending_global(self, f_globals: dict, name: str) -> Variable | None:
-        return self.globals.get(name)
+        return self.globals.get(name) if f_globals is self.f_globals else None
 
     def store_cell(self, name: str, value: Variable) -> None:
         self.cells[name] = value

@@ -65,6 +65,21 @@ class GlobalSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class GlobalsDictSource(Source):
+    """The captured function's globals dict itself (for guards that a name is absent)."""
+
+    def name(self) -> str:
+        return "G"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        raise NotImplementedError("the globals dict is never reloaded")
+
+    @property
+    def kind(self) -> str:
+        return "global"
+
+
+@dataclasses.dataclass(frozen=True)
 class ModuleGlobalsSource(Source):
     """The globals dict of an imported module (for globals read by inlined functions of other modules)."""
 

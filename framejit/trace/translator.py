@@ -15,8 +15,8 @@ from typing import Any, Callable
 from framejit.codeobj import Inst, read_instructions
 from framejit.exc import Unsupported
 from framejit.trace.cells import Cell, outside_cell
-from framejit.trace.sources import (AttrSource, ClosureSource, GlobalSource, ItemSource, LocalSource,
-                                    ModuleGlobalsSource, Source)
+from framejit.trace.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource,
+                                    LocalSource, ModuleGlobalsSource, Source)
 from framejit.variables.base import Variable, unsupported
 
 Handler = Callable[["Translator", Inst], None]
@@ -140,6 +140,10 @@ class Translator:
         if self.globals_source is None:
             unsupported(f"global {name!r} of a function whose module cannot be named", "global")
         return ItemSource(self.globals_source, name)
+
+    def globals_dict_source(self) -> Source | None:
+        """A source for this frame's globals dict itself (None if it cannot be named)."""
+        return GlobalsDictSource() if self.f_globals is self.output.f_globals else self.globals_source
 
     def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
                     closure: Any, fn_source: Source | None, fn_name: str) -> Variable:

@@ -184,7 +184,9 @@ def _isinstance(tx: "Translator", args: list[Variable], kwargs: dict) -> Variabl
 def _type(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     if len(args) != 1:
         unsupported("type() with 3 arguments", "builtin")
-    return ObjectVariable(args[0].python_type())
+    source = args[0].source
+    from framejit.trace.sources import AttrSource
+    return ObjectVariable(args[0].python_type(), AttrSource(source, "__class__") if source is not None else None)
 
 
 @_handles(callable)

@@ -161,14 +161,13 @@ class SuperVariable(Variable):
         self.obj = obj
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.variables.builder import wrap_value
+        from framejit.trace.sources import AttrSource, ConstSource, ItemSource
+        from framejit.variables.user_object import class_attribute
         mro = self.obj.python_type().__mro__
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in vars(klass):
-                attr = vars(klass)[name]
-                if isinstance(attr, types.FunctionType):
-                    return UserMethodVariable(UserFunctionVariable(attr), self.obj)
-                return wrap_value(tx, attr, None)
+                source = ItemSource(AttrSource(ConstSource(klass), "__dict__"), name)
+                return class_attribute(tx, self.obj, vars(klass)[name], source)
         unsupported(f"super().{name} not found", "missing_attr")
 
 

@@ -107,10 +107,19 @@ class ObjectVariable(Variable):
         return bool(self.value)
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.trace.sources import AttrSource
+        import sys
+        import types
+
+        from framejit.trace.sources import AttrSource, ItemSource, ModuleGlobalsSource
         from framejit.variables.builder import wrap_value
         value = getattr(self.value, name)
-        source = AttrSource(self.source, name) if self.source is not None else None
+        if self.source is not None:
+            source = AttrSource(self.source, name)
+        elif isinstance(self.value, types.ModuleType) and sys.modules.get(self.value.__name__) is self.value \
+                and name in vars(self.value):
+            source = ItemSource(ModuleGlobalsSource(self.value.__name__), name)
+        else:
+            source = None
         return wrap_value(tx, value, source)
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:

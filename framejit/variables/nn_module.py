@@ -84,6 +84,8 @@ class NNModuleVariable(Variable):
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
         self._check_hooks()
+        if "forward" in self.module.__dict__:
+            return self.var_getattr(tx, "forward").call(tx, args, kwargs)
         forward = type(self.module).forward
         if forward is nn.Module.forward:
             unsupported(f"{type(self.module).__name__} has no forward()", "module_call")
@@ -97,6 +99,7 @@ class NNModuleVariable(Variable):
         return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
 
     def children(self, tx: "Translator") -> list[Variable]:
+        tx.output.guards.add(AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
         return [self._child(tx, "_modules", k) for k in self.module._modules]
 
     def unpack(self, tx: "Translator") -> list[Variable]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
-                         "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype", "is_leaf",
+                         "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype",
                          "is_nested", "itemsize", "nbytes"})
 _META_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
                            "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",

@@ -18,6 +18,26 @@ def lookup_class_attr(cls: type, name: str) -> tuple[bool, Any]:
     return False, None
 
 
+def class_attribute(tx: "Translator", obj: Variable, attr: Any, source: Any) -> Variable:
+    """obj.<name> where <name> is found on obj's class as `attr`; `source` names it on the class
+    (so that a method or class attribute replaced later fails a guard)."""
+    from framejit.trace.sources import AttrSource
+    from framejit.variables.builder import wrap_value
+    from framejit.variables.callables import UserMethodVariable
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(wrap_value(tx, attr, source), obj)
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        return wrap_value(tx, attr.fget, AttrSource(source, "fget")).call(tx, [obj], {})
+    if isinstance(attr, staticmethod):
+        return wrap_value(tx, attr.__func__, source)
+    if isinstance(attr, classmethod):
+        return UserMethodVariable(wrap_value(tx, attr.__func__, AttrSource(source, "__func__")),
+                                  wrap_value(tx, obj.python_type(), AttrSource(obj.source, "__class__")))
+    if not hasattr(type(attr), "__get__"):
+        return wrap_value(tx, attr, source)
+    unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", "getattr")
+
+
 class UserObjectVariable(Variable):
     """An object of a user-defined class that exists outside the frame (it has a source)."""
 
@@ -30,29 +50,23 @@ class UserObjectVariable(Variable):
 
     def var_getattr(self, tx: "Translator", name: str) -> Variable:
         from framejit.variables.builder import wrap_value
-        from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
         cls = type(self.value)
+        if lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__:
+            unsupported(f"{cls.__name__} defines __getattribute__", "getattr")
         found, attr = lookup_class_attr(cls, name)
-        is_data_descriptor = found and hasattr(type(attr), "__set__")
         inst = getattr(self.value, "__dict__", {})
-        if name in inst and not is_data_descriptor:
+        if name in inst and not (found and hasattr(type(attr), "__set__")):
             return wrap_value(tx, inst[name], AttrSource(self.source, name))
-        if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(attr), self)
-        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-            return UserFunctionVariable(attr.fget).call(tx, [self], {})
-        if isinstance(attr, staticmethod):
-            return wrap_value(tx, attr.__func__, None)
-        if found and not hasattr(type(attr), "__get__"):
-            return wrap_value(tx, attr, AttrSource(self.source, name))
-        if not found and "__getattr__" in dir(cls) and lookup_class_attr(cls, "__getattr__")[0]:
+        if found:
+            if isinstance(inst, dict):  # an instance attribute set later would shadow the class's
+                tx.output.guards.add(AttrSource(self.source, "__dict__"), "NO_KEY", name)
+            return class_attribute(tx, self, attr, AttrSource(AttrSource(self.source, "__class__"), name))
+        if lookup_class_attr(cls, "__getattr__")[0]:
             unsupported(f"{cls.__name__} defines __getattr__", "getattr")
-        if not found and name not in inst:
-            raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
-        return wrap_value(tx, getattr(self.value, name), AttrSource(self.source, name))
+        raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
