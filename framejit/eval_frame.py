@@ -47,20 +47,34 @@ class FrameCallback:
         if code in _fallback and not self.nopython:
             return None
         reason = skipfiles.capture_refusal(code)
-        if reason is not None:
+        if reason is not None or registry.is_disabled(fn):
             cache.mark_skip(code)
             return None
         with _compile_lock:
             existing = cache.entries(code, self)
             for entry in existing:  # another thread may have compiled it meanwhile
-                if entry[0](fn, *args):
-                    return cache.replacement_function(entry, fn)
+                try:
+                    if entry[0](fn, *args):
+                        return cache.replacement_function(entry, fn)
+                except Exception:  # as in C: a guard that raises is a miss
+                    pass
             if existing and not self._recompile_allowed(fn, args, existing):
                 return None
             return self._compile(fn, args, bool(existing))
 
     def _recompile_allowed(self, fn: types.FunctionType, args: tuple, existing: list) -> bool:
+        """Report why the entries missed (guard_fail_fn, logs); False once the cache size limit is reached."""
         code = fn.__code__
+        if len(existing) >= config.cache_size_limit:
+            if code not in _warned_limit:
+                _warned_limit.add(code)
+                warnings.warn(f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) was "
+                              f"recompiled {len(existing)} times, reaching config.cache_size_limit="
+                              f"{config.cache_size_limit}; it now runs as plain Python for new inputs",
+                              stacklevel=2)
+            if not self.nopython:
+                _fallback.add(code)
+            return False
         frames = cache.compiled_frames(code, self)
         if frames:
             from framejit.codeobj import arg_slot_names
@@ -73,14 +87,6 @@ class FrameCallback:
                 log.info("recompiling %s: %s", code.co_name, why)
                 if self.guard_fail_fn is not None:
                     self.guard_fail_fn(failure)
-        if len(existing) >= config.cache_size_limit:
-            if code not in _warned_limit:
-                _warned_limit.add(code)
-                warnings.warn(f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) was "
-                              f"recompiled {len(existing)} times, reaching config.cache_size_limit="
-                              f"{config.cache_size_limit}; it now runs as plain Python for new inputs",
-                              stacklevel=2)
-            return False
         return True
 
     def _compile(self, fn: types.FunctionType, args: tuple, has_entries: bool) -> Callable | None:

@@ -25,7 +25,7 @@ from framejit.trace.sources import Source, graph_input_name
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.containers import TupleVariable, ListVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
+from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
 
 if TYPE_CHECKING:
     from framejit.trace.translator import Translator
@@ -55,9 +55,12 @@ class OutputGraph:
         self.guards.add_global_state()
         self.side_effects = SideEffects(f_globals)
         self.wrapped: dict[str, Variable] = {}
+        self.wrapped_by_id: dict[int, Variable] = {}  # tensors and mutable objects, by identity
         self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []
         self.initial_grad_mode = torch.is_grad_enabled()
+        from framejit.trace.translator import INSTRUCTION_BUDGET
+        self.budget = INSTRUCTION_BUDGET
         self._used_names: set[str] = set()
         self.current_tx: "Translator | None" = None
 
@@ -114,6 +117,8 @@ class OutputGraph:
             return wrap_constant_result(result)
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
+        if not has_tensor or op_name(target).endswith("_"):
+            self.side_effects.mutations += 1
         return self.wrap_result(tx, node, result)
 
     def wrap_result(self, tx: "Translator", node: torch.fx.Node, result: Any) -> Variable:

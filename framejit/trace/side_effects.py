@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 class SideEffects:
     def __init__(self, f_globals: dict) -> None:
         self.f_globals = f_globals
+        self.mutations = 0  # every write the trace made, local or not (see inline of generator expressions)
         self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
         self.attrs: dict[tuple[int, str], tuple[Variable, str, Variable]] = {}
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
@@ -21,7 +22,9 @@ class SideEffects:
         return not (self.containers or self.attrs or self.globals or self.cells)
 
     def mutated_container(self, var: Variable) -> None:
-        self.containers[id(var)] = var
+        self.mutations += 1
+        if var.source is not None:
+            self.containers[id(var)] = var
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
         from framejit.variables.nn_module import NNModuleVariable
@@ -39,6 +42,7 @@ class SideEffects:
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", "side_effect")
         self.attrs[(id(obj), name)] = (obj, name, value)
+        self.mutations += 1
 
     def pending_attr(self, obj: Variable, name: str) -> Variable | None:
         entry = self.attrs.get((id(obj), name))
@@ -46,12 +50,14 @@ class SideEffects:
 
     def store_global(self, f_globals: dict, name: str, value: Variable) -> None:
         self.globals[name] = value
+        self.mutations += 1
 
     def pending_global(self, f_globals: dict, name: str) -> Variable | None:
         return self.globals.get(name) if f_globals is self.f_globals else None
 
     def store_cell(self, name: str, value: Variable) -> None:
         self.cells[name] = value
+        self.mutations += 1
 
     def values(self) -> list[Variable]:
         """Every value the replay will need (to decide graph outputs)."""

@@ -20,6 +20,7 @@ from framejit.trace.sources import (AttrSource, ClosureSource, GlobalsDictSource
 from framejit.variables.base import Variable, unsupported
 
 Handler = Callable[["Translator", Inst], None]
+INSTRUCTION_BUDGET = 100_000  # symbolic instructions per compiled frame (inlined calls included)
 HANDLERS: list[Handler | None] = [None] * 256
 
 
@@ -84,6 +85,10 @@ class Translator:
                 if self.ip == self.break_at:
                     return None
                 self.ip += 1
+                self.output.budget -= 1
+                if self.output.budget < 0:
+                    unsupported(f"trace longer than {INSTRUCTION_BUDGET} instructions (a long Python loop?)",
+                                "budget")
                 fn = HANDLERS[inst.opcode]
                 if fn is None:
                     unsupported(f"opcode {inst.opname} is not supported", "opcode")
@@ -167,7 +172,12 @@ class Translator:
         cells = self._make_cells(code, bound, closure, fn_source)
         child = Translator(self.output, code, f_globals, bound, cells, parent=self,
                            globals_source=globals_source)
-        return child.run()
+        mutations = self.output.side_effects.mutations
+        result = child.run()
+        if code.co_name == "<genexpr>" and self.output.side_effects.mutations != mutations:
+            # its items were produced eagerly; a consumer that stops early would not see all these writes
+            unsupported("a generator expression with side effects (consumed lazily in Python)", "generator")
+        return result
 
     def _make_cells(self, code: types.CodeType, bound: dict[str, Variable], closure: Any,
                     fn_source: Source | None) -> dict[str, Cell]:

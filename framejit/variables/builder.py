@@ -54,9 +54,29 @@ def wrap_value(tx: "Translator", value: Any, source: Source | None) -> Variable:
         source = ConstSource(value)  # mutable: it needs a name so that reads are guarded and writes replayed
     cache = tx.output.wrapped
     key = source.name()
-    if key not in cache:
-        cache[key] = _wrap(tx, value, source)
-    return cache[key]
+    if key in cache:
+        return cache[key]
+    if _aliasable(value):
+        seen = tx.output.wrapped_by_id.get(id(value))
+        if seen is not None and seen.source is not None:  # the same object through another path
+            tx.output.guards.add(source, "ALIAS", seen.source.name())
+            cache[key] = seen
+            return seen
+        if not isinstance(value, torch.Tensor):  # a later call passing one object twice must not hit
+            for other in tx.output.wrapped_by_id.values():
+                if other.source is not None and other.python_type() is type(value):
+                    tx.output.guards.add(source, "NOT_ALIAS", other.source.name())
+    cache[key] = var = _wrap(tx, value, source)
+    if _aliasable(value):
+        tx.output.wrapped_by_id[id(value)] = var
+    return var
+
+
+def _aliasable(value: Any) -> bool:
+    """Values whose identity matters to the trace: tensors and mutable containers and objects."""
+    return isinstance(value, (torch.Tensor, list, dict, set)) or (
+        not isinstance(value, (nn.Module, type, types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
+                               types.MethodType)) and not is_literal(value) and hasattr(value, "__dict__"))
 
 
 def _guard(tx: "Translator", source: Source | None, kind: str, value: Any) -> None:

@@ -18,14 +18,18 @@ def _has_tensor(args: Sequence[Variable]) -> bool:
     return any(isinstance(a, TensorVariable) for a in args)
 
 
-def _same_object(a: Variable, b: Variable) -> bool | None:
+def _same_object(tx: "Translator", a: Variable, b: Variable) -> bool | None:
     """Identity of two traced values, or None when it can't be known at trace time."""
     if a is b:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() is b.as_python_constant()
     if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-        return a.example is b.example
+        if a.example is b.example:
+            return True
+        if a.source is not None and b.source is not None:  # distinct inputs: guard that they stay distinct
+            tx.output.guards.add(a.source, "NOT_ALIAS", b.source.name())
+        return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False  # a tensor is never a constant / container
     if type(a) is not type(b):
@@ -36,7 +40,7 @@ def _same_object(a: Variable, b: Variable) -> bool | None:
 def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
     if fn in (operator.is_, operator.is_not):
-        same = _same_object(*args)
+        same = _same_object(tx, *args)
         if same is None:
             unsupported("`is` between values whose identity is unknown at trace time", "identity")
         return ConstantVariable(same if fn is operator.is_ else not same)
@@ -66,7 +70,7 @@ def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Vari
     if fn is operator.not_:
         return ConstantVariable(not a.truth(tx))
     if fn in (operator.eq, operator.ne) and b is not None:
-        same = _same_object(a, b)
+        same = _same_object(tx, a, b)
         if same is not None and not isinstance(a, (BaseListVariable, DictVariable)):
             return ConstantVariable(same if fn is operator.eq else not same)
     unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", "operator")
@@ -80,14 +84,14 @@ def _contains(tx: "Translator", container: Variable, item: Variable) -> Variable
     items = container.unpack(tx) if not container.is_python_constant() else None
     if items is None:
         return ConstantVariable(item.as_python_constant() in container.as_python_constant())
-    for x in items:
-        same = _same_object(x, item)
-        if same is None and x.is_python_constant() and item.is_python_constant():
-            same = x.as_python_constant() == item.as_python_constant()
-        if same is None:
+    for x in items:  # `in` is `x is item or x == item`, item by item
+        if _same_object(tx, x, item):
+            return ConstantVariable(True)
+        if isinstance(x, TensorVariable) or isinstance(item, TensorVariable):
+            unsupported("`in` compares a tensor with ==, which needs its value (data-dependent)", "data_dependent")
+        if not (x.is_python_constant() and item.is_python_constant()):
             unsupported("`in` with items that cannot be compared at trace time", "operator")
-        if same or (x.is_python_constant() and item.is_python_constant()
-                    and x.as_python_constant() == item.as_python_constant()):
+        if x.as_python_constant() == item.as_python_constant():
             return ConstantVariable(True)
     return ConstantVariable(False)
 

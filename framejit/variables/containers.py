@@ -112,8 +112,7 @@ class ListVariable(BaseListVariable):
         return bound_method(self, name)
 
     def _mutated(self, tx: "Translator") -> None:
-        if self.source is not None:
-            tx.output.side_effects.mutated_container(self)
+        tx.output.side_effects.mutated_container(self)
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -196,8 +195,7 @@ class DictVariable(Variable):
         return bound_method(self, name)
 
     def _mutated(self, tx: "Translator") -> None:
-        if self.source is not None:
-            tx.output.side_effects.mutated_container(self)
+        tx.output.side_effects.mutated_container(self)
 
     def getitem(self, tx: "Translator", key: Variable) -> Variable:
         k = key.as_python_constant()
@@ -294,6 +292,7 @@ class SetVariable(Variable):
         if name in ("add", "discard", "remove", "update", "clear"):
             if self.source is not None:
                 unsupported("mutating a set from outside the frame", "side_effect")
+            tx.output.side_effects.mutations += 1
             if name == "update":
                 for arg in args:
                     self.values.update(v.as_python_constant() for v in arg.unpack(tx))
@@ -337,7 +336,13 @@ class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
     def __init__(self, items: list[Variable]) -> None:
-        self.items = list(items)
+        self._items = list(items)
+        self._next = 0
+
+    @property
+    def items(self) -> list[Variable]:
+        """The items not consumed yet."""
+        return self._items[self._next:]
 
     def python_type(self) -> type:
         return type(iter(()))
@@ -346,11 +351,14 @@ class IteratorVariable(Variable):
         return list(self.items)
 
     def unpack(self, tx: "Translator") -> list[Variable]:
-        items, self.items = self.items, []
+        items, self._next = self.items, len(self._items)
         return items
 
     def next(self) -> Variable | None:
-        return self.items.pop(0) if self.items else None
+        if self._next >= len(self._items):
+            return None
+        self._next += 1
+        return self._items[self._next - 1]
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
