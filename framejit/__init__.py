@@ -6,9 +6,10 @@ from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python versi
 from framejit import config, exc
 from framejit.api import OptimizedModule, compile, disable, optimize, optimize_assert, reset, run
 from framejit.backends import list_backends, lookup_backend, register_backend
+from framejit.explain import explain
 from framejit.registry import allow_in_graph, assume_constant_result, disallow_in_graph
 from framejit import backends, testing  # noqa: E402
 
 __all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",
-           "disable", "disallow_in_graph", "exc", "list_backends", "lookup_backend", "optimize",
+           "disable", "disallow_in_graph", "exc", "explain", "list_backends", "lookup_backend", "optimize",
            "optimize_assert", "register_backend", "reset", "run", "testing"]

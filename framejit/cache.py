@@ -79,3 +79,17 @@ def reset() -> None:
     _codes.clear()
     _frames.clear()
     _keepalive.clear()
+
+
+def snapshot() -> dict[types.CodeType, Any]:
+    """What every code's co_extra holds now (a copy), for restore()."""
+    return {code: (list(extra) if isinstance(extra, list) else extra)
+            for code in list(_codes) for extra in [_hook.get_extra(code)]}
+
+
+def restore(saved: dict[types.CodeType, Any]) -> None:
+    """Put co_extra back as snapshot() saw it: entries and skip marks added since are dropped."""
+    for code in list(_codes):
+        _hook.set_extra(code, saved.get(code))
+        if code not in saved:
+            _codes.discard(code)

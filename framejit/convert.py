@@ -7,6 +7,7 @@ from typing import Any, Callable
 import torch
 
 from framejit import logs
+from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, build_function_code, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame
@@ -104,6 +105,11 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
     new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())
+    for instr in finished.instructions:  # continuations show by name in the listing
+        if getattr(instr, "name", None) == "LOAD_CONST" and isinstance(instr.arg, types.CodeType):
+            const_names[id(instr.arg)] = instr.arg.co_name
+        elif getattr(instr, "name", None) == "LOAD_CONST" and instr.arg is _hook.call_with_callback:
+            const_names[id(instr.arg)] = "call_with_capture_off"
     if logs.enabled("bytecode", options.debug):
         print(f"ORIGINAL BYTECODE {code.co_name} {code.co_filename} line {code.co_firstlineno}\n"
               f"{format_code(code)}\n\nMODIFIED BYTECODE {code.co_name} {code.co_filename} "

@@ -32,6 +32,22 @@ def reset() -> None:
         _warned_limit.clear()
 
 
+def snapshot_state() -> tuple:
+    """The cache and fallback marks as they are now (explain() restores them afterwards)."""
+    with _compile_lock:
+        return cache.snapshot(), set(_fallback), set(_warned_limit)
+
+
+def restore_state(state: tuple) -> None:
+    saved, fallback, warned = state
+    with _compile_lock:
+        cache.restore(saved)
+        _fallback.clear()
+        _fallback.update(fallback)
+        _warned_limit.clear()
+        _warned_limit.update(warned)
+
+
 class FrameCallback:
     """Called by the C hook for a frame with no matching cache entry (see _hook.set_callback)."""
 
