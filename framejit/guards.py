@@ -1,42 +1,53 @@
 """Guards: what a cache entry assumes, compiled into one generated Python function per entry.
 
-Each guard is recorded once, when a real value is first wrapped. The fast
-path is a single generated boolean expression; on a miss, `explain_failure`
-re-checks guards one by one to say which failed and why (guard_fail_fn,
-recompile logs).
+Each guard is recorded once, when a real value is first wrapped, as (source,
+kind, value). Two renderings come from the same record: readable checks over
+L[...] / G[...] names (`Guard.code_list`, used for listings and for explaining
+a miss), and the fast generated function, where every source is an expression
+over the function's parameters and a source shared by several guards (e.g.
+`L['self']._modules['fc']`) is computed once into a local. All TENSOR_MATCH
+guards of an entry are checked by one C++ call.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-import re
 import sys
 import types
 import weakref
+from collections import Counter
 from typing import Any, Callable
 
 import torch
 
 from framejit._C import _tensor_guard
 from framejit.contracts import Guard
-from framejit.trace.sources import ConstSource, Source
+from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, GlobalsDictSource, GlobalSource,
+                                    ItemSource, LocalSource, ModuleGlobalsSource, Source)
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
-_is_grad_enabled = torch.is_grad_enabled
-
-_NAME = re.compile(r"([LGCM])\[('(?:[^'\\]|\\.)*')\]|K\[(\d+)\]")
-_BARE_G = re.compile(r"(?<!['\w])G(?![\w'\[])")  # the globals dict itself, as in `'abs' not in G`
 _INLINE_TYPES = (int, str, bytes)
+_HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys,
+                            "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
+                            "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Record:
+    source: Source | None   # None for global state (grad mode, default dtype/device)
+    kind: str
+    value: Any
+    guard: Guard
 
 
 class GuardSet:
     """The guards of one compile, in the order they were recorded."""
 
     def __init__(self) -> None:
-        self.guards: dict[tuple[str, str], Guard] = {}
+        self.records: dict[tuple[str, str], _Record] = {}
         self.constants: dict[str, Any] = {}
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
-        self.tensors: list[tuple[str, torch.Tensor]] = []  # TENSOR_MATCH, checked in one C++ call
         self._by_id: dict[int, str] = {}
 
     def _const(self, value: Any) -> str:
@@ -47,49 +58,44 @@ class GuardSet:
         return self._by_id[id(value)]
 
     def add(self, source: Source, kind: str, value: Any) -> None:
+        """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
+        key = (source.name(), kind if not isinstance(value, Source) else f"{kind} {value.name()}")
+        if key in self.records:
+            return
         root = source.root()
         if isinstance(root, ConstSource):
             self.constants.setdefault("K", {})[id(root.value)] = root.value
-        name = source.name()
-        if (name, kind) in self.guards:
-            return
-        self.guards[(name, kind)] = Guard(name=name, kind=kind, code_list=tuple(self._code(name, kind, value)),
-                                          source_kind=source.kind)
+        if kind in ("ID_MATCH", "FUNCTION_MATCH") and _weakrefable(value):
+            self.watched.append(value)
+        code = tuple(self._code(source.name(), kind, value, lambda other: other.name()))
+        self.records[key] = _Record(source, kind, value,
+                                    Guard(name=source.name(), kind=kind, code_list=code, source_kind=source.kind))
 
     def add_global_state(self) -> None:
-        self.guards[("", "GRAD_MODE")] = Guard(
-            name="", kind="GRAD_MODE", code_list=(f"___is_grad_enabled() is {torch.is_grad_enabled()}",),
-            source_kind="global")
-        self.guards[("", "DEFAULT_DTYPE")] = Guard(
-            name="", kind="DEFAULT_DTYPE", code_list=(f"___get_default_dtype() is {self._const(torch.get_default_dtype())}",),
-            source_kind="global")
-        self.guards[("", "DEFAULT_DEVICE")] = Guard(
-            name="", kind="DEFAULT_DEVICE", code_list=(f"___get_default_device() == {_get_default_device()!r}",),
-            source_kind="global")
+        for kind, check in (("GRAD_MODE", f"___is_grad_enabled() is {torch.is_grad_enabled()}"),
+                            ("DEFAULT_DTYPE", f"___get_default_dtype() is {self._const(torch.get_default_dtype())}"),
+                            ("DEFAULT_DEVICE", f"___get_default_device() == {_get_default_device()!r}")):
+            self.records[("", kind)] = _Record(None, kind, None, Guard(name="", kind=kind, code_list=(check,),
+                                                                       source_kind="global"))
 
-    def _code(self, x: str, kind: str, value: Any) -> list[str]:
+    def _code(self, x: str, kind: str, value: Any, render: Callable[[Source], str]) -> list[str]:
+        """The checks of one guard over the expression `x` (`render` writes other sources)."""
         if kind == "TENSOR_MATCH":
-            self.tensors.append((x, value))
             return [f"type({x}) is {self._const(type(value))}", f"{x}.dtype is {self._const(value.dtype)}",
-                    f"{x}.device == {self._const(value.device)}",
-                    f"{x}.requires_grad is {value.requires_grad}",
+                    f"{x}.device == {self._const(value.device)}", f"{x}.requires_grad is {value.requires_grad}",
                     f"{x}.shape == {tuple(value.shape)!r}", f"{x}.stride() == {tuple(value.stride())!r}",
                     f"{x}.storage_offset() == {value.storage_offset()}",
                     f"___dispatch_keys({x}) == {self._const(_dispatch_keys(value))}"]
         if kind in ("ID_MATCH", "FUNCTION_MATCH"):
-            try:
-                weakref.ref(value)
-            except TypeError:
-                return [f"{x} is {self._const(value)}"]
-            self.watched.append(value)
-            return [f"id({x}) == {id(value)}"]
+            return [f"id({x}) == {id(value)}"] if _weakrefable(value) else [f"{x} is {self._const(value)}"]
         if kind == "EQUALS":
-            literal = repr(value) if type(value) in _INLINE_TYPES else self._const(value)
             if isinstance(value, float) and value != value:
                 return [f"type({x}) is float", f"{x} != {x}"]
+            checks = [f"type({x}) is {self._const(type(value))}",
+                      f"{x} == {repr(value) if type(value) in _INLINE_TYPES else self._const(value)}"]
             if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
-                return [f"type({x}) is float", f"{x} == 0.0", f"___copysign(1.0, {x}) == {math.copysign(1.0, value)}"]
-            return [f"type({x}) is {self._const(type(value))}", f"{x} == {literal}"]
+                checks.append(f"___copysign(1.0, {x}) == {math.copysign(1.0, value)}")
+            return checks
         if kind == "TYPE_MATCH":
             return [f"type({x}) is {self._const(type(value))}"]
         if kind == "LEN_MATCH":
@@ -100,56 +106,95 @@ class GuardSet:
             return [f"not hasattr({x}, {value!r})"]
         if kind == "NO_KEY":
             return [f"{value!r} not in {x}"]
-        if kind == "ALIAS":  # value: the name of the source this one must be the same object as
-            return [f"{x} is {value}"]
+        if kind == "ALIAS":
+            return [f"{x} is {render(value)}"]
         if kind == "NOT_ALIAS":
-            return [f"{x} is not {value}"]
+            return [f"{x} is not {render(value)}"]
         raise AssertionError(f"unknown guard kind {kind}")
 
     def ordered(self) -> list[Guard]:
-        return list(self.guards.values())
+        return [r.guard for r in self.records.values()]
 
 
-_HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys, "___get_default_device": _get_default_device,
-                            "___is_grad_enabled": _is_grad_enabled, "___copysign": math.copysign,
-                            "___get_default_dtype": torch.get_default_dtype}
+def _weakrefable(value: Any) -> bool:
+    try:
+        weakref.ref(value)
+    except TypeError:
+        return False
+    return True
+
+
+class _Renderer:
+    """Sources as expressions over the guard function's parameters; shared ones hoisted into locals."""
+
+    def __init__(self, guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...],
+                 sources: list[Source]) -> None:
+        self.guard_set = guard_set
+        self.slot_of = {name: i for i, name in enumerate(argnames)}
+        self.freevars = code.co_freevars
+        self.uses: Counter[Source] = Counter()
+        for source in sources:
+            self._count(source)
+        self.memo: dict[Source, str] = {}
+        self.prologue: list[str] = []
+
+    def _count(self, source: Source) -> None:
+        self.uses[source] += 1
+        if isinstance(source, (AttrSource, ItemSource)):
+            self._count(source.base)
+
+    def __call__(self, source: Source) -> str:
+        if source in self.memo:
+            return self.memo[source]
+        expr = self._expr(source)
+        if self.uses[source] > 1 and not expr.isidentifier():
+            local = f"___s{len(self.prologue)}"
+            self.prologue.append(f"    {local} = {expr}")
+            expr = local
+        self.memo[source] = expr
+        return expr
+
+    def _expr(self, source: Source) -> str:
+        if isinstance(source, AttrSource):
+            return f"{self(source.base)}.{source.attr}"
+        if isinstance(source, ItemSource):
+            return f"{self(source.base)}[{source.key!r}]"
+        if isinstance(source, LocalSource):
+            return f"___a{self.slot_of[source.local_name]}"
+        if isinstance(source, GlobalSource):
+            return f"___G[{source.global_name!r}]"
+        if isinstance(source, GlobalsDictSource):
+            return "___G"
+        if isinstance(source, ClosureSource):
+            return f"___fn.__closure__[{self.freevars.index(source.var_name)}].cell_contents"
+        if isinstance(source, ModuleGlobalsSource):
+            return self.guard_set._const(vars(sys.modules[source.module]))
+        if isinstance(source, ConstSource):
+            return self.guard_set._const(source.value)
+        raise AssertionError(f"no guard expression for {source}")
 
 
 def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
                      ) -> tuple[Callable[..., bool], str]:
     """Generate `guard(fn, *arg_slots) -> bool` for these guards; returns it and its source."""
-    slot_of = {name: i for i, name in enumerate(argnames)}
-    freevars = code.co_freevars
-
-    def rewrite(expr: str) -> str:
-        def sub(m: re.Match) -> str:
-            if m.group(3) is not None:  # K[id]: an object known by identity
-                return guard_set._const(guard_set.constants["K"][int(m.group(3))])
-            root, key = m.group(1), eval(m.group(2))
-            if root == "L":
-                return f"___a{slot_of[key]}"
-            if root == "C":
-                return f"___C[{freevars.index(key)}].cell_contents"
-            if root == "M":
-                return guard_set._const(vars(sys.modules[key]))
-            return f"___G[{key!r}]"
-        return _NAME.sub(sub, expr)
-
-    # The readable per-tensor checks are for failure messages; the fast path checks all tensors in C++.
-    exprs = [_BARE_G.sub("___G", rewrite(c)) for g in guard_set.ordered() if g.kind != "TENSOR_MATCH"
-             for c in g.code_list]
-    namespace = dict(_HELPERS, **guard_set.constants)
-    if guard_set.tensors:
-        namespace["___tensor_spec"] = _tensor_guard.make_spec([t for _, t in guard_set.tensors])
-        exprs.insert(0, "___check_tensors(___tensor_spec, " + ", ".join(rewrite(x) for x, _ in guard_set.tensors) + ")")
-    body = " and ".join(f"({e})" for e in exprs) or "True"
+    records = list(guard_set.records.values())
+    sources = [r.source for r in records if r.source is not None]
+    sources += [r.value for r in records if isinstance(r.value, Source)]
+    render = _Renderer(guard_set, code, argnames, sources)
+    tensors = [r for r in records if r.kind == "TENSOR_MATCH"]
+    exprs = []
+    if tensors:
+        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors]))
+        exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
+    for r in records:
+        if r.kind == "TENSOR_MATCH":
+            continue
+        exprs += r.guard.code_list if r.source is None else guard_set._code(render(r.source), r.kind, r.value, render)
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
-    prologue = ""
-    if "___G" in body:
-        prologue += "    ___G = ___fn.__globals__\n"
-    if "___C[" in body:
-        prologue += "    ___C = ___fn.__closure__\n"
-    source = f"def ___guard({params}):\n{prologue}    return {body}\n"
+    body = " and ".join(f"({e})" for e in exprs) or "True"
+    prologue = ["    ___G = ___fn.__globals__"] if "___G" in body + "".join(render.prologue) else []
+    source = "\n".join([f"def ___guard({params}):", *prologue, *render.prologue, f"    return {body}"]) + "\n"
+    namespace = dict(_HELPERS, **guard_set.constants)
     exec(compile(source, f"<framejit guards for {code.co_name}>", "exec"), namespace)
     return namespace["___guard"], source
 
@@ -178,12 +223,23 @@ class _ModuleDicts(dict):
 
 class _CellContents(dict):
     def __init__(self, cells: dict[str, Any]) -> None:
-        super().__init__({k: c.cell_contents for k, c in cells.items()})
+        super().__init__({k: c.cell_contents for k, c in cells.items() if _has_contents(c)})
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+_TENSOR_FIELDS = ("dtype", "device", "requires_grad", "shape", "stride", "storage_offset")
 
 
 def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
     if guard.kind == "GRAD_MODE":
-        return f"grad mode changed: expected {not torch.is_grad_enabled()}, got {torch.is_grad_enabled()}"
+        return f"grad mode changed to {torch.is_grad_enabled()}"
     if guard.kind == "DEFAULT_DTYPE":
         return f"default dtype changed to {torch.get_default_dtype()}"
     if guard.kind == "DEFAULT_DEVICE":
@@ -193,18 +249,16 @@ def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
     except Exception as e:
         return f"{guard.name}: {type(e).__name__}: {e}"
     if guard.kind == "TENSOR_MATCH":
-        m = re.match(r".*?\.(\w+)(?:\(\))? (?:==|is) (.*)$", check)
-        what = m.group(1) if m else check
         if check.startswith("type("):
             return f"{guard.name}: expected a {eval(check.split(' is ')[1], ns).__name__}, got {type(actual).__name__}"
-        if what == "___dispatch_keys" or check.startswith("___dispatch_keys"):
+        if check.startswith("___dispatch_keys"):
             return f"{guard.name}: dispatch keys changed to {_dispatch_keys(actual)}"
-        expected = eval(m.group(2), ns) if m else "?"
-        got = getattr(actual, what)
-        got = got() if callable(got) else got
-        return f"{guard.name}: {what} mismatch, expected {expected}, got {got}"
+        field = next(f for f in _TENSOR_FIELDS if f".{f}" in check)
+        expected = eval(check.rsplit(" is " if " is " in check else " == ", 1)[1], ns)
+        got = getattr(actual, field)
+        return f"{guard.name}: {field} mismatch, expected {expected}, got {got() if callable(got) else got}"
     if guard.kind in ("ID_MATCH", "FUNCTION_MATCH"):
         return f"{guard.name}: a different object ({type(actual).__name__}) than when compiled"
     if guard.kind == "EQUALS":
         return f"{guard.name}: value changed to {actual!r} (failed `{check}`)"
-    return f"{guard.name}: failed `{check}` (value: {type(actual).__name__})"
+    return f"{guard.name}: failed `{check}`"

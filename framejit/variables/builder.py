@@ -59,13 +59,13 @@ def wrap_value(tx: "Translator", value: Any, source: Source | None) -> Variable:
     if _aliasable(value):
         seen = tx.output.wrapped_by_id.get(id(value))
         if seen is not None and seen.source is not None:  # the same object through another path
-            tx.output.guards.add(source, "ALIAS", seen.source.name())
+            tx.output.guards.add(source, "ALIAS", seen.source)
             cache[key] = seen
             return seen
         if not isinstance(value, torch.Tensor):  # a later call passing one object twice must not hit
             for other in tx.output.wrapped_by_id.values():
                 if other.source is not None and other.python_type() is type(value):
-                    tx.output.guards.add(source, "NOT_ALIAS", other.source.name())
+                    tx.output.guards.add(source, "NOT_ALIAS", other.source)
     cache[key] = var = _wrap(tx, value, source)
     if _aliasable(value):
         tx.output.wrapped_by_id[id(value)] = var

@@ -28,7 +28,7 @@ def _same_object(tx: "Translator", a: Variable, b: Variable) -> bool | None:
         if a.example is b.example:
             return True
         if a.source is not None and b.source is not None:  # distinct inputs: guard that they stay distinct
-            tx.output.guards.add(a.source, "NOT_ALIAS", b.source.name())
+            tx.output.guards.add(a.source, "NOT_ALIAS", b.source)
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False  # a tensor is never a constant / container
