@@ -38,10 +38,6 @@ def mark_skip(code: types.CodeType) -> None:
     _codes.add(code)
 
 
-def is_skipped(code: types.CodeType) -> bool:
-    return _hook.get_extra(code) is SKIP
-
-
 def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> tuple:
     """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
     _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through

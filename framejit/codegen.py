@@ -148,7 +148,7 @@ class PyCodegen:
         temp = self.new_temp()
         self.emit("STORE_FAST", temp)
         self.emit("PUSH_NULL")
-        self.emit_const(py_type if hasattr(py_type, "_fields") else py_type)
+        self.emit_const(py_type)
         if hasattr(py_type, "_make"):
             self.emit("LOAD_ATTR", "_make")
         self.emit("LOAD_FAST", temp)

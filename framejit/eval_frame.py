@@ -14,7 +14,7 @@ from framejit import cache, config, logs, registry
 from framejit._C import _hook
 from framejit.contracts import GuardFailure
 from framejit.convert import CompileHooks, convert_frame_with_breaks
-from framejit.exc import BackendCompilerFailed, FramejitError, InternalError, Unsupported, fullgraph_error
+from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
 
@@ -88,8 +88,10 @@ class FrameCallback:
                               f"recompiled {len(existing)} times, reaching config.cache_size_limit="
                               f"{config.cache_size_limit}; it now runs as plain Python for new inputs",
                               stacklevel=2)
-            if not self.nopython:
-                _fallback.add(code)
+            if self.nopython:
+                raise CacheLimitExceeded(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}) reached "
+                                         f"config.cache_size_limit={config.cache_size_limit} under fullgraph=True")
+            _fallback.add(code)
             return False
         frames = cache.compiled_frames(code, self)
         if frames:

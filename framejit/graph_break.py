@@ -15,6 +15,7 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import torch
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from framejit.codegen import PyCodegen
@@ -176,7 +177,7 @@ def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
         elif isinstance(value, WithExitVariable):
             if not entered:  # the graph left grad mode as inside the blocks: step out, then re-enter them
                 cg.emit("PUSH_NULL")
-                cg.emit_const(__import__("torch")._C._set_grad_enabled)
+                cg.emit_const(torch._C._set_grad_enabled)
                 cg.emit_const(value.ctx.previous)
                 cg.call(1)
                 cg.emit("POP_TOP")

@@ -6,12 +6,8 @@ registering a function never keeps it alive.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, TypeVar
 
-from framejit.variables.base import Variable, unsupported
-
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,58 +90,3 @@ def is_constant_result(fn: Any) -> bool:
 
 def is_disabled(fn: Any) -> bool:
     return fn in _disabled
-
-
-class DisallowedVariable(Variable):
-    """A function the user (or framejit.disable) keeps out of graphs."""
-
-    def __init__(self, fn: Any, reason: str = "disallow_in_graph") -> None:
-        self.fn = fn
-        self.reason = reason
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        name = getattr(self.fn, "__qualname__", repr(self.fn))
-        unsupported(f"call to {name}, marked {self.reason}", "disallowed")
-
-
-class ConstantResultVariable(Variable):
-    """A function under assume_constant_result: called now, its result becomes a constant."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        from framejit.variables.builder import wrap_constant_result
-        return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
-                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))
-
-
-class GradModeCtorVariable(Variable):
-    """torch.no_grad / torch.enable_grad / torch.set_grad_enabled as callables."""
-
-    def __init__(self, ctor: Any) -> None:
-        self.ctor = ctor
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.ctor
-
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        from framejit.variables.torch_special import GradModeVariable
-        if kwargs or (self.ctor is not __import__("torch").set_grad_enabled and args):
-            unsupported("torch.no_grad/enable_grad used as a decorator inside a compiled region", "grad_mode")
-        return GradModeVariable.create(tx, self.ctor, list(args))

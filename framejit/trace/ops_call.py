@@ -46,8 +46,7 @@ def CALL(tx: Translator, inst: Inst) -> None:
 def CALL_FUNCTION_EX(tx: Translator, inst: Inst) -> None:
     kwargs = tx.pop() if inst.arg & 1 else DictVariable({})
     args, fn = tx.pop(), tx.pop()
-    if tx.stack and tx.stack[-1] is NULL:
-        tx.pop()
+    tx.pop()  # 3.11 always pushes a NULL below the callable of CALL_FUNCTION_EX
     if not isinstance(kwargs, DictVariable):
         unsupported("**kwargs that is not a dict", "call")
     arg_list = args.unpack(tx)

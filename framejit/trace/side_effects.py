@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from framejit.variables.base import Variable, unsupported
 
 if TYPE_CHECKING:
@@ -33,12 +35,12 @@ class SideEffects:
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
             unsupported(f"setting attribute {name!r} on {obj}", "side_effect")
         if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
-                isinstance(value, TensorVariable) and issubclass(value.python_type(), __import__("torch").nn.Parameter))):
+                isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter))):
             unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", "side_effect")
         cls = obj.python_type()
         setattr_impl = next(vars(k)["__setattr__"] for k in cls.__mro__ if "__setattr__" in vars(k))
         descriptor = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
-        if setattr_impl not in (object.__setattr__, __import__("torch").nn.Module.__setattr__) \
+        if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", "side_effect")
         self.attrs[(id(obj), name)] = (obj, name, value)

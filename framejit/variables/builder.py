@@ -14,11 +14,12 @@ from torch import nn
 from framejit.trace.sources import ConstSource, ItemSource, Source
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.builtins import BuiltinVariable
-from framejit.variables.callables import TorchVariable, UserFunctionVariable, UserMethodVariable
+from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
+                                          UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import DictVariable, ListVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable
-from framejit.variables.torch_special import GRAD_MODE_CTORS, is_torch_op
+from framejit.variables.torch_special import GRAD_MODE_CTORS, GradModeCtorVariable, is_torch_op
 from framejit.variables.user_object import UserObjectVariable
 
 if TYPE_CHECKING:
@@ -116,13 +117,13 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ObjectVariable(value, source)
     if registry.is_disallowed(value):
-        return registry.DisallowedVariable(value)
+        return DisallowedVariable(value)
     if registry.is_constant_result(value):
         _guard(tx, source, "FUNCTION_MATCH", value)
-        return registry.ConstantResultVariable(value)
+        return ConstantResultVariable(value)
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, "FUNCTION_MATCH", value)
-        return registry.GradModeCtorVariable(value)
+        return GradModeCtorVariable(value)
     if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math":
         _guard(tx, source, "FUNCTION_MATCH", value)
         return BuiltinVariable(value, source)
@@ -131,7 +132,7 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         return TorchVariable(value, source)
     if isinstance(value, types.FunctionType):
         if registry.is_disabled(value):
-            return registry.DisallowedVariable(value, reason="framejit.disable")
+            return DisallowedVariable(value, reason="framejit.disable")
         _guard(tx, source, "FUNCTION_MATCH", value)
         return UserFunctionVariable(value, source)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \

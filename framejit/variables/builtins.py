@@ -63,7 +63,8 @@ def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Vari
     a, b = (args + [None])[:2]
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and type(a) is type(b):
         if fn is operator.iadd and isinstance(a, ListVariable):
-            return a.call_method(tx, "extend", [b], {}) and a
+            a.call_method(tx, "extend", [b], {})
+            return a
         return type(a)(a.items + b.items)
     if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
@@ -151,8 +152,7 @@ class BuiltinVariable(Variable):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-_FOLDABLE = {abs, pow, divmod, round, min, max, int, float, bool, str, repr, ord, chr, hash, all, any,
-             bin, hex, oct, format}
+_FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
 
 _HANDLERS: dict[Any, Callable[..., Variable]] = {}
 

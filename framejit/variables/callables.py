@@ -227,3 +227,39 @@ def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Vari
     if missing or len(args) > len(cls._fields):
         unsupported(f"{cls.__name__}() called with the wrong arguments", "bad_call")
     return TupleVariable([values.get(f, defaults.get(f)) for f in cls._fields], py_type=cls)
+
+
+class DisallowedVariable(Variable):
+    """A function the user (or framejit.disable) keeps out of graphs."""
+
+    def __init__(self, fn: Any, reason: str = "disallow_in_graph") -> None:
+        self.fn = fn
+        self.reason = reason
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        unsupported(f"call to {name}, marked {self.reason}", "disallowed")
+
+
+class ConstantResultVariable(Variable):
+    """A function under assume_constant_result: called now, its result becomes a constant."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.variables.builder import wrap_constant_result
+        return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
+                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))

@@ -134,12 +134,3 @@ class ObjectVariable(Variable):
 
     def __repr__(self) -> str:
         return f"ObjectVariable({self.value!r})"
-
-
-def fold(fn: Any, args: Sequence[Variable]) -> Variable | None:
-    """Apply fn to constant arguments at trace time; None if any argument is not a constant."""
-    if not all(a.is_python_constant() for a in args):
-        return None
-    from framejit.variables.builder import wrap_constant_result
-    return wrap_constant_result(fn(*[a.as_python_constant() for a in args]))
-

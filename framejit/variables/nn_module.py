@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from torch import nn
 
-from framejit.trace.sources import AttrSource, ItemSource
+from framejit.trace.sources import AttrSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, TupleVariable
@@ -24,10 +24,8 @@ _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buf
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
-def _global_hooks_present() -> bool:
-    m = nn.modules.module
-    return any(getattr(m, name, None) for name in ("_global_forward_hooks", "_global_forward_pre_hooks",
-                                                   "_global_backward_hooks", "_global_backward_pre_hooks"))
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks")
 
 
 class NNModuleVariable(Variable):
@@ -77,13 +75,20 @@ class NNModuleVariable(Variable):
                 tx, type(mod), None))
         return wrap_value(tx, getattr(mod, name), AttrSource(self.source, name))
 
-    def _check_hooks(self) -> None:
-        if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or _global_hooks_present():
+    def _check_hooks(self, tx: "Translator") -> None:
+        """Modules with hooks are not traced. Global hooks registered later are guarded; a module's own
+        hooks registered after compiling are not (as in TorchDynamo: one guard per module and hook kind
+        would cost more than the whole call on small models)."""
+        module_dicts = vars(nn.modules.module)
+        for name in _GLOBAL_HOOK_DICTS:
+            tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), "DICT_KEYS",
+                                 module_dicts[name])
+        if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(self.module).__name__} has hooks", "module_hooks")
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
-        self._check_hooks()
+        self._check_hooks(tx)
         if "forward" in self.module.__dict__:
             return self.var_getattr(tx, "forward").call(tx, args, kwargs)
         forward = type(self.module).forward

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
@@ -159,3 +159,22 @@ class WithExitVariable(Variable):
 
 
 GRAD_MODE_CTORS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+class GradModeCtorVariable(Variable):
+    """torch.no_grad / torch.enable_grad / torch.set_grad_enabled as callables."""
+
+    def __init__(self, ctor: Any) -> None:
+        self.ctor = ctor
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.ctor
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if kwargs or (self.ctor is not torch.set_grad_enabled and args):
+            unsupported("torch.no_grad/enable_grad used as a decorator inside a compiled region", "grad_mode")
+        return GradModeVariable.create(tx, self.ctor, list(args))
+
