@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from framejit.codeobj import Inst
 from framejit.trace.cells import CellVariable
-from framejit.trace.translator import Translator, handler
+from framejit.trace.translator import LazyArg, Translator, handler
 from framejit.variables.base import NULL, unsupported
 from framejit.variables.builder import wrap_constant_result, wrap_value
 
@@ -43,7 +43,10 @@ def LOAD_CONST(tx: Translator, inst: Inst) -> None:
 def LOAD_FAST(tx: Translator, inst: Inst) -> None:
     if inst.argval not in tx.symbolic_locals:
         unsupported(f"local variable {inst.argval!r} referenced before assignment", "unbound")
-    tx.push(tx.symbolic_locals[inst.argval])
+    value = tx.symbolic_locals[inst.argval]
+    if isinstance(value, LazyArg):
+        value = tx.symbolic_locals[inst.argval] = value.realize(tx)
+    tx.push(value)
 
 
 @handler("STORE_FAST")
@@ -58,7 +61,11 @@ def DELETE_FAST(tx: Translator, inst: Inst) -> None:
 
 @handler("LOAD_DEREF", "LOAD_CLASSDEREF")
 def LOAD_DEREF(tx: Translator, inst: Inst) -> None:
-    tx.push(tx.cells[inst.argval].get())
+    cell = tx.cells[inst.argval]
+    value = cell.get()
+    if isinstance(value, LazyArg):  # an argument captured by an inner function
+        value = cell.value = value.realize(tx)
+    tx.push(value)
 
 
 @handler("STORE_DEREF")

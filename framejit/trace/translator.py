@@ -221,6 +221,8 @@ class Translator:
             unsupported("super() without a __class__ cell", "super")
         first = self.code.co_varnames[0]
         obj = self.cells[first].get() if first in self.cells else self.symbolic_locals[first]
+        if isinstance(obj, LazyArg):
+            obj = obj.realize(self)
         return SuperVariable(self.cells["__class__"].get().as_python_constant(), obj)
 
 
@@ -232,15 +234,27 @@ def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Sour
     return AttrSource(fn_source, "__globals__") if fn_source is not None else None
 
 
+class LazyArg(Variable):
+    """An argument of the captured frame not read yet: wrapped on first read, else reloaded by source."""
+
+    def __init__(self, value: Any, source: Source) -> None:
+        self.value = value
+        self.source = source
+
+    def realize(self, tx: "Translator") -> Variable:
+        from framejit.variables.builder import wrap_value
+        return wrap_value(tx, self.value, self.source)
+
+
 def root_translator(output: Any, fn: types.FunctionType, args: tuple) -> Translator:
     """The Translator for the captured frame: arguments become Variables with LocalSources."""
     from framejit.codeobj import arg_slot_names
-    from framejit.variables.builder import wrap_value
     code = fn.__code__
     tx = Translator(output, code, fn.__globals__, {}, {})
     names = arg_slot_names(code)
     values = dict(zip(names, args))
-    tx.symbolic_locals = {name: wrap_value(tx, value, LocalSource(name)) for name, value in values.items()}
+    # arguments are wrapped (and guarded) when first read: an unused argument adds no guard
+    tx.symbolic_locals = {name: LazyArg(value, LocalSource(name)) for name, value in values.items()}
     for name in code.co_cellvars:
         tx.cells[name] = Cell(tx.symbolic_locals.pop(name, None))
     for i, (name, real) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
