@@ -1,6 +1,7 @@
 """Converting one frame: trace its bytecode, compile the graph, build the replacement code and guards."""
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any, Callable
 
@@ -8,7 +9,7 @@ import torch
 
 from framejit import logs
 from framejit._C import _hook
-from framejit.codeobj import arg_slot_names, build_function_code, format_code
+from framejit.codeobj import arg_slot_names, build_function_code, format_code, original_location
 from framejit.config import Options
 from framejit.contracts import CompiledFrame
 from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
@@ -99,18 +100,22 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
             finished = output.finish(tx, result, compile_graph)
     finally:
         output.restore_global_state()
-    if finished is None:
-        return None
     argnames = arg_slot_names(code)
-    new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
+    if finished is None:  # this path does no tensor op
+        if not any(g.kind == "TENSOR_MATCH" for g in output.guards.ordered()) and \
+                original_location(code, 0)[0] is code:
+            return None  # it never touches a tensor: run it as Python for good
+        new_code = passthrough_code(code)  # other inputs may take a path worth compiling: keep guards
+    else:
+        new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())
-    for instr in finished.instructions:  # continuations show by name in the listing
+    for instr in finished.instructions if finished else ():  # continuations show by name in the listing
         if getattr(instr, "name", None) == "LOAD_CONST" and isinstance(instr.arg, types.CodeType):
             const_names[id(instr.arg)] = instr.arg.co_name
         elif getattr(instr, "name", None) == "LOAD_CONST" and instr.arg is _hook.call_with_callback:
             const_names[id(instr.arg)] = "call_with_capture_off"
-    if logs.enabled("bytecode", options.debug):
+    if logs.enabled("bytecode", options.debug) and finished is not None:
         print(f"ORIGINAL BYTECODE {code.co_name} {code.co_filename} line {code.co_firstlineno}\n"
               f"{format_code(code)}\n\nMODIFIED BYTECODE {code.co_name} {code.co_filename} "
               f"line {code.co_firstlineno}\n{format_code(new_code, const_names=const_names)}\n")
@@ -119,3 +124,10 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
     return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
                          graph_names=tuple(graph_names), constants=dict(output.guards.constants),
                          watched=tuple(output.guards.watched))
+
+
+def passthrough_code(code: types.CodeType) -> types.CodeType:
+    """`code` itself as a replacement: its argument slots taken positionally (the localsplus layout is
+    the same), so a cache entry can run the original body for inputs that compile to nothing."""
+    return code.replace(co_argcount=len(arg_slot_names(code)), co_posonlyargcount=0, co_kwonlyargcount=0,
+                        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
