@@ -59,3 +59,5 @@ class CompiledFrame:
     graph_names: tuple[str, ...]    # __compiled_fn_<n> names of the graphs this code calls
     constants: dict[str, Any]       # the objects guard expressions name as ___c<n>
     watched: tuple[Any, ...]        # objects guarded by id: when one dies, the entry is dropped
+    passthrough: bool = False       # `code` is the original body: this path had no tensor op
+    reads_tensors: bool = True      # the trace read some tensor

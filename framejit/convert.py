@@ -9,7 +9,7 @@ import torch
 
 from framejit import logs
 from framejit._C import _hook
-from framejit.codeobj import arg_slot_names, build_function_code, format_code, original_location
+from framejit.codeobj import arg_slot_names, build_function_code, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame
 from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
@@ -101,11 +101,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
     finally:
         output.restore_global_state()
     argnames = arg_slot_names(code)
-    if finished is None:  # this path does no tensor op
-        if not any(g.kind == "TENSOR_MATCH" for g in output.guards.ordered()) and \
-                original_location(code, 0)[0] is code:
-            return None  # it never touches a tensor: run it as Python for good
-        new_code = passthrough_code(code)  # other inputs may take a path worth compiling: keep guards
+    if finished is None:  # this path does no tensor op: an entry that runs the original body
+        new_code = passthrough_code(code)
     else:
         new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
@@ -123,7 +120,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
         print("GUARDS:\n" + "\n".join(f" - {g}" for g in guards) + "\n")
     return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
                          graph_names=tuple(graph_names), constants=dict(output.guards.constants),
-                         watched=tuple(output.guards.watched))
+                         watched=tuple(output.guards.watched), passthrough=finished is None,
+                         reads_tensors=any(g.kind == "TENSOR_MATCH" for g in guards))
 
 
 def passthrough_code(code: types.CodeType) -> types.CodeType:

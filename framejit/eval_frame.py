@@ -13,6 +13,7 @@ from torch import nn
 from framejit import cache, config, logs, registry
 from framejit._C import _hook
 from framejit.contracts import GuardFailure
+from framejit.codeobj import is_continuation
 from framejit.convert import CompileHooks, convert_frame_with_breaks
 from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.guards import explain_failure
@@ -136,8 +137,9 @@ class FrameCallback:
                         exc_info=options.verbose)
             self._give_up(code, has_entries)
             return None
-        if compiled is None:
-            self._give_up(code, has_entries, nothing_to_compile=True)
+        if compiled is None or (compiled.passthrough and not compiled.reads_tensors and not has_entries
+                                and not is_continuation(code)):
+            self._give_up(code, has_entries, nothing_to_compile=True)  # a plain Python helper: skip it
             return None
         entry = cache.install(code, compiled, self)
         if self.guard_export_fn is not None:

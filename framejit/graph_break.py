@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 _ONE_INPUT = frozenset({"LOAD_ATTR", "LOAD_METHOD", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT",
                         "UNARY_NOT", "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "STORE_GLOBAL", "BEFORE_WITH",
+                        "DELETE_ATTR",
                         "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
                         "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
                         "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE"})
@@ -216,7 +217,7 @@ def _instr_arg(inst: Inst) -> Any:
         return BinaryOp(inst.arg)
     if inst.opname == "COMPARE_OP":
         return Compare(inst.arg)
-    if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
+    if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
         return inst.argval
     return inst.arg
 

@@ -14,7 +14,8 @@ if sys.version_info[:2] != (3, 11):
 from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
 from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.listing import format_code
-from framejit.codeobj.resume import build_resume_code, original_location, stack_arg_name
+from framejit.codeobj.resume import (build_resume_code, is_continuation, original_code, original_location,
+                                     stack_arg_name)
 from framejit.codeobj.reading import (
     ExceptionEntry,
     Inst,
@@ -31,9 +32,11 @@ __all__ = [
     "build_resume_code",
     "exception_table",
     "format_code",
+    "is_continuation",
     "live_locals_at",
     "live_locals_table",
     "offset_to_index",
+    "original_code",
     "original_location",
     "read_instructions",
     "roundtrip",

@@ -39,6 +39,16 @@ def original_location(code: types.CodeType, offset: int) -> tuple[types.CodeType
     return origin[0], origin[1][offset]
 
 
+def is_continuation(code: types.CodeType) -> bool:
+    return code in _ORIGINS
+
+
+def original_code(code: types.CodeType) -> types.CodeType:
+    """The function a continuation continues (the code itself for an ordinary function)."""
+    origin = _ORIGINS.get(code)
+    return code if origin is None else origin[0]
+
+
 def stack_arg_name(i: int) -> str:
     return f"___stack{i}"
 

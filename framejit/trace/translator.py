@@ -12,7 +12,7 @@ import types
 import weakref
 from typing import Any, Callable
 
-from framejit.codeobj import Inst, read_instructions
+from framejit.codeobj import Inst, original_code, read_instructions
 from framejit.exc import Unsupported
 from framejit.trace.cells import Cell, outside_cell
 from framejit.trace.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource,
@@ -129,7 +129,7 @@ class Translator:
     # -- where we are, for error messages and node stack traces ---------------------------
     def frame_summary(self) -> traceback.FrameSummary:
         lineno = self.current.lineno if self.current else self.code.co_firstlineno
-        return traceback.FrameSummary(self.code.co_filename, lineno, self.code.co_name)
+        return traceback.FrameSummary(self.code.co_filename, lineno, original_code(self.code).co_name)
 
     def user_stack(self) -> list[traceback.FrameSummary]:
         stack, tx = [], self
