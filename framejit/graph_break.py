@@ -21,7 +21,7 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from framejit.codegen import PyCodegen
 from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_at, original_location
 from framejit.codeobj.reading import handler_for
-from framejit.variables.base import NULL, Variable, unsupported
+from framejit.variables.base import NULL, ExcInfoVariable, Variable, unsupported
 from framejit.variables.torch_special import WithExitVariable
 
 if TYPE_CHECKING:
@@ -175,6 +175,11 @@ def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
     for value in deep:
         if value is NULL:
             temps.append(None)
+        elif isinstance(value, ExcInfoVariable):  # inside an except clause: handle the exception for real
+            cg.load(value.exc)
+            cg.emit("PUSH_EXC_INFO")  # -> [the exception handled before, exc]; exc is current
+            cg.emit("POP_TOP")
+            temps.append(cg.store_temp(lambda: None))
         elif isinstance(value, WithExitVariable):
             if not entered:  # the graph left grad mode as inside the blocks: step out, then re-enter them
                 cg.emit("PUSH_NULL")

@@ -23,7 +23,7 @@ import torch
 from framejit._C import _tensor_guard
 from framejit.contracts import Guard
 from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, GlobalsDictSource, GlobalSource,
-                                    ItemSource, LocalSource, ModuleGlobalsSource, Source)
+                                    ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource, Source)
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
@@ -96,6 +96,8 @@ class GuardSet:
             if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
                 checks.append(f"___copysign(1.0, {x}) == {math.copysign(1.0, value)}")
             return checks
+        if kind == "CODE_MATCH":  # a function by its code: closures made anew each call still match
+            return [f"type({x}) is {self._const(type(value))}", f"{x}.__code__ is {self._const(value.__code__)}"]
         if kind == "TYPE_MATCH":
             return [f"type({x}) is {self._const(type(value))}"]
         if kind == "LEN_MATCH":
@@ -140,7 +142,7 @@ class _Renderer:
 
     def _count(self, source: Source) -> None:
         self.uses[source] += 1
-        if isinstance(source, (AttrSource, ItemSource)):
+        if isinstance(source, (AttrSource, ItemSource, ReduceSource)):
             self._count(source.base)
 
     def __call__(self, source: Source) -> str:
@@ -159,6 +161,8 @@ class _Renderer:
             return f"{self(source.base)}.{source.attr}"
         if isinstance(source, ItemSource):
             return f"{self(source.base)}[{source.key!r}]"
+        if isinstance(source, ReduceSource):
+            return f"{self(source.base)}.__reduce__()"
         if isinstance(source, LocalSource):
             return f"___a{self.slot_of[source.local_name]}"
         if isinstance(source, GlobalSource):

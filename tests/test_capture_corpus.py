@@ -3009,7 +3009,6 @@ def test_optimized_module_wrapper():
 
 # Opcodes that appear in the corpus' bytecode without a handler, and why that is fine.
 KNOWN_UNSUPPORTED = {
-    "POP_EXCEPT": "only on the exception path of `with` blocks, which a trace never takes",
 }
 
 

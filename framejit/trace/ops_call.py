@@ -5,7 +5,7 @@ from typing import Sequence
 
 from framejit.codeobj import Inst
 from framejit.trace.translator import ReturnValue, Translator, handler
-from framejit.variables.base import NULL, Variable, unsupported
+from framejit.variables.base import NULL, ExcInfoVariable, Variable, unsupported
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, IteratorVariable
@@ -93,6 +93,26 @@ def BEFORE_WITH(tx: Translator, inst: Inst) -> None:
     tx.push(ctx.enter(tx))  # type: ignore[attr-defined]
 
 
-@handler("RAISE_VARARGS", "RERAISE", "PUSH_EXC_INFO", "CHECK_EXC_MATCH", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
+@handler("PUSH_EXC_INFO")
+def PUSH_EXC_INFO(tx: Translator, inst: Inst) -> None:
+    exc = tx.pop()
+    tx.push(ExcInfoVariable(exc))
+    tx.push(exc)
+
+
+@handler("CHECK_EXC_MATCH")
+def CHECK_EXC_MATCH(tx: Translator, inst: Inst) -> None:
+    expected = tx.pop().as_python_constant()
+    tx.push(ConstantVariable(issubclass(tx.stack[-1].python_type(), expected)))
+
+
+@handler("POP_EXCEPT")
+def POP_EXCEPT(tx: Translator, inst: Inst) -> None:
+    saved = tx.pop()
+    if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
+        tx.output.side_effects.restore_exc_info(saved)
+
+
+@handler("RAISE_VARARGS", "RERAISE", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
 def RAISE(tx: Translator, inst: Inst) -> None:
     unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", "exception")

@@ -19,9 +19,14 @@ class SideEffects:
         self.attrs: dict[tuple[int, str], tuple[Variable, str, Variable]] = {}
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
         self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
+        self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
 
     def is_empty(self) -> bool:
-        return not (self.containers or self.attrs or self.globals or self.cells)
+        return not (self.containers or self.attrs or self.globals or self.cells or self.exc_info)
+
+    def restore_exc_info(self, saved: Variable) -> None:
+        self.exc_info = saved
+        self.mutations += 1
 
     def mutated_container(self, var: Variable) -> None:
         self.mutations += 1
@@ -79,6 +84,9 @@ class SideEffects:
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
             writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
+        if self.exc_info is not None:  # the exception handled before the except clause is current again
+            cg.load(self.exc_info)
+            cg.emit("POP_EXCEPT")
         for kind, target, temp in writes:
             if kind == "container":
                 cg.replace_contents(target, temp)

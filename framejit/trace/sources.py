@@ -154,6 +154,28 @@ class AttrSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class ReduceSource(Source):
+    """base.__reduce__(): how an iterator a continuation receives says what it has left."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__reduce__()"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        self.base.reconstruct(cg)
+        cg.emit("LOAD_METHOD", "__reduce__")
+        cg.call(0)
+
+    @property
+    def kind(self) -> str:
+        return self.base.kind
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclasses.dataclass(frozen=True)
 class ItemSource(Source):
     """base[key] for a constant key (list/tuple index, dict key, _modules/_parameters name)."""
 

@@ -81,3 +81,17 @@ class NullVariable(Variable):
 
 
 NULL = NullVariable()
+
+
+class ExcInfoVariable(Variable):
+    """What PUSH_EXC_INFO saves below the exception `exc` being handled (the one handled before, which
+    POP_EXCEPT restores). Only a continuation that starts at an except clause meets it."""
+
+    def __init__(self, exc: Variable) -> None:
+        self.exc = exc
+
+    def children(self) -> list[Variable]:
+        return [self.exc]
+
+    def __repr__(self) -> str:
+        return "ExcInfo"

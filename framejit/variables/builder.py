@@ -133,8 +133,16 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
     if isinstance(value, types.FunctionType):
         if registry.is_disabled(value):
             return DisallowedVariable(value, reason="framejit.disable")
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, "CODE_MATCH", value)  # closure contents and defaults are guarded when read
         return UserFunctionVariable(value, source)
+    if type(value) in _SEQUENCE_ITERATORS and source is not None:
+        return _wrap_iterator(tx, value, source)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
+            and source is not None:
+        from framejit.trace.sources import AttrSource
+        from framejit.variables.containers import BoundMethod
+        _guard(tx, AttrSource(source, "__name__"), "EQUALS", value.__name__)
+        return BoundMethod(wrap_value(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
             and value.__func__.__name__ == "__exit__" and source is not None:
         return _wrap_entered_grad_mode(tx, value, source)
@@ -165,3 +173,19 @@ def _wrap_entered_grad_mode(tx: "Translator", exit_method: Any, source: Source) 
     if isinstance(exit_method.__self__, torch.set_grad_enabled):
         _guard(tx, AttrSource(ctx_source, "mode"), "EQUALS", exit_method.__self__.mode)
     return WithExitVariable(GradModeVariable.from_entered(exit_method.__self__), source)
+
+
+_SEQUENCE_ITERATORS = (type(iter(())), type(iter([])), type(iter(range(0))))
+
+
+def _wrap_iterator(tx: "Translator", iterator: Any, source: Source) -> Variable:
+    """An iterator over a tuple, list or range (a for loop a continuation resumes): its remaining items."""
+    from framejit.trace.sources import ReduceSource
+    from framejit.variables.containers import IteratorVariable
+    _guard(tx, source, "TYPE_MATCH", iterator)
+    reduced = iterator.__reduce__()  # (iter, (sequence,), index); no index once exhausted
+    if len(reduced) < 3:
+        return IteratorVariable([])
+    sequence = wrap_value(tx, reduced[1][0], ItemSource(ItemSource(ReduceSource(source), 1), 0))
+    index = wrap_value(tx, reduced[2], ItemSource(ReduceSource(source), 2)).as_python_constant()
+    return IteratorVariable(sequence.unpack(tx)[index:])
