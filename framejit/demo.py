@@ -70,4 +70,6 @@ def main() -> int:
     ok = all(framejit.testing.same(compiled(a, b), toy_example(a, b))
              for a, b in ((torch.randn(10), torch.randn(10)) for _ in range(100)))
     print(f"100 calls equal to eager: {ok}")
+    print("\n=== explain(toy_example) ===")
+    print(framejit.explain(toy_example)(torch.randn(10), torch.randn(10)))
     return 0
