@@ -19,7 +19,7 @@ import torch
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from framejit.codegen import PyCodegen
-from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_at, original_location
+from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_table, original_location
 from framejit.codeobj.reading import handler_for
 from framejit.variables.base import NULL, ExcInfoVariable, Variable, unsupported
 from framejit.variables.torch_special import WithExitVariable
@@ -43,6 +43,7 @@ _POP_JUMPS = {"POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
               "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE"}
 
 _resume_counter = itertools.count()
+_LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
 # original code -> {(offset, stack NULL layout, live locals): continuation code}
 _RESUME_CODES: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = \
     weakref.WeakKeyDictionary()
@@ -101,11 +102,11 @@ def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
     n_in = stack_inputs(inst)
     if n_in is None or n_in > len(tx.stack):
         unsupported(f"cannot resume a function after a graph break at {inst.opname}", "break_unsupported")
-    orig_code, _ = original_location(tx.code, inst.offset)
-    successors = _successors(tx, inst, n_in, orig_code)
+    orig_code, orig_offset = original_location(tx.code, inst.offset)
+    successors = _successors(tx, inst, n_in)
     deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
     live = {s.offset: _live_locals(tx, orig_code, s.offset) for s in successors}
-    entry = handler_for(exception_table(orig_code), original_location(tx.code, inst.offset)[1])
+    entry = handler_for(exception_table(orig_code), orig_offset)
     handler = _Successor(entry.target, 0) if entry is not None else None
     if handler is not None:
         if entry.depth > len(deep):
@@ -124,22 +125,24 @@ def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
         cg.emit("STORE_DEREF", name)
     output.side_effects.codegen(cg)
     for value in inputs:
-        cg.emit("PUSH_NULL") if value is NULL else cg.load(value)
-    try_start, try_handler = TryBegin(Label(), push_lasti=entry.lasti) if entry else None, None
+        if value is NULL:
+            cg.emit("PUSH_NULL")
+        else:
+            cg.load(value)
+    # K keeps the original's handler: an exception it raises continues in the original except/finally
+    try_start = TryBegin(Label(), push_lasti=entry.lasti, stack_depth=0) if entry is not None else None
     if try_start is not None:
-        try_start.stack_depth = 0
         cg.instructions.append(try_start)
     _emit_instruction(cg, tx, inst, successors)
     if try_start is not None:
         cg.instructions.append(TryEnd(try_start))
-        try_handler = try_start.target
     for succ in successors:
         if succ.label is not None:
             cg.instructions.append(succ.label)
         _call_continuation(cg, orig_code, succ, deep_temps, live[succ.offset], local_temps,
                            _store_outputs(cg, succ.n_out, _null_result(inst)))
     if handler is not None:
-        cg.instructions.append(try_handler)
+        cg.instructions.append(try_start.target)
         # the exception (and lasti) are on the stack: the original handler runs in a continuation
         outs = _store_outputs(cg, 1 + int(entry.lasti), False)
         _call_continuation(cg, orig_code, handler, deep_temps[:entry.depth], live[handler.offset], local_temps,
@@ -147,7 +150,7 @@ def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
     return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
 
-def _successors(tx: "Translator", inst: Inst, n_in: int, orig_code: types.CodeType) -> list[_Successor]:
+def _successors(tx: "Translator", inst: Inst, n_in: int) -> list[_Successor]:
     next_offset = original_location(tx.code, tx.instructions[tx.ip + 1].offset)[1] \
         if tx.ip + 1 < len(tx.instructions) else None
     op = inst.opname
@@ -164,7 +167,10 @@ def _successors(tx: "Translator", inst: Inst, n_in: int, orig_code: types.CodeTy
 
 def _live_locals(tx: "Translator", orig_code: types.CodeType, offset: int) -> tuple[str, ...]:
     """Live locals at `offset` that the trace has a value for (unbound ones stay unbound)."""
-    names = live_locals_at(orig_code, offset)
+    table = _LIVENESS.get(orig_code)
+    if table is None:
+        table = _LIVENESS[orig_code] = live_locals_table(orig_code)
+    names = table[offset]
     return tuple(n for n in orig_code.co_varnames if n in names and n in tx.symbolic_locals)
 
 
