@@ -15,6 +15,7 @@ from framejit._C import _hook
 from framejit.contracts import GuardFailure
 from framejit.codeobj import is_continuation
 from framejit.convert import CompileHooks, convert_frame_with_breaks
+from framejit.graph_break import clear_resume_codes
 from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
@@ -29,6 +30,7 @@ def reset() -> None:
     """Drop every cache entry, skip mark and compiled graph."""
     with _compile_lock:
         cache.reset()
+        clear_resume_codes()
         _fallback.clear()
         _warned_limit.clear()
 

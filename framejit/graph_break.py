@@ -84,6 +84,7 @@ def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],
 
 def clear_resume_codes() -> None:
     _RESUME_CODES.clear()
+    _LIVENESS.clear()
 
 
 class _Successor:
