@@ -163,14 +163,17 @@ class _Context:
 
     def __init__(self, callback: Any) -> None:
         self.callback = callback  # a FrameCallback, False (run only) or None (disabled)
-        self._prior: list[Any] = []
+        self._local = threading.local()  # one context object may be entered in several threads
 
     def __enter__(self) -> "_Context":
-        self._prior.append(_hook.set_callback(self.callback))
+        prior = getattr(self._local, "prior", None)
+        if prior is None:
+            prior = self._local.prior = []
+        prior.append(_hook.set_callback(self.callback))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _hook.set_callback(self._prior.pop())
+        _hook.set_callback(self._local.prior.pop())
 
     def __call__(self, fn: Any) -> Any:
         if isinstance(fn, nn.Module):
