@@ -72,6 +72,14 @@ def assume_constant_result(fn: F) -> F:
     return fn
 
 
+def _torch_trace_constants() -> None:
+    """torch functions whose answer is fixed while framejit traces (no TorchScript scripting or tracing)."""
+    import torch
+    for fn in (torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
+               torch._jit_internal.is_scripting):
+        _constant_result.add(fn)
+
+
 def mark_disabled(fn: Any) -> None:
     _disabled.add(fn)
 
@@ -90,3 +98,6 @@ def is_constant_result(fn: Any) -> bool:
 
 def is_disabled(fn: Any) -> bool:
     return fn in _disabled
+
+
+_torch_trace_constants()

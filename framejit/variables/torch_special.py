@@ -9,6 +9,7 @@ import torch
 
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.constant import ConstantVariable
+from framejit.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from framejit.trace.translator import Translator
@@ -22,8 +23,8 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
                        "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
                        "use_deterministic_algorithms", "set_num_threads", "set_num_interop_threads",
                        "set_anomaly_enabled", "set_autocast_enabled", "compile"})
-_CONSTANT_QUERIES = frozenset({"is_grad_enabled", "is_inference_mode_enabled", "get_default_dtype",
-                               "is_autocast_enabled", "are_deterministic_algorithms_enabled"})
+_CONSTANT_QUERIES = frozenset({"is_grad_enabled", "get_default_dtype"})  # both are guarded globally
+_TORCH_FUNCTION_CHECKS = frozenset({"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"})
 
 
 # torch functions that make tensors from Python values only: safe to run on fakes with no tensor argument.
@@ -92,6 +93,13 @@ def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs:
         unsupported(f"torch.{name}() changes global state", "torch_stateful")
     if name in _CONSTANT_QUERIES and not args:
         return ConstantVariable(fn())
+    if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
+        values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
+        plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
+                    or v.is_python_constant() for v in values)
+        if not plain:
+            unsupported(f"{name}() on values that may override __torch_function__", "torch_function")
+        return ConstantVariable(False)
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
 
 
