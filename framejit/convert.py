@@ -79,7 +79,10 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
             compiled = hooks.backend(gm, example_inputs)
         except Exception as e:
             raise BackendCompilerFailed(hooks.backend_name, e) from e
-        if compiled is None or not callable(compiled):
+        if compiled is None:  # the backend declined this graph (a composing backend would try the next)
+            logs.log.warning("backend %r declined %s; running that graph eagerly", hooks.backend_name, name)
+            compiled = gm.forward
+        if not callable(compiled):
             raise BackendCompilerFailed(hooks.backend_name,
                                         RuntimeError(f"the backend returned {compiled!r}, not a callable"))
         graph_names.append(name)

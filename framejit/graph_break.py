@@ -171,7 +171,9 @@ def _live_locals(tx: "Translator", orig_code: types.CodeType, offset: int) -> tu
     table = _LIVENESS.get(orig_code)
     if table is None:
         table = _LIVENESS[orig_code] = live_locals_table(orig_code)
-    names = table[offset]
+    names = set(table[offset])
+    if "__class__" in orig_code.co_freevars and orig_code.co_argcount:
+        names.add(orig_code.co_varnames[0])  # zero-argument super() reads the first local
     return tuple(n for n in orig_code.co_varnames if n in names and n in tx.symbolic_locals)
 
 
@@ -263,7 +265,7 @@ def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successo
         cg.emit("BUILD_TUPLE", len(freevars))
     cg.emit_const(code)
     cg.emit("MAKE_FUNCTION", 8 if freevars else 0)
-    args = [t for t in slots if t is not None] + [local_temps[n] for n in local_names]
+    args = [local_temps[n] for n in local_names] + [t for t in slots if t is not None]
     for temp in args:
         cg.emit("LOAD_FAST", temp)
     cg.call(len(args))

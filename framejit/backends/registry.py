@@ -41,7 +41,12 @@ def lookup_backend(name: str | Backend) -> Backend:
     if name not in BACKENDS:
         ep = _entry_points().get(name)
         if ep is not None:
-            register_backend(ep.load(), name=name)
+            try:
+                loaded = ep.load()
+            except Exception as e:  # a broken plugin package: say which entry point, keep the cause chained
+                raise ImportError(f"backend {name!r} comes from the entry point {ep.value!r} (group "
+                                  f"{ENTRY_POINT_GROUP!r}), which failed to load: {type(e).__name__}: {e}") from e
+            register_backend(loaded, name=name)
     if name not in BACKENDS:
         known = ", ".join(list_backends(exclude_tags=()))
         raise ValueError(f"unknown backend {name!r}; registered backends: {known}")

@@ -55,11 +55,12 @@ def stack_arg_name(i: int) -> str:
 
 def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
                       local_names: tuple[str, ...], name: str) -> types.CodeType:
-    """A code object `name(*stack_values, *locals)` that continues `code` at `offset`.
+    """A code object `name(*locals, *stack_values)` that continues `code` at `offset`.
 
-    `stack_nulls[i]` says whether stack slot i (bottom first) is a NULL; every other slot
-    is a parameter, in order, followed by the live locals `local_names`. Call it with a
-    closure of the original's cells then free variables (`co_cellvars + co_freevars`).
+    The live locals `local_names` come first (so that a method's `self` stays the first
+    local, as zero-argument `super()` needs), then one parameter per stack slot that is not
+    a NULL (`stack_nulls[i]`: slot i, bottom first, is a NULL). Call it with a closure of
+    the original's cells then free variables (`co_cellvars + co_freevars`).
     """
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     target = Label()
@@ -91,7 +92,7 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     out.name = out.qualname = name
     out.filename = code.co_filename
     out.first_lineno = code.co_firstlineno
-    out.argnames = stack_params + list(local_names)
+    out.argnames = list(local_names) + stack_params
     out.argcount = len(out.argnames)
     out.posonlyargcount = out.kwonlyargcount = 0
     out.cellvars = []

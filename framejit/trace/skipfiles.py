@@ -23,11 +23,19 @@ _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k i
 
 
 def _package_dir(name: str) -> str | None:
+    """A package's directory, or a single-module library's file (typing_extensions.py)."""
     spec = importlib.util.find_spec(name)
-    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec and spec.origin else None
+    if spec is None or not spec.origin:
+        return None
+    if spec.submodule_search_locations is None:
+        return os.path.abspath(spec.origin)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep
 
 
-_THIRD_PARTY = tuple(filter(None, map(_package_dir, ("numpy", "bytecode", "tabulate", "sympy"))))
+# Libraries that compilers and optimizers call into; never user model code.
+_THIRD_PARTY = tuple(filter(None, map(_package_dir, (
+    "numpy", "bytecode", "tabulate", "sympy", "filelock", "typing_extensions", "tqdm", "onnx", "onnxruntime",
+    "triton", "jinja2", "networkx", "packaging", "fsspec", "mpmath"))))
 
 # Code torch and framejit generate (FX graphs, guards); other "<...>" files (exec'd user code) are captured.
 _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
@@ -45,7 +53,7 @@ def _skipped_file(filename: str) -> str | None:
         return "the standard library"
     if filename.startswith(_THIRD_PARTY):
         return "a library framejit does not trace"
-    if filename.startswith(_GENERATED):
+    if filename.startswith(_GENERATED) or "torchinductor_" in filename:
         return f"generated code ({filename})"
     return None
 

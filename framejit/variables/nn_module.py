@@ -96,20 +96,20 @@ class NNModuleVariable(Variable):
             unsupported(f"{type(self.module).__name__} has no forward()", "module_call")
         if isinstance(self.module, nn.Sequential) and forward is nn.Sequential.forward and not kwargs:
             (value,) = args
-            for child in self.children(tx):
+            for child in self.child_modules(tx):
                 value = child.call(tx, [value], {})
             return value
         if not isinstance(forward, types.FunctionType):
             unsupported(f"{type(self.module).__name__}.forward is not a Python function", "module_call")
         return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
 
-    def children(self, tx: "Translator") -> list[Variable]:
+    def child_modules(self, tx: "Translator") -> list[Variable]:
         tx.output.guards.add(AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
         return [self._child(tx, "_modules", k) for k in self.module._modules]
 
     def unpack(self, tx: "Translator") -> list[Variable]:
         if isinstance(self.module, (nn.Sequential, nn.ModuleList)):
-            return self.children(tx)
+            return self.child_modules(tx)
         if isinstance(self.module, nn.ModuleDict):
             return [ConstantVariable(k) for k in self.module._modules]
         if isinstance(self.module, (nn.ParameterList,)):
@@ -159,10 +159,10 @@ class NNModuleVariable(Variable):
     def _module_listing(self, tx: "Translator", name: str, args: Sequence[Variable],
                         kwargs: dict[str, Variable]) -> Variable:
         if name == "children":
-            return TupleVariable(self.children(tx))
+            return TupleVariable(self.child_modules(tx))
         if name == "named_children":
             return TupleVariable([TupleVariable([ConstantVariable(k), c])
-                                  for k, c in zip(self.module._modules, self.children(tx))])
+                                  for k, c in zip(self.module._modules, self.child_modules(tx))])
         if name in ("parameters", "named_parameters", "buffers", "named_buffers") and not args and not kwargs:
             dict_name = "_parameters" if "parameters" in name else "_buffers"
             out: list[Variable] = []

@@ -1,0 +1,90 @@
+"""AOTAutograd: backends whose compilers see canonical ATen graphs for forward and backward (for training).
+
+`aot_autograd(fw_compiler=...)` turns compilers of ATen graphs into a framejit backend; `aot_eager` is the one
+whose forward and backward graphs run as Python. functorch is imported only when a graph is compiled: it pulls
+in much of torch (including torch._dynamo's utilities, which AOTAutograd itself uses) and `import framejit`
+should not."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from framejit.backends.common import without_capture
+from framejit.backends.registry import register_backend
+from framejit.contracts import Backend
+
+AOTCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
+
+
+def make_boxed_func(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
+    """functorch's make_boxed_func: `fn(*args)` as `g(args)` (AOTAutograd's "boxed" calling convention,
+    which lets the runtime free inputs early)."""
+    from torch._functorch.aot_autograd import make_boxed_func as functorch_make_boxed_func
+    return functorch_make_boxed_func(fn)
+
+
+def _boxed(compiler: AOTCompiler) -> AOTCompiler:
+    """Box what a user's compiler returns if it did not (as the seeds' `gm.forward`), instead of letting
+    AOTAutograd warn on every graph."""
+    def compile_boxed(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        compiled = compiler(gm, example_inputs)
+        if compiled is None or getattr(compiled, "_boxed_call", False):
+            return compiled
+        return make_boxed_func(compiled)
+
+    compile_boxed.__name__ = getattr(compiler, "__name__", "compiler")
+    compile_boxed.__wrapped__ = compiler  # type: ignore[attr-defined]
+    return compile_boxed
+
+
+def _no_capture_bw(compiler: AOTCompiler) -> AOTCompiler:
+    """The backward compiler, and the backward it returns, run with capture off: both run during the user's
+    `loss.backward()`, possibly inside a framejit context, and are not user code to capture."""
+    compile_quietly = without_capture(compiler)
+
+    def compile_backward(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        compiled = compile_quietly(gm, example_inputs)
+        return None if compiled is None else without_capture(compiled)
+
+    compile_backward.__name__ = getattr(compiler, "__name__", "bw_compiler")
+    return compile_backward
+
+
+def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = None,
+                 decompositions: dict | None = None, **kwargs: Any) -> Backend:
+    """A backend that runs AOTAutograd on the captured graph and hands the ATen forward graph to
+    `fw_compiler` and the backward graph to `bw_compiler` (default: `fw_compiler`).
+
+    Graphs compiled without autograd (under `torch.no_grad()`) get one inference graph, compiled by
+    `inference_compiler` if given, else `fw_compiler`. Other keyword arguments (`partition_fn`,
+    `keep_inference_input_mutations`, ...) go to `torch._functorch.aot_autograd.aot_module_simplified`."""
+    if not callable(fw_compiler):
+        raise TypeError(f"fw_compiler must be callable, got {type(fw_compiler).__name__}")
+    fw = _boxed(fw_compiler)
+    bw = _no_capture_bw(_boxed(bw_compiler if bw_compiler is not None else fw_compiler))
+    if kwargs.get("inference_compiler") is not None:
+        kwargs["inference_compiler"] = _boxed(kwargs["inference_compiler"])
+
+    def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        from torch._functorch.aot_autograd import aot_module_simplified
+        # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
+        return aot_module_simplified(gm, example_inputs, fw_compiler=fw, bw_compiler=bw,
+                                     decompositions=decompositions, **kwargs)
+
+    compile_with_aot.__name__ = f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
+    return compile_with_aot
+
+
+def boxed_nop(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[[list[Any]], Any]:
+    """An ATen-graph compiler that compiles nothing: the graph's Python forward, boxed."""
+    return make_boxed_func(gm.forward)
+
+
+@register_backend(name="aot_eager")
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    """AOTAutograd with eager forward and backward: checks that a graph survives AOTAutograd (functionalization,
+    the ATen decomposition of autograd, the partition into forward and backward) without a compiler."""
+    # Input mutations (BatchNorm's running stats) stay in the inference graph as in-place ops, as TorchDynamo's
+    # aot_eager does, rather than becoming a copy after the graph.
+    return aot_autograd(fw_compiler=boxed_nop, keep_inference_input_mutations=True)(gm, example_inputs)

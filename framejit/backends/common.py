@@ -1,0 +1,101 @@
+"""Helpers shared by the built-in backends: install hints for optional packages, and what a graph needs."""
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+import torch
+
+log = logging.getLogger("framejit.backends")  # a child of "framejit": its handlers and level apply
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend cannot run here: its package is not installed, or it needs a device these tensors are not on.
+
+    The message always says what to do (which package to install, which device to use); a composing backend
+    catches it like any other failure and tries its next candidate."""
+
+    def __init__(self, backend: str, message: str) -> None:
+        super().__init__(f"backend {backend!r}: {message}")
+        self.backend = backend
+
+
+def without_capture(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` made to run with framejit's frame capture off (and whatever it calls), keeping `_boxed_call`.
+
+    For code that runs later, from a user frame under capture, rather than inside framejit's compile (which already
+    runs with capture off): AOTAutograd compiles the backward lazily, on the first `loss.backward()`, and that
+    compiler (inductor's C++ build, filelock, a user's bw_compiler) and the backward it returns must not be traced
+    as user code. TorchDynamo wraps the same two in `disable` for the same reason."""
+    from framejit._C import _hook  # the C hook; imported here as backends load before the rest of framejit
+
+    call = _hook.call_with_callback
+
+    @functools.wraps(fn)
+    def run_without_capture(*args: Any, **kwargs: Any) -> Any:
+        return call(None, fn, *args, **kwargs)
+
+    if getattr(fn, "_boxed_call", False):
+        run_without_capture._boxed_call = True  # type: ignore[attr-defined]
+    return run_without_capture
+
+
+def require(module: str, *, backend: str, install: str) -> ModuleType:
+    """Import an optional package for `backend`, or raise BackendUnavailable naming what to install.
+
+    Imported lazily (inside the compiler) so that `import framejit` stays light and works without it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        # `from None`: the user needs the install hint, not the ImportError's traceback
+        raise BackendUnavailable(backend, f"needs the package {module!r}, which is not installed ({e}); "
+                                          f"install it with: {install}") from None
+
+
+def needs_autograd(example_inputs: Sequence[Any]) -> bool:
+    """Whether the graph's outputs must carry autograd history (grad mode on and some input requires grad).
+
+    framejit guards each graph on grad mode, so a graph compiled under `torch.no_grad()` only ever runs there."""
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
+
+
+def detached_clones(example_inputs: Sequence[Any]) -> list[Any]:
+    """Copies of the inputs to trace or export with: tracing runs the graph, and running it on the real inputs
+    would apply its in-place effects (BatchNorm's running stats) one extra time."""
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+
+
+def versions_of(clones: Sequence[Any]) -> list[int]:
+    """Version counters of the inputs, to compare after the graph ran on them (see `written_inputs`)."""
+    return [x._version if isinstance(x, torch.Tensor) else 0 for x in clones]
+
+
+def written_inputs(gm: torch.fx.GraphModule, clones: Sequence[Any], versions: Sequence[int]) -> list[str]:
+    """The graph inputs that the graph writes in place, after it ran (traced) on `clones`: those whose version
+    counter moved (an in-place op on them or a view of them), and BatchNorm running stats updated in train mode
+    (the native kernel writes them without bumping their version counter)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    written = {placeholders[i].name for i, (x, v) in enumerate(zip(clones, versions))
+               if isinstance(x, torch.Tensor) and x._version != v and i < len(placeholders)}
+    for node in gm.graph.nodes:
+        stats = _batch_norm_stats.get(node.target) if node.op == "call_function" else None
+        if stats is not None and len(node.args) > 5 and node.args[5] is True:
+            written |= {a.name for a in node.args[stats] if isinstance(a, torch.fx.Node) and a.op == "placeholder"}
+    return sorted(written)
+
+
+# Where each batch_norm signature takes (running_mean, running_var); argument 5 is `training` in both.
+_batch_norm_stats: dict[Any, slice] = {torch.nn.functional.batch_norm: slice(1, 3), torch.batch_norm: slice(3, 5)}
+
+
+def returns_tuple(gm: torch.fx.GraphModule) -> bool:
+    """Whether the graph returns a tuple/list of values (framejit's graphs do) rather than one value."""
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    return isinstance(output.args[0], (tuple, list))
+
+
+def tensor_devices(example_inputs: Sequence[Any]) -> set[str]:
+    return {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}

@@ -1,0 +1,63 @@
+"""TorchInductor: `torch._inductor.compile_fx.compile_fx`, with `mode`/`options` from `framejit.compile` as in
+torch.compile (a mode is a preset of inductor config options; `options` override it)."""
+from __future__ import annotations
+
+import copy
+import difflib
+from typing import Any, Callable
+
+import torch
+
+from framejit.backends.common import without_capture
+from framejit.backends.registry import register_backend
+
+def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
+    """The inductor config patches for `mode` plus `options` (options win), checked: an unknown mode or
+    option name is a ValueError here rather than an AttributeError deep inside inductor."""
+    import torch._inductor as ti
+    patches: dict[str, Any] = {}
+    if mode is not None:
+        try:
+            patches.update(ti.list_mode_options(mode))
+        except RuntimeError as e:  # "Unrecognized mode=..., should be one of: ..."
+            raise ValueError(f"inductor: {e}") from None
+    if options:
+        known = set(ti.list_options())
+        unknown = [k for k in options if k not in known]
+        if unknown:
+            hints = {k: difflib.get_close_matches(k, known, n=3) for k in unknown}
+            raise ValueError("inductor: unknown option(s) " + ", ".join(
+                f"{k!r}" + (f" (did you mean {' or '.join(map(repr, h))}?)" if h else "") for k, h in hints.items())
+                + "; torch._inductor.list_options() lists them")
+        patches.update(options)
+    return patches
+
+
+def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str | None = None,
+             options: dict | None = None) -> Callable[..., Any]:
+    """Compile with TorchInductor (C++/OpenMP on CPU, Triton on GPU); works for training (inductor runs
+    AOTAutograd itself)."""
+    from torch._inductor.compile_fx import compile_fx
+    patches = inductor_config_patches(mode, options)
+    # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
+    # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
+    own = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    return compile_fx(own, example_inputs, config_patches=patches, inner_compile=_compile_inner_without_capture)
+
+
+def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
+    """inductor's compile_fx_inner, run with capture off, returning code that runs with capture off.
+
+    The backward graph is compiled lazily, inside the user's `loss.backward()`, and later runs there: framejit
+    would otherwise capture inductor's helpers (filelock...) and its generated `call` as user code."""
+    from torch._inductor.compile_fx import compile_fx_inner
+    compiled = without_capture(compile_fx_inner)(gm, example_inputs, **kwargs)
+    # Only the backward needs it: framejit already runs the forward (the graph it called the backend for) with
+    # capture off, and the forward's per-call cost is what speedups are measured on.
+    if kwargs.get("is_backward") and getattr(compiled, "current_callable", None) is not None:
+        compiled.current_callable = without_capture(compiled.current_callable)  # what CompiledFxGraph calls
+    return compiled
+
+
+inductor.accepts_mode_and_options = True  # type: ignore[attr-defined]  (framejit.compile passes them)
+register_backend(inductor, name="inductor")

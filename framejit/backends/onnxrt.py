@@ -1,0 +1,73 @@
+"""`onnxrt`: export the graph to ONNX (TorchScript-based exporter) and run it in ONNX Runtime's CPU provider.
+
+Needs the `onnx` extra (`pip install 'framejit[onnx]'`: onnx and onnxruntime). The exporter is the TorchScript one
+(`dynamo=False`): the default one goes through torch.export, i.e. TorchDynamo, which framejit does not use.
+ONNX graphs are pure functions of their inputs with no autograd, so training graphs and graphs that write to their
+inputs get None (a composing backend falls back) and a line in the `framejit.backends` log."""
+from __future__ import annotations
+
+import io
+import warnings
+from typing import Any, Callable
+
+import torch
+
+from framejit.backends.common import (
+    BackendUnavailable,
+    detached_clones,
+    log,
+    needs_autograd,
+    require,
+    returns_tuple,
+    tensor_devices,
+    versions_of,
+    written_inputs,
+)
+from framejit.backends.registry import register_backend
+
+INSTALL = "pip install 'framejit[onnx]'  (onnx==1.23.2, onnxruntime==1.31.1)"
+
+
+@register_backend(name="onnxrt")
+def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any] | None:
+    """Export to ONNX and return a function that runs the model in an ONNX Runtime session."""
+    ort = require("onnxruntime", backend="onnxrt", install=INSTALL)
+    require("onnx", backend="onnxrt", install=INSTALL)  # the exporter serializes through it
+    if needs_autograd(example_inputs):
+        log.warning("onnxrt: this graph needs autograd (grad mode is on and an input requires grad); ONNX Runtime "
+                    "runs inference graphs only (use torch.no_grad()), returning None so that a composing backend "
+                    "can fall back")
+        return None
+    if tensor_devices(example_inputs) - {"cpu"}:
+        raise BackendUnavailable("onnxrt", f"runs on ONNX Runtime's CPU provider, but the graph's inputs are on "
+                                           f"{sorted(tensor_devices(example_inputs))}")
+    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
+        log.warning("onnxrt: the graph has non-tensor inputs, which ONNX cannot take; returning None")
+        return None
+
+    names = [f"input_{i}" for i in range(len(example_inputs))]
+    clones = detached_clones(example_inputs)
+    before = versions_of(clones)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice and tracer warnings
+        # Exported from copies: exporting traces, i.e. runs, the graph.
+        torch.onnx.export(gm, tuple(clones), buffer, dynamo=False, input_names=names)
+    written = written_inputs(gm, clones, before)
+    if written:
+        log.warning("onnxrt: this graph writes to its inputs %s in place, which an ONNX graph cannot; "
+                    "returning None so that a composing backend can fall back", written)
+        return None
+
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    # The exporter drops inputs the graph does not use; feed only the ones the session asks for.
+    feeds = [(names.index(i.name), i.name) for i in session.get_inputs()]
+    as_tuple = returns_tuple(gm)
+
+    def run_onnx(*args: torch.Tensor) -> Any:
+        # .numpy() shares memory with CPU tensors; as_tensor shares it with ORT's result arrays.
+        outputs = session.run(None, {name: args[i].detach().contiguous().numpy() for i, name in feeds})
+        results = tuple(torch.as_tensor(out) for out in outputs)
+        return results if as_tuple else results[0]
+
+    return run_onnx

@@ -1,0 +1,88 @@
+"""`framejit bench` command line: options -> BenchOptions, run the suite, print the table, write the files."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+
+import torch
+
+from framejit.bench import models
+from framejit.bench.report import print_report, write_files
+from framejit.bench.runner import BenchOptions, run_suite
+
+MODES = ("infer", "train")
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Repeatable and comma-separated, duplicates dropped: ["a,b", "c,a"] -> ["a", "b", "c"]."""
+    return list(dict.fromkeys(n.strip() for v in values or [] for n in v.split(",") if n.strip()))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", action="append", metavar="NAME",
+                        help="backend(s) to compile with; repeatable or comma-separated (default: inductor)")
+    parser.add_argument("--models", action="append", metavar="NAMES",
+                        help=f"subset of the suite, comma-separated (default: all of {', '.join(models.SUITE)})")
+    parser.add_argument("--modes", default="infer,train", help="infer, train or both (default: infer,train)")
+    parser.add_argument("--compare-torch", action="store_true",
+                        help="add rows for torch.compile with the same backend")
+    parser.add_argument("--iters", "--repeat", type=int, default=None, dest="iters",
+                        help="timed iterations; the median is reported (default 20, 3 with --quick)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed calls after the first (default 3)")
+    parser.add_argument("--quick", action="store_true", help="tiny models and few iterations (for tests)")
+    parser.add_argument("--tol", type=float, default=1e-3, help="inference tolerance against eager")
+    parser.add_argument("--train-tol", type=float, default=1e-2,
+                        help="training tolerance (losses and parameters after all steps)")
+    parser.add_argument("--out", default="bench_out", help="directory for bench.csv/json/md (default ./bench_out)")
+    parser.add_argument("--warm-cache", action="store_true",
+                        help="keep inductor's on-disk caches between rows (default: each row compiles cold)")
+    parser.add_argument("--no-prime", action="store_true",
+                        help="do not compile a throwaway model first (one-time import costs then land on row 1)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def options_from(args: argparse.Namespace) -> BenchOptions:
+    chosen = _names(args.models) or list(models.SUITE)
+    unknown = [m for m in chosen if m not in models.SUITE]
+    if unknown:
+        raise SystemExit(f"framejit bench: unknown model(s) {', '.join(unknown)}; choose from {', '.join(models.SUITE)}")
+    modes = _names([args.modes])
+    if not modes or any(m not in MODES for m in modes):
+        raise SystemExit(f"framejit bench: --modes takes {' and/or '.join(MODES)}, got {args.modes!r}")
+    return BenchOptions(models=chosen, modes=modes, backends=_names(args.backend) or ["inductor"],
+                        compare_torch=args.compare_torch,
+                        iters=args.iters if args.iters is not None else (3 if args.quick else 20),
+                        warmup=args.warmup if args.warmup is not None else (1 if args.quick else 3),
+                        quick=args.quick, tol=args.tol, train_tol=args.train_tol, progress=not args.no_progress,
+                        cold=not args.warm_cache, prime=not (args.no_prime or args.quick),
+                        retries=0 if args.quick else 2)
+
+
+def _loadavg() -> list[float] | None:
+    """The machine's load: timings from a busy machine (other processes on the cores) are not comparable."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = options_from(args)
+    load_before = _loadavg()
+    results = run_suite(opts)
+    print(f"framejit bench: torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{'quick' if opts.quick else 'full'} sizes, median of {opts.iters} iterations, "
+          f"{'cold' if opts.cold else 'warm'} inductor caches, load average "
+          f"{'?' if load_before is None else f'{load_before[0]:.2f}'}")
+    print_report(results)
+    meta = {"argv": sys.argv[1:], "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "torch": torch.__version__, "python": platform.python_version(), "threads": torch.get_num_threads(),
+            "machine": platform.machine(), "cpus": os.cpu_count(),
+            "loadavg_before": load_before, "loadavg_after": _loadavg(), "options": vars(opts)}
+    paths = write_files(results, os.path.abspath(args.out), meta)
+    print("wrote " + ", ".join(paths))
+    # the run succeeded even if rows failed: those are reported in the table
+    return 0

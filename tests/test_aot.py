@@ -1,0 +1,230 @@
+"""AOTAutograd backends (seed 002, "Custom Backends after AOTAutograd"): compilers of ATen forward and backward graphs,
+make_boxed_func, training steps under framejit.compile matching eager for aot_eager and inductor, and inductor's
+mode/options from framejit.compile."""
+import copy
+import operator
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import framejit
+from framejit.backends import BACKENDS, aot_autograd, make_boxed_func
+from framejit.testing import same
+from test_backends import MODELS, _capture, _model_and_input
+
+
+def _is_aten(target):
+    return isinstance(target, torch._ops.OpOverload) and target.namespace == "aten"
+
+
+def _call_targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+class Recorder:
+    """fw/bw compilers that keep the ATen graphs they get; `boxed` says whether they box their result themselves."""
+
+    def __init__(self, boxed=True):
+        self.forward, self.backward, self.boxed = [], [], boxed
+
+    def fw(self, gm, example_inputs):
+        self.forward.append(gm)
+        return make_boxed_func(gm.forward) if self.boxed else gm.forward
+
+    def bw(self, gm, example_inputs):
+        self.backward.append(gm)
+        return make_boxed_func(gm.forward) if self.boxed else gm.forward
+
+
+def test_make_boxed_func_takes_a_list():
+    boxed = make_boxed_func(lambda a, b: a * 10 + b)
+    assert boxed._boxed_call is True
+    assert boxed([2, 3]) == 23
+
+
+@pytest.mark.parametrize("model_name", ["mlp", "block"])
+@pytest.mark.parametrize("boxed", [True, False])
+def test_custom_compilers_see_aten_forward_and_backward_graphs(model_name, boxed):
+    rec = Recorder(boxed=boxed)
+    model, x = _model_and_input(model_name)
+    x.requires_grad_(True)
+    compiled = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw))
+    out = compiled(x)
+    assert len(rec.forward) == 1 and rec.backward == []  # the backward is compiled on the first backward()
+    out.square().sum().backward()
+    assert len(rec.forward) == 1 and len(rec.backward) == 1
+    for gm in rec.forward + rec.backward:
+        targets = _call_targets(gm)
+        assert targets and all(_is_aten(t) or t is operator.getitem for t in targets), targets
+    assert any(t is torch.ops.aten.mm.default or t is torch.ops.aten.addmm.default
+               for t in _call_targets(rec.backward[0]))
+    got = [x.grad.clone()] + [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    x.grad = None
+    expected_out = model(x)
+    expected_out.square().sum().backward()
+    assert same(out, expected_out)
+    assert same(got, [x.grad] + [p.grad for p in model.parameters()])
+    # A second step reuses both compiled graphs.
+    compiled(x).sum().backward()
+    assert len(rec.forward) == 1 and len(rec.backward) == 1
+
+
+def test_bw_compiler_defaults_to_fw_compiler():
+    seen = []
+
+    def compiler(gm, example_inputs):
+        seen.append("aten" if all(_is_aten(t) or t is operator.getitem for t in _call_targets(gm)) else "other")
+        return make_boxed_func(gm.forward)
+
+    model, x = _model_and_input("mlp")
+    framejit.compile(model, backend=aot_autograd(fw_compiler=compiler))(x).sum().backward()
+    assert seen == ["aten", "aten"]
+
+
+def test_inference_graph_goes_to_fw_compiler_only():
+    rec = Recorder()
+    model, x = _model_and_input("mlp")
+    with torch.no_grad():
+        out = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw))(x)
+        assert same(out, model(x))
+    assert len(rec.forward) == 1 and rec.backward == []
+
+
+def test_decompositions_reach_the_graphs():
+    from torch._decomp import get_decompositions
+
+    model, x = _model_and_input("mlp")  # its fc2 goes through gelu
+    plain, decomposed = Recorder(), Recorder()
+    with torch.no_grad():
+        framejit.compile(model, backend=aot_autograd(fw_compiler=plain.fw))(x)
+        framejit.reset()
+        out = framejit.compile(model, backend=aot_autograd(
+            fw_compiler=decomposed.fw, decompositions=get_decompositions([torch.ops.aten.gelu])))(x)
+        assert same(out, model(x))
+    assert torch.ops.aten.gelu.default in _call_targets(plain.forward[0])
+    assert torch.ops.aten.gelu.default not in _call_targets(decomposed.forward[0])
+    assert torch.ops.aten.erf.default in _call_targets(decomposed.forward[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# training steps: the whole step (forward, loss, backward, optimizer) under framejit.compile
+
+
+def _train_step(model, opt, x, target):
+    out = model(x)
+    loss = F.mse_loss(out, target)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def _train_and_compare(model_name, backend, steps=3):
+    make, shape = MODELS[model_name]
+    torch.manual_seed(0)
+    model = make().train()
+    reference = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    step = framejit.compile(_train_step, backend=backend)
+    out_shape = copy.deepcopy(model)(torch.randn(shape)).shape  # on a copy: train-mode BatchNorm updates stats
+    for _ in range(steps):
+        x = torch.randn(shape)
+        target = torch.randn(out_shape)
+        loss = step(model, opt, x, target)
+        ref_loss = _train_step(reference, ref_opt, x, target)
+        assert same(loss, ref_loss, tol=1e-4)
+    # Parameters and buffers (BatchNorm running stats) after the steps, as eager's.
+    for (name, got), (_, expected) in zip(model.state_dict().items(), reference.state_dict().items()):
+        assert same(got, expected, tol=1e-4), name
+
+
+@pytest.mark.parametrize("model_name", sorted(MODELS))
+def test_training_steps_with_aot_eager_match_eager(model_name):
+    _train_and_compare(model_name, "aot_eager")
+
+
+def test_training_steps_with_inductor_match_eager():
+    _train_and_compare("mlp", "inductor")
+
+
+def _tensor_work():
+    return torch.ones(2).add(1)
+
+
+def test_custom_bw_compiler_is_not_captured_when_backward_runs_inside_framejit():
+    """The backward is compiled lazily inside `loss.backward()`, i.e. inside the compiled step: the compiler and
+    the backward it returns run with capture off (else framejit would compile the compiler with this backend)."""
+    rec = Recorder()
+
+    def bw_with_tensor_work(gm, example_inputs):
+        _tensor_work()  # a captured frame of this would become a graph of its own, compiled by `rec`
+        return rec.bw(gm, example_inputs)
+
+    model, _ = _model_and_input("mlp")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = framejit.compile(_train_step, backend=aot_autograd(fw_compiler=rec.fw, bw_compiler=bw_with_tensor_work))
+    x, target = torch.randn(4, 16), torch.randn(4, 8)
+    for _ in range(2):
+        step(model, opt, x, target)
+    assert len(rec.backward) == 1
+    assert all(torch.ops.aten.addmm.default in _call_targets(gm) for gm in rec.forward), rec.forward
+
+
+# ---------------------------------------------------------------------------------------------
+# inductor: mode and options from framejit.compile, through torch._inductor.compile_fx.compile_fx
+
+
+@pytest.fixture
+def compile_fx_calls(monkeypatch):
+    """compile_fx replaced by a recorder that runs the graph eagerly (no C++ build)."""
+    import torch._inductor.compile_fx as compile_fx_module
+
+    calls = []
+
+    def fake_compile_fx(gm, example_inputs, config_patches=None, **kwargs):
+        calls.append(config_patches)
+        return gm.forward
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", fake_compile_fx)
+    return calls
+
+
+def test_inductor_mode_and_options_reach_compile_fx(compile_fx_calls):
+    model, x = _model_and_input("mlp")
+    framejit.compile(model, backend="inductor")(x)
+    compiled = framejit.compile(model, backend="inductor", mode="max-autotune-no-cudagraphs",
+                                options={"cpp.simdlen": 8, "coordinate_descent_tuning": False})
+    assert same(compiled(x), model(x))
+    framejit.compile(model, backend="inductor", mode="reduce-overhead")(x)
+    assert compile_fx_calls == [
+        {},
+        {"max_autotune": True, "coordinate_descent_tuning": False, "cpp.simdlen": 8},  # options win over the mode
+        {"triton.cudagraphs": True},
+    ]
+
+
+def test_inductor_unknown_mode_or_option_is_a_clear_error(compile_fx_calls):
+    model, x = _model_and_input("mlp")
+    with pytest.raises(framejit.exc.BackendCompilerFailed, match="max-autotune") as info:
+        framejit.compile(model, backend="inductor", mode="fastest")(x)
+    assert isinstance(info.value.__cause__, ValueError) and "fastest" in str(info.value)
+    framejit.reset()
+    with pytest.raises(framejit.exc.BackendCompilerFailed, match="cpp.simdlen") as info:
+        framejit.compile(model, backend="inductor", options={"cpp.simdlenn": 8})(x)
+    assert "list_options" in str(info.value)
+    assert compile_fx_calls == []
+    with pytest.raises(ValueError, match="does not take mode"):
+        framejit.compile(model, backend="aot_eager", mode="max-autotune")
+
+
+def test_inductor_with_options_compiles_for_real_and_leaves_the_graph_alone():
+    model, x = _model_and_input("block")
+    with torch.no_grad():
+        gm, example_inputs = _capture(model, x)
+        code = gm.code
+        compiled = BACKENDS["inductor"](gm, example_inputs, mode="reduce-overhead", options={"cpp.simdlen": None})
+        assert same(list(compiled(*example_inputs)), list(gm(*example_inputs)))  # inductor returns a list
+    assert gm.code == code  # compile_fx got a copy: a composing backend can hand gm to another backend

@@ -1,0 +1,96 @@
+"""`framejit bench`: the suite runs in-process, writes CSV/JSON/Markdown, isolates failures, compares torch.compile."""
+import csv
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import framejit
+from framejit.__main__ import main
+from framejit.bench import models
+from framejit.bench.report import COLUMNS
+
+
+def _rows(out_dir):
+    with open(out_dir / "bench.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == COLUMNS
+        return list(reader)
+
+
+def test_quick_suite_writes_table_csv_json(tmp_path, capsys):
+    assert main(["bench", "--quick", "--models", "mlp,cnn", "--backend", "eager", "--out", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    for header in ("model", "mode", "backend", "graphs", "breaks", "first call s", "eager ms", "compiled ms",
+                   "speedup", "max error"):
+        assert header in out
+    assert "done" in err  # the progress bar
+    rows = _rows(tmp_path)
+    assert sorted((r["model"], r["mode"], r["backend"], r["jit"]) for r in rows) == sorted(
+        (m, mode, "eager", "framejit") for m in ("mlp", "cnn") for mode in ("infer", "train"))
+    assert all(r["status"] != "error" for r in rows), rows
+    assert all(float(r["eager_ms"]) > 0 and float(r["compiled_ms"]) > 0 for r in rows)
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data["columns"] == list(COLUMNS) and len(data["rows"]) == 4
+    assert all("notes" in r for r in data["rows"])
+    assert (tmp_path / "bench.md").read_text().startswith("| model")
+    mlp_infer = next(r for r in rows if r["model"] == "mlp" and r["mode"] == "infer")
+    assert int(mlp_infer["graphs"]) >= 1 and float(mlp_infer["max_error"]) <= 1e-5
+
+
+class Boom(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("this model is broken")
+
+
+def test_a_failing_model_is_an_error_row_and_the_run_continues(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(models.SUITE, "boom", lambda quick: models.Case(Boom(), torch.randn(2, 2), torch.randn(2),
+                                                                        models.mse_loss))
+    assert main(["bench", "--quick", "--models", "boom,mlp", "--modes", "infer", "--backend", "eager",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
+    rows = {r["model"]: r for r in _rows(tmp_path)}
+    assert rows["boom"]["status"] == "error" and "this model is broken" in rows["boom"]["error"]
+    assert rows["mlp"]["status"] == "ok"
+    assert "this model is broken" in capsys.readouterr().out
+
+
+def test_a_backend_with_wrong_results_is_reported_as_mismatch(tmp_path, monkeypatch):
+    def off_by_one(gm, example_inputs):
+        return lambda *args: [t + 1 for t in gm(*args)]
+    monkeypatch.setitem(framejit.backends.BACKENDS, "off_by_one_test", off_by_one)
+    assert main(["bench", "--quick", "--models", "mlp", "--backend", "off_by_one_test", "--no-progress",
+                 "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path)
+    assert [r["status"] for r in rows] == ["mismatch", "mismatch"]
+    assert all(float(r["max_error"]) > 0.5 for r in rows)
+
+
+def test_compare_torch_adds_torch_compile_rows(tmp_path):
+    assert main(["bench", "--quick", "--models", "mlp", "--backend", "eager", "--compare-torch", "--no-progress",
+                 "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path)
+    assert sorted((r["mode"], r["jit"]) for r in rows) == [
+        ("infer", "framejit"), ("infer", "torch.compile"), ("train", "framejit"), ("train", "torch.compile")]
+    torch_rows = [r for r in rows if r["jit"] == "torch.compile"]
+    assert all(r["status"] == "ok" and int(r["graphs"]) >= 1 and r["breaks"] == "0" for r in torch_rows), torch_rows
+
+
+def test_backends_repeatable_and_comma_separated(tmp_path):
+    assert main(["bench", "--quick", "--models", "rnn", "--modes", "infer", "--backend", "eager,aot_eager",
+                 "--backend", "eager", "--no-progress", "--out", str(tmp_path)]) == 0
+    assert [r["backend"] for r in _rows(tmp_path)] == ["eager", "aot_eager"]
+
+
+def test_unknown_model_is_a_usage_error():
+    with pytest.raises(SystemExit, match="unknown model"):
+        main(["bench", "--models", "nope"])
+
+
+def test_autotune_rows_say_what_was_chosen(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAMEJIT_AUTOTUNE_CACHE", str(tmp_path / "autotune.json"))
+    monkeypatch.setenv("FRAMEJIT_AUTOTUNE_CANDIDATES", "eager,aot_eager")
+    assert main(["bench", "--quick", "--models", "mlp", "--modes", "infer", "--backend", "autotune",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row["status"] == "ok" and any(n.startswith("autotune: ") for n in row["notes"]), row
