@@ -3,7 +3,8 @@
 Inference times the model's forward under no_grad. Training times a whole step: zero_grad,
 forward + loss (the compiled part), backward and an SGD step; eager and compiled copies start
 from the same weights and train in lockstep, so their losses and parameters can be compared.
-Eager and compiled calls alternate inside one timing loop, so drift in machine load hits both alike.
+Eager and compiled calls alternate (in short blocks) inside one timing loop, so drift in machine load hits
+both alike.
 """
 from __future__ import annotations
 
@@ -219,13 +220,22 @@ def _timed(fns: list[Callable[[], Any]], opts: BenchOptions, result: Result) -> 
 
 
 def paired_median_ms(fns: list[Callable[[], Any]], iters: int) -> list[float]:
-    """Median milliseconds per call of each function; each iteration calls every function once, in turn."""
+    """Median milliseconds per call of each function, timed in alternating blocks (A*k B*k A*k B*k ...).
+
+    Alternating keeps drift in machine load fair to both; blocks of k (not single calls) keep one side's
+    after-effects off the other's samples: ONNX Runtime's worker threads spin for a while after each call
+    and would slow an eager call timed right after it. Only a block's first sample can be hit, the median
+    ignores it."""
+    iters = max(1, iters)
+    block = max(1, min(5, iters // 4))
     times: list[list[float]] = [[] for _ in fns]
-    for _ in range(max(1, iters)):
+    while len(times[0]) < iters:
+        n = min(block, iters - len(times[0]))
         for fn, ts in zip(fns, times):
-            start = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - start)
+            for _ in range(n):
+                start = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - start)
     return [statistics.median(ts) * 1e3 for ts in times]
 
 
