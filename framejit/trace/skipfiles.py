@@ -16,7 +16,8 @@ import torch
 import framejit
 
 _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(framejit.__file__)) + os.sep
-_DEMO_FILE = os.path.join(_FRAMEJIT_DIR, "demo.py")  # user-style example code, captured like user code
+# framejit's own example models (the demo, the bench suite): user-style code, captured like user code
+_USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py")))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _TORCH_NN_DIRS = tuple(os.path.join(_TORCH_DIR, "nn", sub) + os.sep for sub in ("modules", "utils"))
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
@@ -45,7 +46,7 @@ forced_capture: "set[types.CodeType]" = set()
 
 
 def _skipped_file(filename: str) -> str | None:
-    if filename.startswith(_FRAMEJIT_DIR) and filename != _DEMO_FILE:
+    if filename.startswith(_FRAMEJIT_DIR) and filename not in _USER_STYLE_FILES:
         return "framejit's own code"
     if filename.startswith(_TORCH_DIR) and not filename.startswith(_TORCH_NN_DIRS):
         return "torch internals"

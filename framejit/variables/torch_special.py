@@ -54,7 +54,8 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
     name = op_name(target)
     if name in _STATEFUL or name in EFFECTFUL_METHODS:
         unsupported(f"{name}() has effects outside the graph", "torch_stateful")
-    if not has_tensor_args and name not in FACTORIES and not registry.is_allowed_in_graph(target):
+    pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
+    if not has_tensor_args and name not in FACTORIES and not pure_helper and not registry.is_allowed_in_graph(target):
         unsupported(f"torch function {name}() with no tensor arguments may change global state", "torch_stateful")
 
 
