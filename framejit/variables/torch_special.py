@@ -36,7 +36,8 @@ FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randi
 PURE_QUERIES = frozenset({"is_tensor", "is_floating_point", "is_complex", "numel", "result_type", "promote_types",
                           "can_cast", "is_same_size", "is_storage", "typename", "broadcast_shapes", "is_conj",
                           "is_neg", "dim", "size", "stride", "is_contiguous", "element_size", "get_device",
-                          "is_signed", "storage_offset", "is_inference", "nelement", "ndimension"})
+                          "is_signed", "storage_offset", "is_inference", "nelement", "ndimension",
+                          "_none_or_dtype"})
 # Tensor methods with effects outside the graph (autograd, storage): they run as Python (a graph break).
 EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
                                "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",
