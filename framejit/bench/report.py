@@ -73,7 +73,8 @@ def geomeans(results: Iterable[Result]) -> list[tuple[str, str, str, float, int]
 
 def format_table(results: list[Result], fmt: str = "simple") -> str:
     text = tabulate(table_rows(results), headers=HEADERS, tablefmt=fmt, disable_numparse=True)
-    summary = [f"geomean speedup {jit} {backend} {mode}: {g:.2f}x over {n} models"
+    bullet = "- " if fmt == "github" else ""  # a Markdown list, not one run-on paragraph
+    summary = [f"{bullet}geomean speedup {jit} {backend} {mode}: {g:.2f}x over {n} models"
                for jit, backend, mode, g, n in geomeans(results)]
     return text + ("\n\n" + "\n".join(summary) if summary else "")
 
