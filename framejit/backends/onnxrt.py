@@ -59,7 +59,9 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
                     "returning None so that a composing backend can fall back", written)
         return None
 
-    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # spinning threads starve torch's
+    session = ort.InferenceSession(buffer.getvalue(), sess_options=options, providers=["CPUExecutionProvider"])
     # The exporter drops inputs the graph does not use; feed only the ones the session asks for.
     feeds = [(names.index(i.name), i.name) for i in session.get_inputs()]
     as_tuple = returns_tuple(gm)

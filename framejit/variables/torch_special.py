@@ -67,7 +67,9 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     name = op_name(target)
     if name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs:
         return True
-    if name in PURE_QUERIES or registry.is_allowed_in_graph(target):
+    if name in PURE_QUERIES or registry.is_allowed_in_graph(target) or (
+            name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
+        # F's private helpers (_canonical_mask(None), ...) only check and convert their arguments
         return False
     unsupported(f"{name}() returns no tensor: it runs as Python", "non_tensor_op")
 
