@@ -28,9 +28,19 @@ from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, Glob
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
 _INLINE_TYPES = (int, str, bytes)
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def _autocast_state() -> tuple[Any, ...]:
+    """Which devices autocast is on for, and to which dtype: part of what a graph was traced under."""
+    return tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES)
+
+
 _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys,
                             "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
-                            "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype}
+                            "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
+                            "___any_autocast": torch._C._is_any_autocast_enabled,
+                            "___autocast_state": _autocast_state}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +84,10 @@ class GuardSet:
     def add_global_state(self) -> None:
         for kind, check in (("GRAD_MODE", f"___is_grad_enabled() is {torch.is_grad_enabled()}"),
                             ("DEFAULT_DTYPE", f"___get_default_dtype() is {self._const(torch.get_default_dtype())}"),
-                            ("DEFAULT_DEVICE", f"___get_default_device() == {_get_default_device()!r}")):
+                            ("DEFAULT_DEVICE", f"___get_default_device() == {_get_default_device()!r}"),
+                            # one C call when autocast is off, the usual case; the full state when it is on
+                            ("AUTOCAST", "___any_autocast() is False" if not torch._C._is_any_autocast_enabled()
+                             else f"___autocast_state() == {self._const(_autocast_state())}")):
             self.records[("", kind)] = _Record(None, kind, None, Guard(name="", kind=kind, code_list=(check,),
                                                                        source_kind="global"))
 
@@ -248,6 +261,9 @@ def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
         return f"default dtype changed to {torch.get_default_dtype()}"
     if guard.kind == "DEFAULT_DEVICE":
         return f"default device changed to {_get_default_device()!r}"
+    if guard.kind == "AUTOCAST":
+        on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
+        return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"
     try:
         actual = eval(guard.name, ns)
     except Exception as e:

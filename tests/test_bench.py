@@ -94,3 +94,30 @@ def test_autotune_rows_say_what_was_chosen(tmp_path, monkeypatch):
                  "--no-progress", "--out", str(tmp_path)]) == 0
     (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert row["status"] == "ok" and any(n.startswith("autotune: ") for n in row["notes"]), row
+
+
+def test_jits_take_turns_going_first_and_reports_keep_suite_order(tmp_path):
+    from framejit.bench.runner import BenchOptions, jobs
+    opts = BenchOptions(models=["mlp", "cnn"], compare_torch=True)
+    firsts = [row[3] for i, row in enumerate(jobs(opts)) if i % 2 == 0]
+    assert firsts == ["framejit", "torch.compile", "framejit", "torch.compile"]
+    assert main(["bench", "--quick", "--models", "mlp", "--backend", "eager", "--compare-torch", "--no-progress",
+                 "--out", str(tmp_path)]) == 0
+    assert [(r["mode"], r["jit"]) for r in _rows(tmp_path)] == [
+        ("infer", "framejit"), ("infer", "torch.compile"), ("train", "framejit"), ("train", "torch.compile")]
+    summary = (tmp_path / "bench.md").read_text()
+    assert "first calls framejit eager infer:" in summary and "first calls torch.compile eager train:" in summary
+
+
+def test_cold_rows_start_without_memos_of_an_earlier_compile():
+    import sympy
+    from torch._inductor import sizevars
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from framejit.bench.runner import _compile_caches
+    x = sympy.Symbol("x")
+    sizevars.stride_at(3 * x, x)  # as inductor's index simplification leaves behind
+    assert sizevars.stride_at.cache_info().currsize > 0
+    with _compile_caches("inductor", cold=True):
+        assert sizevars.stride_at.cache_info().currsize == 0
+        assert FakeTensorMode.cache_info().size == 0

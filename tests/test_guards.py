@@ -355,6 +355,29 @@ def test_guard_fail_fn_on_grad_mode():
     assert "grad" in failures[0].reason.lower()
 
 
+def _linear_then_autocast_query(x, w):
+    y = x @ w
+    return y + 1 if torch.is_autocast_enabled("cpu") else y - 1
+
+
+def test_autocast_state_is_guarded_and_its_query_folds():
+    failures = []
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt, guard_fail_fn=failures.append)(_linear_then_autocast_query)
+    x, w = torch.randn(4, 8), torch.randn(8, 3)
+    assert same(f(x, w), _linear_then_autocast_query(x, w))
+    assert cnt.frame_count == 1  # is_autocast_enabled() folded: no break
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = f(x, w), _linear_then_autocast_query(x, w)
+    assert got.dtype == want.dtype == torch.bfloat16 and same(got, want)
+    assert cnt.frame_count == 2
+    assert "autocast changed: now on for cpu (bfloat16)" in failures[0].reason, failures[0].reason
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        f(x, w)
+    assert same(f(x, w), _linear_then_autocast_query(x, w))
+    assert cnt.frame_count == 2  # both entries hit
+
+
 def test_guard_export_fn_receives_readable_guards():
     exported = []
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from framejit.backends.common import needs_autograd
 from framejit.backends.registry import BACKENDS, lookup_backend, register_backend
 
 log = logging.getLogger("framejit.backends.autotune")
@@ -75,12 +76,8 @@ def graph_key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> str:
     autograd is needed (a training graph compiles to something else), and the torch version."""
     meta = [[list(x.shape), list(x.stride()), str(x.dtype), x.device.type, x.requires_grad]
             if isinstance(x, torch.Tensor) else repr(x) for x in example_inputs]
-    text = json.dumps([gm.code, meta, _needs_autograd(example_inputs), torch.__version__])
+    text = json.dumps([gm.code, meta, needs_autograd(example_inputs), torch.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _needs_autograd(example_inputs: Sequence[Any]) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -237,7 +234,7 @@ def _tune(gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, trainin
 def autotune(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     """Compile with the backend that was fastest (and correct) for this graph structure, tuning if unknown."""
     key = graph_key(gm, example_inputs)
-    training = _needs_autograd(example_inputs)
+    training = needs_autograd(example_inputs)
     path = cache_path()
     entry = _load(path).get(key)
     if entry is not None and entry.get("backend") in BACKENDS:

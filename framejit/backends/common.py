@@ -62,6 +62,17 @@ def needs_autograd(example_inputs: Sequence[Any]) -> bool:
     return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs)
 
 
+def declines_autograd(backend: str, example_inputs: Sequence[Any]) -> bool:
+    """For inference-only backends: whether this graph needs autograd, in which case the backend returns None
+    (so that a composing backend falls back) after saying why in the log."""
+    if not needs_autograd(example_inputs):
+        return False
+    log.warning("%s: this graph needs autograd (grad mode is on and an input requires grad); %s compiles inference "
+                "graphs only (run under torch.no_grad() or torch.inference_mode()), returning None so that a "
+                "composing backend can fall back", backend, backend)
+    return True
+
+
 def detached_clones(example_inputs: Sequence[Any]) -> list[Any]:
     """Copies of the inputs to trace or export with: tracing runs the graph, and running it on the real inputs
     would apply its in-place effects (BatchNorm's running stats) one extra time."""

@@ -14,22 +14,13 @@ import torch
 
 from framejit.backends.common import (
     BackendUnavailable,
+    declines_autograd,
     detached_clones,
-    log,
-    needs_autograd,
     require,
     returns_tuple,
     tensor_devices,
 )
 from framejit.backends.registry import register_backend
-
-
-def _inference_only(name: str, example_inputs: list[Any]) -> bool:
-    if needs_autograd(example_inputs):
-        log.warning("%s: this graph needs autograd; %s compiles inference graphs only (use torch.no_grad()), "
-                    "returning None so that a composing backend can fall back", name, name)
-        return False
-    return True
 
 
 def _trace(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> torch.jit.ScriptModule:
@@ -48,7 +39,7 @@ def tensorrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..
     if tensor_devices(example_inputs) != {"cuda"}:
         raise BackendUnavailable("tensorrt", f"TensorRT needs CUDA tensors, got inputs on "
                                              f"{sorted(tensor_devices(example_inputs))}")
-    if not _inference_only("tensorrt", example_inputs):
+    if declines_autograd("tensorrt", example_inputs):
         return None
     return torch_tensorrt.compile(_trace(gm, example_inputs), ir="ts", inputs=list(example_inputs))
 
@@ -62,7 +53,7 @@ def tvm(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., An
     if tensor_devices(example_inputs) - {"cpu"}:
         raise BackendUnavailable("tvm", "framejit's tvm backend builds for the CPU (llvm target); got inputs on "
                                         f"{sorted(tensor_devices(example_inputs))}")
-    if not _inference_only("tvm", example_inputs):
+    if declines_autograd("tvm", example_inputs):
         return None
     input_info = [(tuple(x.shape), str(x.dtype).removeprefix("torch.")) for x in example_inputs]
     module = from_fx(gm, input_info)
@@ -83,7 +74,7 @@ def ipex(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., A
     """Intel Extension for PyTorch: importing it registers its TorchScript fusion passes; trace and freeze."""
     require("intel_extension_for_pytorch", backend="ipex", install="pip install intel-extension-for-pytorch "
             "(a build matching your torch version)")
-    if not _inference_only("ipex", example_inputs):
+    if declines_autograd("ipex", example_inputs):
         return None
     traced = _trace(gm, example_inputs)
     return torch.jit.freeze(traced.eval())

@@ -14,9 +14,9 @@ import torch
 
 from framejit.backends.common import (
     BackendUnavailable,
+    declines_autograd,
     detached_clones,
     log,
-    needs_autograd,
     require,
     returns_tuple,
     tensor_devices,
@@ -33,10 +33,7 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
     """Export to ONNX and return a function that runs the model in an ONNX Runtime session."""
     ort = require("onnxruntime", backend="onnxrt", install=INSTALL)
     require("onnx", backend="onnxrt", install=INSTALL)  # the exporter serializes through it
-    if needs_autograd(example_inputs):
-        log.warning("onnxrt: this graph needs autograd (grad mode is on and an input requires grad); ONNX Runtime "
-                    "runs inference graphs only (use torch.no_grad()), returning None so that a composing backend "
-                    "can fall back")
+    if declines_autograd("onnxrt", example_inputs):
         return None
     if tensor_devices(example_inputs) - {"cpu"}:
         raise BackendUnavailable("onnxrt", f"runs on ONNX Runtime's CPU provider, but the graph's inputs are on "

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.backends.common import detached_clones, log, needs_autograd, versions_of, written_inputs
+from framejit.backends.common import declines_autograd, detached_clones, log, versions_of, written_inputs
 from framejit.backends.registry import register_backend
 
 
@@ -17,10 +17,7 @@ from framejit.backends.registry import register_backend
 def ofi(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any] | None:
     """Trace the graph to TorchScript and optimize it for inference (freezing, fusions); None for training graphs
     and for graphs that write to their inputs."""
-    if needs_autograd(example_inputs):
-        log.warning("ofi: this graph needs autograd (grad mode is on and an input requires grad); "
-                    "ofi compiles inference graphs only (run under torch.no_grad() or torch.inference_mode()), "
-                    "returning None so that a composing backend can fall back")
+    if declines_autograd("ofi", example_inputs):
         return None
     clones = detached_clones(example_inputs)
     before = versions_of(clones)

@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warm-cache", action="store_true",
                         help="keep inductor's on-disk caches between rows (default: each row compiles cold)")
     parser.add_argument("--no-prime", action="store_true",
-                        help="do not compile a throwaway model first (one-time import costs then land on row 1)")
+                        help="do not compile the tiny version of each model first (one-time costs then land on its first row)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 

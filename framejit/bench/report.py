@@ -71,11 +71,23 @@ def geomeans(results: Iterable[Result]) -> list[tuple[str, str, str, float, int]
             for (jit, backend, mode), s in sorted(groups.items())]
 
 
+def first_call_totals(results: Iterable[Result]) -> list[tuple[str, str, str, float, int]]:
+    """(jit, backend, mode, sum of first-call seconds, rows) over the rows that ran and matched eager: one
+    compile time is noisy on a shared machine (10-20%), the suite's total much less so."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for r in results:
+        if r.status == "ok" and r.first_call_s is not None:
+            groups.setdefault((r.jit, r.backend, r.mode), []).append(r.first_call_s)
+    return [(jit, backend, mode, sum(s), len(s)) for (jit, backend, mode), s in sorted(groups.items())]
+
+
 def format_table(results: list[Result], fmt: str = "simple") -> str:
     text = tabulate(table_rows(results), headers=HEADERS, tablefmt=fmt, disable_numparse=True)
     bullet = "- " if fmt == "github" else ""  # a Markdown list, not one run-on paragraph
     summary = [f"{bullet}geomean speedup {jit} {backend} {mode}: {g:.2f}x over {n} models"
                for jit, backend, mode, g, n in geomeans(results)]
+    summary += [f"{bullet}first calls {jit} {backend} {mode}: {t:.2f} s in all over {n} models"
+                for jit, backend, mode, t, n in first_call_totals(results)]
     return text + ("\n\n" + "\n".join(summary) if summary else "")
 
 

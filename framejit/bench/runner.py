@@ -40,7 +40,7 @@ class BenchOptions:
     busy_limit: float = 0.15  # re-time when other processes took more than this share of the CPUs ...
     retries: int = 2          # ... up to this many times, after a pause
     cold: bool = True        # each row compiles with empty inductor caches (as on a fresh machine)
-    prime: bool = True       # pay one-time costs (imports, compiler probing) before the first timed row
+    prime: bool = True       # pay one-time costs (imports, compiler setup) before each model's first row
 
 
 # backends that never reach inductor: no need for its (slow to import) fresh-cache context
@@ -48,40 +48,67 @@ NO_INDUCTOR = {"eager", "aot_eager", "debug"}
 
 
 def jobs(opts: BenchOptions) -> list[tuple[str, str, str, str]]:
+    """The rows in the order they run. With --compare-torch the two JITs take turns going first (framejit on
+    even groups): the first compile of a model in a process still pays a little more than the second (about
+    0.3 s on the CNN, after `_compile_caches` empties every cache we know of), and that must not always fall on
+    the same JIT. Reports sort rows back into suite order."""
     jits = ["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]
-    return [(m, mode, b, j) for m in opts.models for mode in opts.modes for b in opts.backends for j in jits]
+    groups = [(m, mode, b) for m in opts.models for mode in opts.modes for b in opts.backends]
+    return [(*g, j) for i, g in enumerate(groups) for j in (jits if i % 2 == 0 else jits[::-1])]
 
 
 def run_suite(opts: BenchOptions, suite: dict[str, Callable[[bool], models.Case]] | None = None) -> list[Result]:
     suite = models.SUITE if suite is None else suite
     todo = jobs(opts)
     progress = Progress(len(todo), enabled=opts.progress)
-    if opts.prime:
-        _prime(opts, progress)
-    results = []
-    for model, mode, backend, jit in todo:
+    primed: set[tuple[str, str, str]] = set()
+    results = {}
+    for row in todo:
+        model, mode, backend, jit = row
+        if opts.prime and (model, mode, backend) not in primed:
+            primed.add((model, mode, backend))
+            _prime(model, suite[model], mode, backend, opts, progress)
         progress.step(f"{model} {mode} {backend} {jit}")
-        results.append(run_one(model, suite[model], mode, backend, jit, opts))
+        results[row] = run_one(model, suite[model], mode, backend, jit, opts)
     progress.close()
-    return results
+    per_group = 2 if opts.compare_torch else 1  # report order: each group's framejit row, then torch.compile's
+    return [results[row] for row in sorted(todo, key=lambda r: (todo.index(r) // per_group, r[3] != "framejit"))]
 
 
-def _prime(opts: BenchOptions, progress: Progress) -> None:
-    """Compile a tiny model once per (backend, jit) and throw the row away: otherwise the first row would
-    pay for importing inductor, probing the C++ compiler and so on, and that row is always framejit's."""
+def _prime(model: str, build: Callable[[bool], models.Case], mode: str, backend: str, opts: BenchOptions,
+           progress: Progress) -> None:
+    """Compile the tiny (--quick) version of this model once per JIT and throw the rows away.
+
+    The first compile of a kind of model in a process pays one-time costs that are no part of compiling that
+    model: imports, inductor's pattern registration for the op families it meets (convolutions, attention,
+    ...), probing the C++ compiler. Without priming they land on whichever JIT's row comes first (always
+    framejit's, by about a second on cnn and gpt). The tiny model has other shapes and compiles under its
+    own empty cache, so it leaves nothing the timed row could reuse."""
     tiny = dataclasses.replace(opts, quick=True, iters=1, warmup=0, prime=False, progress=False)
-    for backend in opts.backends:
-        for jit in (["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]):
-            progress.note(f"priming {backend} {jit}")
-            run_one("mlp", models.SUITE["mlp"], "infer", backend, jit, tiny)
+    for jit in (["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]):
+        progress.note(f"priming {model} {mode} {backend} {jit}")
+        run_one(model, build, mode, backend, jit, tiny)
 
 
 def _compile_caches(backend: str, cold: bool) -> contextlib.AbstractContextManager:
     """Empty inductor caches (a temporary cache dir, in-memory caches cleared) for this row: both JITs then
-    compile from scratch, instead of the second one loading the kernels the first one just built."""
+    compile from scratch, instead of the second one loading the kernels the first one just built.
+
+    Process-wide memos that `fresh_cache` leaves alone are emptied too: sympy's and the lru_caches in
+    `torch._inductor.sizevars` (simplified index expressions over this model's sizes) and the fake-tensor
+    dispatch cache (this model's op signatures). With them the second JIT to compile a model did so up to a
+    second faster than the first."""
     if not cold or backend in NO_INDUCTOR:
         return contextlib.nullcontext()
+    import sympy.core.cache
+    from torch._inductor import sizevars
     from torch._inductor.utils import fresh_cache
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    sympy.core.cache.clear_cache()
+    FakeTensorMode.cache_clear()
+    for fn in list(vars(sizevars).values()):
+        if callable(getattr(fn, "cache_clear", None)) and getattr(fn, "__module__", None) == sizevars.__name__:
+            fn.cache_clear()
     return fresh_cache()
 
 

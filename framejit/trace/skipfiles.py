@@ -1,7 +1,9 @@
 """Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no.
 
 torch.nn's module code is the exception: module forwards and their helper
-methods are traced through, so that layers become graph ops on parameters.
+methods are traced through, so that layers become graph ops on parameters. So is
+`torch.backends.mha` (its fast-path switch, read by the transformer layers, is a
+guarded global rather than a call that stops the trace).
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(framejit.__file__)) + os.sep
 # framejit's own example models (the demo, the bench suite): user-style code, captured like user code
 _USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py")))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_TORCH_NN_DIRS = tuple(os.path.join(_TORCH_DIR, "nn", sub) + os.sep for sub in ("modules", "utils"))
+_TORCH_TRACED_DIRS = tuple(os.path.join(_TORCH_DIR, *sub) + os.sep
+                           for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha")))
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
@@ -48,7 +51,7 @@ forced_capture: "set[types.CodeType]" = set()
 def _skipped_file(filename: str) -> str | None:
     if filename.startswith(_FRAMEJIT_DIR) and filename not in _USER_STYLE_FILES:
         return "framejit's own code"
-    if filename.startswith(_TORCH_DIR) and not filename.startswith(_TORCH_NN_DIRS):
+    if filename.startswith(_TORCH_DIR) and not filename.startswith(_TORCH_TRACED_DIRS):
         return "torch internals"
     if filename.startswith(_STDLIB_DIRS) and "site-packages" not in filename:
         return "the standard library"
@@ -67,8 +70,8 @@ def capture_refusal(code: types.CodeType) -> str | None:
         return "module or class body"
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return "generator or coroutine"
-    if code.co_filename.startswith(_TORCH_NN_DIRS):
-        return "torch.nn internals (traced when called from user code)"
+    if code.co_filename.startswith(_TORCH_TRACED_DIRS):
+        return "torch internals (traced when called from user code)"
     return _skipped_file(code.co_filename)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from framejit.codegen import PyCodegen
@@ -24,13 +24,25 @@ class Source:
     def reconstruct(self, cg: "PyCodegen") -> None:
         raise NotImplementedError
 
-    @property
-    def kind(self) -> str:
-        """The root of the source: 'local', 'global' or 'closure' (shown in guard listings)."""
-        raise NotImplementedError
+    kind: ClassVar[str]
+    """What the root of the source is: 'local', 'global', 'closure' or 'constant' (shown in guard listings)."""
 
     def root(self) -> "Source":
         return self
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedSource(Source):
+    """A value reached from another source (an attribute, an item...): it has that source's root."""
+
+    base: Source
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.base.kind
+
+    def root(self) -> Source:
+        return self.base.root()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,9 +56,7 @@ class LocalSource(Source):
         # an argument captured by an inner function is a cell once the frame starts
         cg.emit("LOAD_DEREF" if self.local_name in cg.cell_names else "LOAD_FAST", self.local_name)
 
-    @property
-    def kind(self) -> str:
-        return "local"
+    kind = "local"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,9 +69,7 @@ class GlobalSource(Source):
     def reconstruct(self, cg: "PyCodegen") -> None:
         cg.emit("LOAD_GLOBAL", (False, self.global_name))
 
-    @property
-    def kind(self) -> str:
-        return "global"
+    kind = "global"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +82,7 @@ class GlobalsDictSource(Source):
     def reconstruct(self, cg: "PyCodegen") -> None:
         raise NotImplementedError("the globals dict is never reloaded")
 
-    @property
-    def kind(self) -> str:
-        return "global"
+    kind = "global"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,9 +98,7 @@ class ModuleGlobalsSource(Source):
         import sys
         cg.emit_const(vars(sys.modules[self.module]))
 
-    @property
-    def kind(self) -> str:
-        return "global"
+    kind = "global"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +114,7 @@ class ClosureSource(Source):
     def reconstruct(self, cg: "PyCodegen") -> None:
         cg.emit("LOAD_DEREF", self.var_name)
 
-    @property
-    def kind(self) -> str:
-        return "closure"
+    kind = "closure"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -128,14 +130,11 @@ class ConstSource(Source):
     def reconstruct(self, cg: "PyCodegen") -> None:
         cg.emit_const(self.value)
 
-    @property
-    def kind(self) -> str:
-        return "constant"
+    kind = "constant"
 
 
 @dataclasses.dataclass(frozen=True)
-class AttrSource(Source):
-    base: Source
+class AttrSource(DerivedSource):
     attr: str
 
     def name(self) -> str:
@@ -145,19 +144,10 @@ class AttrSource(Source):
         self.base.reconstruct(cg)
         cg.emit("LOAD_ATTR", self.attr)
 
-    @property
-    def kind(self) -> str:
-        return self.base.kind
-
-    def root(self) -> Source:
-        return self.base.root()
-
 
 @dataclasses.dataclass(frozen=True)
-class ReduceSource(Source):
+class ReduceSource(DerivedSource):
     """base.__reduce__(): how an iterator a continuation receives says what it has left."""
-
-    base: Source
 
     def name(self) -> str:
         return f"{self.base.name()}.__reduce__()"
@@ -167,19 +157,11 @@ class ReduceSource(Source):
         cg.emit("LOAD_METHOD", "__reduce__")
         cg.call(0)
 
-    @property
-    def kind(self) -> str:
-        return self.base.kind
-
-    def root(self) -> Source:
-        return self.base.root()
-
 
 @dataclasses.dataclass(frozen=True)
-class ItemSource(Source):
+class ItemSource(DerivedSource):
     """base[key] for a constant key (list/tuple index, dict key, _modules/_parameters name)."""
 
-    base: Source
     key: Any
 
     def name(self) -> str:
@@ -189,13 +171,6 @@ class ItemSource(Source):
         self.base.reconstruct(cg)
         cg.emit_const(self.key)
         cg.emit("BINARY_SUBSCR")
-
-    @property
-    def kind(self) -> str:
-        return self.base.kind
-
-    def root(self) -> Source:
-        return self.base.root()
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]+")

@@ -73,6 +73,24 @@ class Variable:
         return f"{type(self).__name__}()"
 
 
+class KnownValueVariable(Variable):
+    """A value known at trace time and used as itself: a constant, a builtin or torch function, an opaque
+    object. Subclasses decide what can be done with it."""
+
+    def __init__(self, value: Any, source: Any = None) -> None:
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+
 class NullVariable(Variable):
     """The NULL that PUSH_NULL and LOAD_GLOBAL/LOAD_METHOD put below a callable."""
 

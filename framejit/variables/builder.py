@@ -121,6 +121,10 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
     if registry.is_constant_result(value):
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ConstantResultVariable(value)
+    is_query, answer = registry.compile_query_answer(value)
+    if is_query:
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return ConstantResultVariable(value, answer)
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return GradModeCtorVariable(value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from framejit.variables.base import Variable, unsupported
+from framejit.variables.base import KnownValueVariable, Variable, unsupported
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
@@ -112,21 +112,12 @@ def _iterate(tx: "Translator", value: Variable) -> list[Variable]:
     return value.unpack(tx)
 
 
-class BuiltinVariable(Variable):
+class BuiltinVariable(KnownValueVariable):
     """A builtin function, an `operator` function or a pure `math` function."""
 
-    def __init__(self, fn: Callable[..., Any], source: Any = None) -> None:
-        self.fn = fn
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
+    @property
+    def fn(self) -> Any:
+        return self.value
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         args = list(args)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from framejit.variables.base import Variable, unsupported
+from framejit.variables.base import KnownValueVariable, Variable, unsupported
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, TupleVariable
 
@@ -171,21 +171,12 @@ class SuperVariable(Variable):
         unsupported(f"super().{name} not found", "missing_attr")
 
 
-class TorchVariable(Variable):
+class TorchVariable(KnownValueVariable):
     """A callable from torch (torch.*, torch.nn.functional.*, Tensor methods) or allow_in_graph: a graph op."""
 
-    def __init__(self, fn: Any, source: Any = None) -> None:
-        self.fn = fn
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
+    @property
+    def fn(self) -> Any:
+        return self.value
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.torch_special import call_torch_function
@@ -248,10 +239,14 @@ class DisallowedVariable(Variable):
 
 
 class ConstantResultVariable(Variable):
-    """A function under assume_constant_result: called now, its result becomes a constant."""
+    """A function under assume_constant_result: called now, its result becomes a constant. With `answer`, the
+    call is not made and `answer` is the result (torch.compiler.is_compiling() while framejit traces)."""
 
-    def __init__(self, fn: Any) -> None:
+    _NOT_FIXED = object()
+
+    def __init__(self, fn: Any, answer: Any = _NOT_FIXED) -> None:
         self.fn = fn
+        self.answer = answer
 
     def is_python_constant(self) -> bool:
         return True
@@ -261,5 +256,7 @@ class ConstantResultVariable(Variable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.builder import wrap_constant_result
+        if self.answer is not self._NOT_FIXED:
+            return wrap_constant_result(self.answer)
         return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
                                             **{k: v.as_python_constant() for k, v in kwargs.items()}))

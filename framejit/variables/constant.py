@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from framejit.variables.base import Variable, unsupported
+from framejit.variables.base import KnownValueVariable, Variable, unsupported
 
 if TYPE_CHECKING:
     from framejit.codegen import PyCodegen
@@ -22,21 +22,8 @@ def is_literal(value: Any) -> bool:
     return isinstance(value, LITERAL_TYPES)
 
 
-class ConstantVariable(Variable):
+class ConstantVariable(KnownValueVariable):
     """An immutable Python value known at trace time (guarded where it was read)."""
-
-    def __init__(self, value: Any, source: Any = None) -> None:
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def as_node_arg(self) -> Any:
         return self.value
@@ -83,25 +70,12 @@ class ConstantMethodVariable(Variable):
         return wrap_constant_result(result)
 
 
-class ObjectVariable(Variable):
+class ObjectVariable(KnownValueVariable):
     """An opaque Python object used by identity: a Python module, a class, a C function...
 
     Attribute reads on modules and classes are wrapped with a source so that
     they are guarded like any other read.
     """
-
-    def __init__(self, value: Any, source: Any = None) -> None:
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def truth(self, tx: "Translator") -> bool:
         return bool(self.value)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from framejit.trace.translator import Translator
 
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
-                              "named_buffers"})
+                              "named_buffers", "modules", "named_modules"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
@@ -107,6 +107,23 @@ class NNModuleVariable(Variable):
         tx.output.guards.add(AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
         return [self._child(tx, "_modules", k) for k in self.module._modules]
 
+    def submodules(self, tx: Translator) -> list[tuple[str, NNModuleVariable]]:
+        """(qualified name, module) for this module and every module below it, each once, in the order of
+        `nn.Module.named_modules()`; guarded on the keys of every `_modules` dict walked."""
+        seen: set[int] = set()
+        out: list[tuple[str, NNModuleVariable]] = []
+
+        def walk(var: NNModuleVariable, prefix: str) -> None:
+            if id(var.module) in seen:
+                return
+            seen.add(id(var.module))
+            out.append((prefix, var))
+            for key, child in zip(var.module._modules, var.child_modules(tx)):
+                if isinstance(child, NNModuleVariable):  # a None child is skipped, as by named_modules()
+                    walk(child, f"{prefix}.{key}" if prefix else key)
+        walk(self, "")
+        return out
+
     def unpack(self, tx: "Translator") -> list[Variable]:
         if isinstance(self.module, (nn.Sequential, nn.ModuleList)):
             return self.child_modules(tx)
@@ -163,6 +180,10 @@ class NNModuleVariable(Variable):
         if name == "named_children":
             return TupleVariable([TupleVariable([ConstantVariable(k), c])
                                   for k, c in zip(self.module._modules, self.child_modules(tx))])
+        if name in ("modules", "named_modules") and not args and not kwargs:
+            found = self.submodules(tx)
+            return TupleVariable([TupleVariable([ConstantVariable(k), m]) for k, m in found] if name == "named_modules"
+                                 else [m for _, m in found])
         if name in ("parameters", "named_parameters", "buffers", "named_buffers") and not args and not kwargs:
             dict_name = "_parameters" if "parameters" in name else "_buffers"
             out: list[Variable] = []

@@ -23,8 +23,11 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
                        "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
                        "use_deterministic_algorithms", "set_num_threads", "set_num_interop_threads",
                        "set_anomaly_enabled", "set_autocast_enabled", "compile"})
-_CONSTANT_QUERIES = frozenset({"is_grad_enabled", "get_default_dtype"})  # both are guarded globally
-_TORCH_FUNCTION_CHECKS = frozenset({"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"})
+# Queries of global state that every cache entry guards (guards.add_global_state): folded into constants.
+_CONSTANT_QUERIES = frozenset({"is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "get_autocast_dtype",
+                               "is_autocast_cpu_enabled", "get_autocast_cpu_dtype", "_is_any_autocast_enabled"})
+_TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
+    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
 
 
 # torch functions that make tensors from Python values only: safe to run on fakes with no tensor argument.
@@ -95,8 +98,8 @@ def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs:
     name = getattr(fn, "__name__", "")
     if name in _STATEFUL:
         unsupported(f"torch.{name}() changes global state", "torch_stateful")
-    if name in _CONSTANT_QUERIES and not args:
-        return ConstantVariable(fn())
+    if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
+        return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
         plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
