@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import gc
 import statistics
 import time
 import traceback
@@ -49,9 +50,9 @@ NO_INDUCTOR = {"eager", "aot_eager", "debug"}
 
 def jobs(opts: BenchOptions) -> list[tuple[str, str, str, str]]:
     """The rows in the order they run. With --compare-torch the two JITs take turns going first (framejit on
-    even groups): the first compile of a model in a process still pays a little more than the second (about
-    0.3 s on the CNN, after `_compile_caches` empties every cache we know of), and that must not always fall on
-    the same JIT. Reports sort rows back into suite order."""
+    even groups): the first compile of a model in a process still pays a little more than the second (a few
+    tenths of a second on the CNN, after `_compile_caches` empties every cache we know of), and that must not
+    always fall on the same JIT. Reports sort rows back into suite order."""
     jits = ["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]
     groups = [(m, mode, b) for m in opts.models for mode in opts.modes for b in opts.backends]
     return [(*g, j) for i, g in enumerate(groups) for j in (jits if i % 2 == 0 else jits[::-1])]
@@ -81,9 +82,9 @@ def _prime(model: str, build: Callable[[bool], models.Case], mode: str, backend:
 
     The first compile of a kind of model in a process pays one-time costs that are no part of compiling that
     model: imports, inductor's pattern registration for the op families it meets (convolutions, attention,
-    ...), probing the C++ compiler. Without priming they land on whichever JIT's row comes first (always
-    framejit's, by about a second on cnn and gpt). The tiny model has other shapes and compiles under its
-    own empty cache, so it leaves nothing the timed row could reuse."""
+    ...), probing the C++ compiler. Without priming they land on whichever JIT's row of that model runs first.
+    The tiny model has other shapes and compiles under its own empty cache (see `_compile_caches`), so it
+    leaves nothing the timed rows could reuse."""
     tiny = dataclasses.replace(opts, quick=True, iters=1, warmup=0, prime=False, progress=False)
     for jit in (["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]):
         progress.note(f"priming {model} {mode} {backend} {jit}")
@@ -130,6 +131,7 @@ def run_one(name: str, build: Callable[[bool], models.Case], mode: str, backend:
     """One row; whatever goes wrong (building, compiling, running) becomes an error row."""
     result = Result(model=name, mode=mode, backend=backend, jit=jit_kind)
     reset_all()
+    gc.collect()  # the previous row's garbage is not collected during this row's timed first call
     jit = None
     tuned = _history_len() if backend == "autotune" else 0
     watch = FallbackWatch()
