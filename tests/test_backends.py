@@ -321,6 +321,20 @@ def test_onnxrt_training_graph_returns_none_and_cpu_only(caplog):
     assert isinstance(out, tuple) and same(out, gm(*example_inputs))
 
 
+def test_onnxrt_unexportable_op_fails_with_its_name_and_prints_nothing(capfd, caplog):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).eval()
+    model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)  # eval + no_grad: the fused fast path op
+    capfd.readouterr()
+    with torch.no_grad(), caplog.at_level(logging.DEBUG, logger="framejit.backends"), pytest.raises(
+            framejit.exc.BackendCompilerFailed, match="_transformer_encoder_layer_fwd"):
+        framejit.compile(model, backend="onnxrt")(torch.randn(2, 5, 16))
+    out, err = capfd.readouterr()
+    assert "graph(" not in out + err  # the exporter's C++ graph dump went to the debug log
+    assert "Torch IR graph at exception" in caplog.text
+
+
 @pytest.mark.parametrize("missing", ["onnxruntime", "onnx"])
 def test_onnxrt_without_its_packages_names_what_to_install(missing, monkeypatch):
     monkeypatch.setitem(sys.modules, missing, None)  # `import onnxruntime` now raises ImportError

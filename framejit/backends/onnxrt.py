@@ -6,8 +6,13 @@ ONNX graphs are pure functions of their inputs with no autograd, so training gra
 inputs get None (a composing backend falls back) and a line in the `framejit.backends` log."""
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -46,7 +51,7 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
     clones = detached_clones(example_inputs)
     before = versions_of(clones)
     buffer = io.BytesIO()
-    with warnings.catch_warnings(), torch.no_grad():
+    with warnings.catch_warnings(), torch.no_grad(), _native_output_to_log():
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice and tracer warnings
         # Exported from copies: exporting traces, i.e. runs, the graph.
         torch.onnx.export(gm, tuple(clones), buffer, dynamo=False, input_names=names)
@@ -70,3 +75,29 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
         return results if as_tuple else results[0]
 
     return run_onnx
+
+
+@contextlib.contextmanager
+def _native_output_to_log() -> Iterator[None]:
+    """Moves what native code prints to stdout and stderr (file descriptors 1 and 2) into the debug log.
+
+    When an op cannot be exported, the TorchScript exporter prints the whole TorchScript graph from C++: its
+    log switch is always on, because torch.onnx's `setup_onnx_logging` tests the function
+    `_jit_is_onnx_log_enabled` instead of calling it. The exception already says which op failed; a graph dump on
+    the user's terminal (autotune tries onnxrt on every inference graph) says nothing more."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with tempfile.TemporaryFile() as sink:
+        for fd in saved:
+            os.dup2(sink.fileno(), fd)
+        try:
+            yield
+        finally:
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            sink.seek(0)
+            printed = sink.read().decode(errors="replace")
+            if printed:
+                log.debug("onnxrt: the exporter printed:\n%s", printed)
