@@ -1,15 +1,17 @@
 """framejit: a PEP 523 JIT that captures PyTorch programs into FX graphs and compiles them.
 
-See API.md for the contract: optimize / compile / run / disable / reset, backends, config, exc, testing.
+See API.md for the contract: optimize / compile / run / disable / reset, explain / export, backends, config,
+exc, testing.
 """
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
 from framejit import config, exc
 from framejit.api import OptimizedModule, compile, disable, optimize, optimize_assert, reset, run
 from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
+from framejit.export import export
 from framejit.registry import allow_in_graph, assume_constant_result, disallow_in_graph
 from framejit import backends, testing  # noqa: E402
 
 __all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",
-           "disable", "disallow_in_graph", "exc", "explain", "list_backends", "lookup_backend", "optimize",
+           "disable", "disallow_in_graph", "exc", "explain", "export", "list_backends", "lookup_backend", "optimize",
            "optimize_assert", "register_backend", "reset", "run", "testing"]

@@ -81,6 +81,7 @@ class OutputGraph:
             node = self.graph.placeholder(name)
         fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
+        node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
         self.guards.add(source, "TENSOR_MATCH", value)
         return TensorVariable(node, fake, source, type(value))

@@ -1,0 +1,171 @@
+"""framejit.export: capture a function for given inputs as one standalone graph module.
+
+The function runs once under a recording backend with graph breaks as errors (nopython), so the trace is
+one graph. That graph takes its inputs from wherever the function read them (arguments, module parameters,
+globals); the exported module takes the function's own arguments instead:
+
+- a graph input that *is* one of the arguments' pytree leaves (the same tensor object) becomes that leaf's
+  placeholder;
+- any other graph input (a parameter, a buffer, a global tensor) is held by the exported module as a
+  parameter or buffer, shared with its owner, as torch.export lifts them;
+- the output is rebuilt from the function's real result: each tensor leaf is matched by identity to a graph
+  output (or an input returned as is), every other leaf is a constant.
+
+Arguments and outputs are pytrees (tuples, lists, dicts of tensors and constants); the module flattens and
+rebuilds them with torch.fx's pytree codegen, so `gm(*args, **kwargs)` returns what `fn(*args, **kwargs)`
+returned. Non-tensor arguments are specialised to their values, which the returned guards record.
+The cache is left as export found it.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
+from torch.utils import _pytree as pytree
+
+from framejit import eval_frame
+from framejit.contracts import Guard
+from framejit.exc import UserError
+
+
+def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
+    """`gm, guards = export(fn, *args, **kwargs)`: `fn` for these inputs as one graph; a graph break raises
+    `framejit.exc.Unsupported` (or `UserError`) naming where."""
+    captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
+    outputs: list[tuple[Any, ...]] = []
+    guards: list[Guard] = []
+
+    def record(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        captured.append((gm, list(example_inputs)))
+
+        def run_and_keep_outputs(*inputs: Any) -> Any:
+            out = gm.forward(*inputs)
+            outputs.append(out)
+            return out
+        return run_and_keep_outputs
+
+    ctx = eval_frame.make_context(record, "export", nopython=True, guard_export_fn=guards.extend)
+    saved = eval_frame.snapshot_state()
+    try:
+        result = ctx(fn)(*args, **kwargs)
+    finally:
+        eval_frame.restore_state(saved)
+    if len(captured) > 1:
+        raise UserError(f"export: {_name(fn)} was captured as {len(captured)} graphs, not one", code="export")
+    graph, example_inputs = captured[0] if captured else (None, [])
+    graph_outputs = outputs[-1] if outputs else ()
+    return _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result), guards
+
+
+def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph: torch.fx.GraphModule | None,
+                       example_inputs: list[Any], graph_outputs: tuple[Any, ...],
+                       result: Any) -> torch.fx.GraphModule:
+    flat_args, in_spec = pytree.tree_flatten((args, kwargs))
+    arg_names = _argument_names(fn, args, kwargs)
+    root = torch.nn.Module()
+    new = torch.fx.Graph()
+    leaves = [new.placeholder(_leaf_name(arg_names, in_spec, i)) for i in range(len(flat_args))]
+    leaf_of = {}
+    for leaf, value in zip(leaves, flat_args):
+        leaf_of.setdefault(id(value), leaf)  # an object passed twice: its first leaf
+
+    env: dict[torch.fx.Node, Any] = {}
+    if graph is not None:
+        placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+        for node, value in zip(placeholders, example_inputs):
+            env[node] = leaf_of.get(id(value)) or _held_input(root, new, node, value, fn, arg_names)
+        for node in graph.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                break
+            if node.op in ("get_attr", "call_module"):
+                _copy_attr(graph, root, node.target)
+            env[node] = new.node_copy(node, lambda n: env[n])
+        output_nodes = [env[n] for n in pytree.tree_leaves(node.args[0])]
+    else:
+        output_nodes = []
+
+    out_leaves, out_spec = pytree.tree_flatten(result)
+    made = {id(t): n for t, n in zip(graph_outputs, output_nodes)}
+    flat_out = []
+    for value in out_leaves:
+        if isinstance(value, torch.Tensor):
+            node = made.get(id(value)) or leaf_of.get(id(value))
+            if node is None:
+                raise UserError(f"export: {_name(fn)} returns a tensor that is neither an input nor computed "
+                                f"by the graph", code="export")
+            flat_out.append(node)
+        else:
+            flat_out.append(value)
+    new.output(flat_out)
+    new._codegen = _PyTreeCodeGen(_PyTreeInfo(arg_names, in_spec, out_spec))
+    gm = torch.fx.GraphModule(root, new)
+    gm.recompile()
+    return gm
+
+
+def _held_input(root: torch.nn.Module, new: torch.fx.Graph, node: torch.fx.Node, value: Any,
+                fn: Callable[..., Any], arg_names: list[str]) -> torch.fx.Node:
+    """A graph input that is not an argument leaf: kept on the module (parameter or buffer, shared)."""
+    source = node.meta.get("framejit_source", node.name)
+    root_name = source[3:source.index("']")] if source.startswith("L['") else None
+    if root_name in arg_names:
+        raise UserError(f"export: the graph reads {source}, a tensor inside argument {root_name!r} that is not a "
+                        f"tuple, list or dict; pass the tensor itself as an argument", code="export")
+    name = node.name
+    if isinstance(value, torch.nn.Parameter):
+        root.register_parameter(name, value)
+    else:
+        root.register_buffer(name, value)
+    return new.get_attr(name)
+
+
+def _copy_attr(graph: torch.fx.GraphModule, root: torch.nn.Module, target: str) -> None:
+    """A submodule or constant the captured graph refers to, at the same dotted path on `root`."""
+    *path, last = target.split(".")
+    src, dst = graph, root
+    for part in path:
+        src = getattr(src, part)
+        if not hasattr(dst, part):
+            dst.add_module(part, torch.nn.Module())
+        dst = getattr(dst, part)
+    value = getattr(src, last)
+    if isinstance(value, torch.nn.Module):
+        dst.add_module(last, value)
+    else:
+        setattr(dst, last, value)
+
+
+def _argument_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
+    """Names for the exported module's parameters: fn's own positional names where it has them, then the
+    keyword names (what torch.fx's pytree codegen expects: positional ones first, then one per keyword)."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        params = [p for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = [params[i].name if i < len(params) else f"arg{i}" for i in range(len(args))]
+    names += list(kwargs)
+    if len(set(names)) != len(names) or "self" in names:
+        names = [f"arg{i}" for i in range(len(args))] + list(kwargs)
+    return names
+
+
+def _leaf_name(arg_names: list[str], in_spec: pytree.TreeSpec, index: int) -> str:
+    """`x` for an argument that is one tensor, `x_0`, `x_1`... for the leaves of a container argument."""
+    counts = [group.child(i).num_leaves for group in (in_spec.child(0), in_spec.child(1))
+              for i in range(group.num_children)]
+    for name, count in zip(arg_names, counts):
+        if index < count:
+            return name if count == 1 else f"{name}_{index}"
+        index -= count
+    return f"leaf{index}"
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__

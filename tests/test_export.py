@@ -1,0 +1,88 @@
+"""framejit.export: one standalone graph module that takes fn's arguments and returns what fn returns."""
+import inspect
+
+import pytest
+import torch
+from torch import nn
+
+import framejit
+from framejit import cache
+from framejit.testing import CompileCounter, same
+
+
+def _nested(x, ys, k=2, *, scale=3.0):
+    a = x.sin() * scale
+    return {"a": a, "pair": (ys[0] + a, ys[1]), "k": k, "x": x}
+
+
+def test_export_takes_and_returns_the_same_pytrees_as_fn():
+    x, ys = torch.randn(3), [torch.randn(3), torch.randn(3)]
+    gm, guards = framejit.export(_nested, x, ys, 2, scale=3.0)
+    assert isinstance(gm, torch.fx.GraphModule) and guards
+    x2, ys2 = torch.randn(3), [torch.randn(3), torch.randn(3)]  # new values, same shapes
+    got, want = gm(x2, ys2, 2, scale=3.0), _nested(x2, ys2, 2, scale=3.0)
+    assert set(got) == set(want) and same(got["a"], want["a"]) and same(got["pair"][0], want["pair"][0])
+    assert got["pair"][1] is ys2[1] and got["x"] is x2  # inputs returned as they are
+    assert got["k"] == 2
+    ops = [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    assert len(ops) == 3  # sin, mul, add
+
+
+def test_export_module_holds_parameters_shared_with_the_original():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+    gm, _ = framejit.export(model, torch.randn(2, 4))
+    x = torch.randn(2, 4)
+    assert same(gm(x), model(x))
+    assert {id(p) for p in gm.parameters()} == {id(p) for p in model.parameters()}
+    with torch.no_grad():
+        model[0].weight.add_(1.0)  # shared: the exported module sees the update
+    assert same(gm(x), model(x))
+    assert list(inspect.signature(gm.forward).parameters) == ["input"]  # Sequential.forward's own name
+
+
+def test_export_leaves_the_cache_as_it_found_it():
+    def f(x):
+        return x.cos() + 1
+
+    framejit.export(f, torch.randn(3))
+    assert cache.entries(f.__code__) == []
+    cnt = CompileCounter()
+    framejit.optimize(cnt)(f)(torch.randn(3))
+    assert cnt.frame_count == 1
+
+
+def _branches_on_data(x):
+    if x.sum() > 0:
+        return x + 1
+    return x - 1
+
+
+def test_export_of_a_graph_break_raises_naming_the_line():
+    with pytest.raises(framejit.exc.Unsupported) as info:
+        framejit.export(_branches_on_data, torch.randn(2))
+    assert any(f.name == "_branches_on_data" for f in info.value.user_stack)
+    assert "test_export.py" in str(info.value)
+
+
+class Box:
+    def __init__(self, t):
+        self.t = t
+
+
+def test_export_refuses_a_tensor_hidden_in_an_opaque_argument():
+    def f(box):
+        return box.t + 1
+
+    with pytest.raises(framejit.exc.UserError, match=r"L\['box'\].t.*pass the tensor itself"):
+        framejit.export(f, Box(torch.randn(2)))
+
+
+def test_export_without_tensor_ops_returns_inputs_and_constants():
+    def f(x, n):
+        return x, n * 2
+
+    gm, _ = framejit.export(f, torch.randn(2), 3)
+    x = torch.ones(2)
+    out = gm(x, 3)
+    assert out[0] is x and out[1] == 6
