@@ -22,8 +22,9 @@ import torch
 
 from framejit._C import _tensor_guard
 from framejit.contracts import Guard
-from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, GlobalsDictSource, GlobalSource,
-                                    ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource, Source)
+from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, DerivedSource, GlobalsDictSource,
+                                    GlobalSource, ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource, Source,
+                                    WeakrefCallSource)
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
@@ -155,7 +156,7 @@ class _Renderer:
 
     def _count(self, source: Source) -> None:
         self.uses[source] += 1
-        if isinstance(source, (AttrSource, ItemSource, ReduceSource)):
+        if isinstance(source, DerivedSource):
             self._count(source.base)
 
     def __call__(self, source: Source) -> str:
@@ -176,6 +177,8 @@ class _Renderer:
             return f"{self(source.base)}[{source.key!r}]"
         if isinstance(source, ReduceSource):
             return f"{self(source.base)}.__reduce__()"
+        if isinstance(source, WeakrefCallSource):
+            return f"{self(source.base)}()"
         if isinstance(source, LocalSource):
             return f"___a{self.slot_of[source.local_name]}"
         if isinstance(source, GlobalSource):

@@ -472,3 +472,49 @@ def test_is_compiling_is_true_while_captured_as_under_torch_compile():
     assert same(f(x), x + 1)
     assert same(_branches_on_is_compiling(x), x - 1)  # never set outside the trace
     assert cnt.frame_count == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.LSTM / nn.GRU keep their flat weights through weakrefs: calling one is a guarded read
+
+
+class RecurrentHead(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.pre = nn.Linear(8, 8)
+        self.rnn = kind(8, 16, num_layers=2, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        h, _ = self.rnn(self.pre(x).relu())
+        return self.head(h[:, -1])
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU])
+def test_recurrent_module_is_one_graph_with_eager_gradients(kind):
+    torch.manual_seed(0)
+    model = RecurrentHead(kind)
+    ref_model = copy.deepcopy(model)
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt, fullgraph=True)
+    x = torch.randn(2, 5, 8)
+    out, want = opt(x), ref_model(x)
+    assert same(out, want, tol=1e-5)
+    out.sum().backward()
+    want.sum().backward()
+    assert cnt.frame_count == 1
+    for (name, p), p_ref in zip(model.named_parameters(), ref_model.parameters()):
+        assert same(p.grad, p_ref.grad, tol=1e-4), name
+
+
+def test_replacing_a_recurrent_weight_recompiles_and_uses_it():
+    torch.manual_seed(0)
+    model = RecurrentHead(nn.LSTM)
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt)
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        opt(x)
+        model.rnn.weight_ih_l0 = nn.Parameter(torch.randn_like(model.rnn.weight_ih_l0))
+        assert same(opt(x), model(x), tol=1e-5)  # the stale weakref no longer matches: retraced
+    assert cnt.frame_count >= 2

@@ -159,6 +159,19 @@ class ReduceSource(DerivedSource):
 
 
 @dataclasses.dataclass(frozen=True)
+class WeakrefCallSource(DerivedSource):
+    """base(): the object a weak reference points to (nn.RNN keeps its flat weights through weakrefs)."""
+
+    def name(self) -> str:
+        return f"{self.base.name()}()"
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit("PUSH_NULL")
+        self.base.reconstruct(cg)
+        cg.call(0)
+
+
+@dataclasses.dataclass(frozen=True)
 class ItemSource(DerivedSource):
     """base[key] for a constant key (list/tuple index, dict key, _modules/_parameters name)."""
 

@@ -1,6 +1,7 @@
 """Python literals and opaque Python objects that are used as constants during tracing."""
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -98,6 +99,10 @@ class ObjectVariable(KnownValueVariable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import call_python_object
+        if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:
+            from framejit.trace.sources import WeakrefCallSource
+            from framejit.variables.builder import wrap_value
+            return wrap_value(tx, self.value(), WeakrefCallSource(self.source))  # guarded like any read
         return call_python_object(tx, self.value, args, kwargs)
 
     def reconstruct(self, cg: "PyCodegen") -> None:
