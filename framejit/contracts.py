@@ -23,7 +23,7 @@ class Guard:
 
     `name` is the source expression (e.g. "L['a']", "G['torch']"), `kind` the
     guard type (TENSOR_MATCH, ID_MATCH, FUNCTION_MATCH, EQUALS, TYPE_MATCH,
-    LEN_MATCH, DICT_KEYS, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST), `code_list` the Python
+    LEN_MATCH, DICT_KEYS, NO_HOOKS, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST), `code_list` the Python
     expressions (over L[...] / G[...]) that must all be true.
     """
 

@@ -118,6 +118,8 @@ class GuardSet:
             return [f"type({x}) is {self._const(type(value))}", f"len({x}) == {len(value)}"]
         if kind == "DICT_KEYS":
             return [f"type({x}) is {self._const(type(value))}", f"list({x}) == {list(value)!r}"]
+        if kind == "NO_HOOKS":  # a module traced through: still no hooks of its own (one check, it is per module)
+            return [f"not ({' or '.join(f'{x}.{d}' for d in value)})"]
         if kind == "NO_ATTR":
             return [f"not hasattr({x}, {value!r})"]
         if kind == "NO_KEY":
@@ -284,4 +286,7 @@ def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
         return f"{guard.name}: a different object ({type(actual).__name__}) than when compiled"
     if guard.kind == "EQUALS":
         return f"{guard.name}: value changed to {actual!r} (failed `{check}`)"
+    if guard.kind == "NO_HOOKS":
+        added = [d for d in check.removeprefix("not (").rstrip(")").split(" or ") if eval(d, ns)]
+        return f"{guard.name}: hooks were registered ({', '.join(d.rsplit('.', 1)[1] for d in added)})"
     return f"{guard.name}: failed `{check}`"

@@ -524,3 +524,20 @@ def test_entries_for_two_module_instances_are_separate_and_freed():
     assert same(ob(x), b(x))
     if n == 2:
         assert len(cache.entries(code)) == 1
+
+
+def test_module_hooks_registered_after_compiling_are_guarded():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    failures = []
+    cnt = CompileCounter()
+    opt = framejit.optimize(cnt, guard_fail_fn=failures.append)(model)
+    x = torch.randn(3, 4)
+    opt(x)
+    handle = model[2].register_forward_hook(lambda mod, inputs, out: out * 100)
+    assert same(opt(x), model(x))  # the hook runs
+    assert "L['self']._modules['2']: hooks were registered (_forward_hooks)" in failures[0].reason
+    model.register_forward_pre_hook(lambda mod, inputs: (inputs[0] + 1,))  # on the compiled module itself
+    assert same(opt(x), model(x))
+    handle.remove()
+    assert same(opt(x), model(x))

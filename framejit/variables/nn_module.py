@@ -76,15 +76,17 @@ class NNModuleVariable(Variable):
         return wrap_value(tx, getattr(mod, name), AttrSource(self.source, name))
 
     def _check_hooks(self, tx: "Translator") -> None:
-        """Modules with hooks are not traced. Global hooks registered later are guarded; a module's own
-        hooks registered after compiling are not (as in TorchDynamo: one guard per module and hook kind
-        would cost more than the whole call on small models)."""
+        """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling
+        are guarded: global ones by their dicts' keys, a module's own by one NO_HOOKS check per module called
+        (a few attribute loads; TorchDynamo by default does not guard these)."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), "DICT_KEYS",
                                  module_dicts[name])
         if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(self.module).__name__} has hooks", "module_hooks")
+        if self.source is not None and all(hasattr(self.module, d) for d in _HOOK_DICTS):
+            tx.output.guards.add(self.source, "NO_HOOKS", _HOOK_DICTS)
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
