@@ -19,6 +19,7 @@ The cache is left as export found it.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,10 @@ from framejit.exc import UserError
 def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
     """`gm, guards = export(fn, *args, **kwargs)`: `fn` for these inputs as one graph; a graph break raises
     `framejit.exc.Unsupported` (or `UserError`) naming where."""
+    fn = _unoptimized(fn)
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
+        raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
+                        f"code to capture (wrap the call in a function)", code="export")
     captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
     outputs: list[tuple[Any, ...]] = []
     guards: list[Guard] = []
@@ -55,6 +60,15 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
         eval_frame.restore_state(saved)
     if len(captured) > 1:
         raise UserError(f"export: {_name(fn)} was captured as {len(captured)} graphs, not one", code="export")
+    # An argument that was the same object as another argument or a global: the graph has one input for
+    # both and would keep treating them as one in later calls (a shared submodule of `self` is fine).
+    params = _parameter_names(fn)
+    aliased = [g.code_list[0] for g in guards if g.kind == "ALIAS"
+               and any(name in params for name in re.findall(r"L\['([^']+)'\]", g.code_list[0]))]
+    if aliased:
+        raise UserError(f"export: {_name(fn)} reads one object under two names ({aliased[0]}); the exported graph "
+                        f"would keep treating them as one in every later call; pass distinct tensors",
+                        code="export")
     graph, example_inputs = captured[0] if captured else (None, [])
     graph_outputs = outputs[-1] if outputs else ()
     return _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result), guards
@@ -73,10 +87,11 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
         leaf_of.setdefault(id(value), leaf)  # an object passed twice: its first leaf
 
     env: dict[torch.fx.Node, Any] = {}
+    held: dict[int, torch.fx.Node] = {}  # tensors the module holds (parameters, buffers, globals), by identity
     if graph is not None:
         placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
         for node, value in zip(placeholders, example_inputs):
-            env[node] = leaf_of.get(id(value)) or _held_input(root, new, node, value, fn, arg_names)
+            env[node] = leaf_of.get(id(value)) or _held_input(root, new, node, value, arg_names, held)
         for node in graph.graph.nodes:
             if node.op == "placeholder":
                 continue
@@ -94,11 +109,10 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
     flat_out = []
     for value in out_leaves:
         if isinstance(value, torch.Tensor):
-            node = made.get(id(value)) or leaf_of.get(id(value))
-            if node is None:
-                raise UserError(f"export: {_name(fn)} returns a tensor that is neither an input nor computed "
-                                f"by the graph", code="export")
-            flat_out.append(node)
+            # computed by the graph, an argument returned as is, or a tensor the function read from
+            # elsewhere (a parameter, a global) and returns as is: held by the module like the graph's inputs
+            node = made.get(id(value)) or leaf_of.get(id(value)) or held.get(id(value))
+            flat_out.append(node if node is not None else _hold(root, new, "returned", value, held))
         else:
             flat_out.append(value)
     new.output(flat_out)
@@ -109,19 +123,32 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
 
 
 def _held_input(root: torch.nn.Module, new: torch.fx.Graph, node: torch.fx.Node, value: Any,
-                fn: Callable[..., Any], arg_names: list[str]) -> torch.fx.Node:
+                arg_names: list[str], held: dict[int, torch.fx.Node]) -> torch.fx.Node:
     """A graph input that is not an argument leaf: kept on the module (parameter or buffer, shared)."""
     source = node.meta.get("framejit_source", node.name)
     root_name = source[3:source.index("']")] if source.startswith("L['") else None
     if root_name in arg_names:
         raise UserError(f"export: the graph reads {source}, a tensor inside argument {root_name!r} that is not a "
                         f"tuple, list or dict; pass the tensor itself as an argument", code="export")
-    name = node.name
+    return _hold(root, new, node.name, value, held)
+
+
+def _hold(root: torch.nn.Module, new: torch.fx.Graph, name: str, value: torch.Tensor,
+          held: dict[int, torch.fx.Node]) -> torch.fx.Node:
+    """`value` as a parameter or buffer of the exported module (shared, not copied), under a fresh name."""
+    if id(value) in held:
+        return held[id(value)]
+    base, n = f"held_{name}", 0
+    name = base
+    while hasattr(root, name):  # nn.Module's own attributes (`training`, `forward`...) included
+        n += 1
+        name = f"{base}_{n}"
     if isinstance(value, torch.nn.Parameter):
         root.register_parameter(name, value)
     else:
         root.register_buffer(name, value)
-    return new.get_attr(name)
+    held[id(value)] = new.get_attr(name)
+    return held[id(value)]
 
 
 def _copy_attr(graph: torch.fx.GraphModule, root: torch.nn.Module, target: str) -> None:
@@ -140,15 +167,23 @@ def _copy_attr(graph: torch.fx.GraphModule, root: torch.nn.Module, target: str) 
         setattr(dst, last, value)
 
 
+def _signature_parameters(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """fn's parameters as the caller passes them (a module's forward without `self`)."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        return list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
+def _parameter_names(fn: Callable[..., Any]) -> set[str]:
+    return {p.name for p in _signature_parameters(fn)}
+
+
 def _argument_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[str]:
     """Names for the exported module's parameters: fn's own positional names where it has them, then the
     keyword names (what torch.fx's pytree codegen expects: positional ones first, then one per keyword)."""
-    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    try:
-        params = [p for p in inspect.signature(target).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+    params = [p for p in _signature_parameters(fn) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names = [params[i].name if i < len(params) else f"arg{i}" for i in range(len(args))]
     names += list(kwargs)
     if len(set(names)) != len(names) or "self" in names:
@@ -165,6 +200,13 @@ def _leaf_name(arg_names: list[str], in_spec: pytree.TreeSpec, index: int) -> st
             return name if count == 1 else f"{name}_{index}"
         index -= count
     return f"leaf{index}"
+
+
+def _unoptimized(fn: Any) -> Any:
+    """The user's function or module behind a framejit.optimize/compile wrapper: export captures it itself."""
+    if isinstance(fn, eval_frame.OptimizedModule):
+        return fn._orig_mod
+    return getattr(fn, "_framejit_orig", fn)
 
 
 def _name(fn: Any) -> str:

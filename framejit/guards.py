@@ -92,6 +92,14 @@ class GuardSet:
             self.records[("", kind)] = _Record(None, kind, None, Guard(name="", kind=kind, code_list=(check,),
                                                                        source_kind="global"))
 
+    def add_query(self, fn: Callable[..., Any], args: tuple, result: Any) -> None:
+        """A query of global state folded to `result` at trace time (torch.get_autocast_dtype("cpu")...): the
+        entry holds only while the query still answers the same."""
+        call = f"{self._const(fn)}(*{self._const(args)})"
+        self.records[("", f"QUERY {call}")] = _Record(None, "GLOBAL_QUERY", None, Guard(
+            name=f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", kind="GLOBAL_QUERY",
+            code_list=(f"{call} == {self._const(result)}",), source_kind="global"))
+
     def _code(self, x: str, kind: str, value: Any, render: Callable[[Source], str]) -> list[str]:
         """The checks of one guard over the expression `x` (`render` writes other sources)."""
         if kind == "TENSOR_MATCH":
@@ -266,6 +274,8 @@ def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
         return f"default dtype changed to {torch.get_default_dtype()}"
     if guard.kind == "DEFAULT_DEVICE":
         return f"default device changed to {_get_default_device()!r}"
+    if guard.kind == "GLOBAL_QUERY":
+        return f"{guard.name} now returns {eval(check.rsplit(' == ', 1)[0], ns)!r}"
     if guard.kind == "AUTOCAST":
         on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
         return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"

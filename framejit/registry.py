@@ -42,9 +42,15 @@ _allowed = _IdSet()
 _disallowed = _IdSet()
 _constant_result = _IdSet()
 _disabled = _IdSet()
-# torch functions that ask "is a compiler tracing me?": answered without calling them (their flags are
-# TorchDynamo's, which framejit never sets), by id -> (function, answer)
-_compile_queries: dict[int, tuple[Any, Any]] = {}
+# torch functions that ask "is a compiler tracing me?", by (module, name) -> answer: answered without calling
+# them (their flags are TorchDynamo's, which framejit never sets). By name, so that TorchDynamo's own copy is
+# recognised without framejit importing torch._dynamo. As under torch.compile, code being captured sees
+# is_compiling() == True (users branch on it to keep logging or checks out of graphs); framejit is not torch.export.
+_COMPILE_QUERIES: dict[tuple[str, str], bool] = {
+    ("torch.compiler", "is_compiling"): True, ("torch.compiler", "is_dynamo_compiling"): True,
+    ("torch.compiler", "is_exporting"): False, ("torch._utils", "is_compiling"): True,
+    ("torch._dynamo.external_utils", "is_compiling"): True,
+}
 
 
 def _unwrap(fn: Any) -> Any:
@@ -81,13 +87,6 @@ def _torch_trace_constants() -> None:
     for fn in (torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
                torch._jit_internal.is_scripting):
         _constant_result.add(fn)
-    # As under torch.compile, code being captured sees is_compiling() == True (users branch on it to keep
-    # logging or checks out of graphs); framejit is not torch.export.
-    for name, answer in (("is_compiling", True), ("is_dynamo_compiling", True), ("is_exporting", False)):
-        fn = getattr(torch.compiler, name, None)
-        if fn is not None:
-            _compile_queries[id(fn)] = (fn, answer)
-    _compile_queries[id(torch._utils.is_compiling)] = (torch._utils.is_compiling, True)
 
 
 def mark_disabled(fn: Any) -> None:
@@ -108,8 +107,10 @@ def is_constant_result(fn: Any) -> bool:
 
 def compile_query_answer(fn: Any) -> tuple[bool, Any]:
     """(True, answer) when `fn` is one of torch's "is a compiler tracing?" queries, else (False, None)."""
-    entry = _compile_queries.get(id(fn))
-    return (True, entry[1]) if entry is not None and entry[0] is fn else (False, None)
+    if not callable(fn) or not isinstance(getattr(fn, "__module__", None), str):
+        return False, None
+    key = (fn.__module__, getattr(fn, "__qualname__", ""))
+    return (True, _COMPILE_QUERIES[key]) if key in _COMPILE_QUERIES else (False, None)
 
 
 def is_disabled(fn: Any) -> bool:

@@ -86,3 +86,44 @@ def test_export_without_tensor_ops_returns_inputs_and_constants():
     x = torch.ones(2)
     out = gm(x, 3)
     assert out[0] is x and out[1] == 6
+
+
+def test_export_refuses_an_argument_that_aliases_another_or_a_global():
+    x = torch.randn(3, 4)
+    with pytest.raises(framejit.exc.UserError, match=r"reads one object under two names \(L\['b'\] is L\['a'\]\)"):
+        framejit.export(lambda a, b: a + b, x, x)
+    with pytest.raises(framejit.exc.UserError, match=r"G\['GLOBAL_T'\] is L\['a'\]"):
+        framejit.export(lambda a: a + GLOBAL_T, GLOBAL_T)
+
+
+GLOBAL_T = torch.randn(4)
+training = torch.randn(4)  # the name of an nn.Module attribute
+
+
+def test_export_returns_read_tensors_as_the_shared_objects():
+    model = nn.Linear(4, 4)
+    gm, _ = framejit.export(lambda a: (a * GLOBAL_T, GLOBAL_T, model.bias), torch.randn(4))
+    a = torch.randn(4)
+    product, glob, bias = gm(a)
+    assert same(product, a * GLOBAL_T) and glob is GLOBAL_T and bias is model.bias
+    gm, _ = framejit.export(lambda a: a + training, torch.randn(4))  # held under a name nn.Module does not use
+    assert same(gm(a), a + training) and gm.training is True
+
+
+def test_export_of_an_optimized_callable_exports_what_it_wraps():
+    cnt = CompileCounter()
+    lin = nn.Linear(4, 4)
+    gm, _ = framejit.export(framejit.compile(lin, backend=cnt), torch.randn(2, 4))
+    gm2, _ = framejit.export(framejit.optimize(cnt)(_cos_plus_one), torch.randn(3))
+    x = torch.randn(2, 4)
+    assert same(gm(x), lin(x)) and same(gm2(x[0, :3]), x[0, :3].cos() + 1)
+    assert cnt.frame_count == 0  # the wrappers' own backend never ran
+
+
+def _cos_plus_one(x):
+    return x.cos() + 1
+
+
+def test_export_of_a_builtin_says_there_is_no_python_code():
+    with pytest.raises(framejit.exc.UserError, match="not a Python function"):
+        framejit.export(torch.cos, torch.randn(3))

@@ -541,3 +541,24 @@ def test_module_hooks_registered_after_compiling_are_guarded():
     assert same(opt(x), model(x))
     handle.remove()
     assert same(opt(x), model(x))
+
+
+def _cast_to_autocast_dtype(a):
+    return a.to(torch.get_autocast_dtype("cpu"))
+
+
+def test_folded_global_query_is_guarded_on_its_answer():
+    failures = []
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt, guard_fail_fn=failures.append)(_cast_to_autocast_dtype)
+    x = torch.randn(2)
+    before = torch.get_autocast_dtype("cpu")
+    try:
+        assert f(x).dtype == before
+        other = torch.float16 if before != torch.float16 else torch.bfloat16
+        torch.set_autocast_dtype("cpu", other)  # autocast itself stays off
+        assert f(x).dtype == other == _cast_to_autocast_dtype(x).dtype
+        assert failures[0].reason == f"get_autocast_dtype('cpu') now returns {other!r}"
+    finally:
+        torch.set_autocast_dtype("cpu", before)
+    assert f(x).dtype == before and cnt.frame_count == 2

@@ -23,9 +23,11 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
                        "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
                        "use_deterministic_algorithms", "set_num_threads", "set_num_interop_threads",
                        "set_anomaly_enabled", "set_autocast_enabled", "compile"})
-# Queries of global state that every cache entry guards (guards.add_global_state): folded into constants.
-_CONSTANT_QUERIES = frozenset({"is_grad_enabled", "get_default_dtype", "is_autocast_enabled", "get_autocast_dtype",
-                               "is_autocast_cpu_enabled", "get_autocast_cpu_dtype", "_is_any_autocast_enabled"})
+# Queries of global state, folded into constants: the first two are guarded by every cache entry
+# (guards.add_global_state), the others by a guard on the query's answer where they are folded.
+_GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
+_CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
+                                           "get_autocast_cpu_dtype", "_is_any_autocast_enabled"}
 _TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
 
@@ -99,7 +101,11 @@ def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs:
     if name in _STATEFUL:
         unsupported(f"torch.{name}() changes global state", "torch_stateful")
     if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
-        return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
+        values = tuple(a.as_python_constant() for a in args)
+        result = fn(*values)
+        if name not in _GUARDED_EVERYWHERE:
+            tx.output.guards.add_query(fn, values, result)
+        return ConstantVariable(result)
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
         plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
