@@ -105,6 +105,16 @@ def is_constant_result(fn: Any) -> bool:
     return fn in _constant_result
 
 
+# Functions that read global state and nothing else, by (module, name): called at trace time, their answer is
+# a constant guarded to stay the same (e.g. nn.MultiheadAttention asks for the dispatch mode stack).
+_GLOBAL_STATE_QUERIES = frozenset({("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack")})
+
+
+def is_global_state_query(fn: Any) -> bool:
+    return callable(fn) and (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in \
+        _GLOBAL_STATE_QUERIES
+
+
 def compile_query_answer(fn: Any) -> tuple[bool, Any]:
     """(True, answer) when `fn` is one of torch's "is a compiler tracing?" queries, else (False, None)."""
     if not callable(fn) or not isinstance(getattr(fn, "__module__", None), str):

@@ -519,3 +519,15 @@ def test_replacing_a_recurrent_weight_recompiles_and_uses_it():
         model.rnn.weight_ih_l0 = nn.Parameter(torch.randn_like(model.rnn.weight_ih_l0))
         assert same(opt(x), model(x), tol=1e-5)  # the stale weakref no longer matches: retraced
     assert cnt.frame_count >= 2
+
+
+def test_multihead_attention_fast_path_is_one_graph():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    cnt = CompileCounter()
+    opt = framejit.compile(mha, backend=cnt, fullgraph=True)
+    q = torch.randn(2, 5, 16)
+    with torch.no_grad():  # eval + no_grad: the fused _native_multi_head_attention path, as in eager
+        got, want = opt(q, q, q), mha(q, q, q)
+    assert same(got[0], want[0], tol=1e-5) and same(got[1], want[1], tol=1e-5)
+    assert cnt.frame_count == 1

@@ -125,6 +125,9 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
     if is_query:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ConstantResultVariable(value, answer)
+    if registry.is_global_state_query(value):
+        _guard(tx, source, "FUNCTION_MATCH", value)
+        return ConstantResultVariable(value, guard_answer=True)
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return GradModeCtorVariable(value)
