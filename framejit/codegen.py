@@ -8,6 +8,7 @@ from bytecode import CellVar, Instr
 
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.callables import NestedFunctionVariable, UserMethodVariable
+from framejit.variables.constant import WeakrefVariable
 from framejit.variables.containers import (BoundMethod, DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable)
 
@@ -86,6 +87,9 @@ class PyCodegen:
             self.emit("BUILD_MAP", len(var.items))
         elif isinstance(var, SetVariable):
             var.reconstruct(self)
+        elif isinstance(var, WeakrefVariable):
+            var.reconstruct(self)
+            return
         elif isinstance(var, SliceVariable):
             for part in var.parts:
                 self.load(part)

@@ -45,6 +45,8 @@ class SideEffects:
         cls = obj.python_type()
         setattr_impl = next(vars(k)["__setattr__"] for k in cls.__mro__ if "__setattr__" in vars(k))
         descriptor = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        if setattr_impl is torch.nn.RNNBase.__setattr__ and name not in getattr(obj.module, "_flat_weights_names", ()):
+            setattr_impl = torch.nn.Module.__setattr__  # what RNNBase's does for anything but a weight
         if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", "side_effect")

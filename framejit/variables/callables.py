@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import types
+import weakref
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -197,6 +198,9 @@ def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
     from framejit.variables.builder import wrap_constant_result
     if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
         return _make_namedtuple(value, args, kwargs)
+    if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
+        from framejit.variables.constant import WeakrefVariable
+        return WeakrefVariable(args[0])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
                       or getattr(value, "__module__", None) == "math"):

@@ -113,3 +113,31 @@ class ObjectVariable(KnownValueVariable):
 
     def __repr__(self) -> str:
         return f"ObjectVariable({self.value!r})"
+
+
+class WeakrefVariable(Variable):
+    """`weakref.ref(obj)` made during the trace for an object the trace can name (nn.RNN rebuilding its
+    `_flat_weight_refs`): calling it gives `obj` back; after the graph it is made again from `obj`."""
+
+    def __init__(self, referent: Variable) -> None:
+        self.referent = referent
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if args or kwargs:
+            unsupported("calling a weak reference with arguments", "call")
+        return self.referent
+
+    def truth(self, tx: "Translator") -> bool:
+        return True
+
+    def children(self) -> list[Variable]:
+        return [self.referent]
+
+    def reconstruct(self, cg: "PyCodegen") -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(weakref.ref)
+        cg.load(self.referent)
+        cg.call(1)
