@@ -16,12 +16,14 @@ verbose: bool = False           # full tracebacks for internal errors
 log_level: int = logging.WARNING
 output_code: bool = False       # ask backends that generate code to print it
 dynamic_shapes: bool = False    # not yet supported: shapes are always specialised
-cache_size_limit: int = 8       # compiled entries per code object before it runs as plain Python
+cache_size_limit: int = 8       # compiled entries per code object (and per module instance: entries for
+                                #   other objects guarded by identity, e.g. other nn.Linear, do not count)
+accumulated_cache_size_limit: int = 256  # compiled entries per code object for all objects together
 suppress_errors: bool = False   # backend failures warn and fall back instead of raising
 inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
 
 _NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes",
-          "cache_size_limit", "suppress_errors", "inline_depth_limit")
+          "cache_size_limit", "accumulated_cache_size_limit", "suppress_errors", "inline_depth_limit")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -61,3 +61,4 @@ class CompiledFrame:
     watched: tuple[Any, ...]        # objects guarded by id: when one dies, the entry is dropped
     passthrough: bool = False       # `code` is the original body: this path had no tensor op
     reads_tensors: bool = True      # the trace read some tensor
+    identity: tuple[tuple[str, int], ...] = ()  # (argument, id) guarded by identity: the objects it is for

@@ -124,7 +124,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
     return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
                          graph_names=tuple(graph_names), constants=dict(output.guards.constants),
                          watched=tuple(output.guards.watched), passthrough=finished is None,
-                         reads_tensors=any(g.kind == "TENSOR_MATCH" for g in guards))
+                         reads_tensors=any(g.kind == "TENSOR_MATCH" for g in guards),
+                         identity=output.guards.identity())
 
 
 def passthrough_code(code: types.CodeType) -> types.CodeType:

@@ -84,22 +84,24 @@ class FrameCallback:
     def _recompile_allowed(self, fn: types.FunctionType, args: tuple, existing: list) -> bool:
         """Report why the entries missed (guard_fail_fn, logs); False once the cache size limit is reached."""
         code = fn.__code__
-        if len(existing) >= config.cache_size_limit:
+        frames = cache.compiled_frames(code, self)
+        same = _for_same_objects(code, frames, args)
+        limit = _reached_limit(frames, same)
+        if limit is not None:
+            name, value, count = limit
             if code not in _warned_limit:
                 _warned_limit.add(code)
                 warnings.warn(f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) was "
-                              f"recompiled {len(existing)} times, reaching config.cache_size_limit="
-                              f"{config.cache_size_limit}; it now runs as plain Python for new inputs",
-                              stacklevel=2)
+                              f"recompiled {count} times, reaching config.{name}={value}; it now runs as plain "
+                              f"Python for new inputs", stacklevel=2)
             if self.nopython:
                 raise CacheLimitExceeded(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}) reached "
-                                         f"config.cache_size_limit={config.cache_size_limit} under fullgraph=True")
+                                         f"config.{name}={value} under fullgraph=True")
             _fallback.add(code)
             return False
-        frames = cache.compiled_frames(code, self)
-        if frames:
+        if same:  # else this is the first compile for these objects (another module instance), not a recompile
             from framejit.codeobj import arg_slot_names
-            failed = explain_failure(list(frames[0].guards), frames[0].constants, fn, arg_slot_names(code), args)
+            failed = explain_failure(list(same[0].guards), same[0].constants, fn, arg_slot_names(code), args)
             if failed is not None:
                 guard, why = failed
                 failure = GuardFailure(code=code, guard=guard, reason=why)
@@ -156,6 +158,26 @@ class FrameCallback:
             cache.mark_skip(code)
         else:
             _fallback.add(code)
+
+
+def _for_same_objects(code: types.CodeType, frames: list, args: tuple) -> list:
+    """The entries made for the same objects guarded by identity as this call's arguments (its `self`)."""
+    from framejit.codeobj import arg_slot_names
+    values = dict(zip(arg_slot_names(code), args))
+    return [f for f in frames if all(id(values.get(name)) == ident for name, ident in f.identity)]
+
+
+def _reached_limit(frames: list, same: list) -> tuple[str, int, int] | None:
+    """(setting, value, entries) when compiling once more would pass a cache size limit, else None.
+
+    `cache_size_limit` counts only the entries for the same objects guarded by identity (`same`): compiling
+    each of many nn.Linear layers on its own (regional compilation) is not recompiling, as in TorchDynamo.
+    `accumulated_cache_size_limit` bounds them all together."""
+    if len(frames) >= config.accumulated_cache_size_limit:
+        return "accumulated_cache_size_limit", config.accumulated_cache_size_limit, len(frames)
+    if len(same) >= config.cache_size_limit:
+        return "cache_size_limit", config.cache_size_limit, len(same)
+    return None
 
 
 class _Context:

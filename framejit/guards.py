@@ -138,6 +138,12 @@ class GuardSet:
             return [f"{x} is not {render(value)}"]
         raise AssertionError(f"unknown guard kind {kind}")
 
+    def identity(self) -> tuple[tuple[str, int], ...]:
+        """(argument name, id) of the arguments guarded by identity (a module's `self`): which objects an entry
+        is for. Their checks run first, and the cache size limit counts entries per such objects."""
+        return tuple((r.source.local_name, id(r.value)) for r in self.records.values()
+                     if r.kind == "ID_MATCH" and isinstance(r.source, LocalSource) and _weakrefable(r.value))
+
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]
 
@@ -212,12 +218,14 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     sources += [r.value for r in records if isinstance(r.value, Source)]
     render = _Renderer(guard_set, code, argnames, sources)
     tensors = [r for r in records if r.kind == "TENSOR_MATCH"]
-    exprs = []
+    # identity checks of arguments first: one compare rejects the entries of other module instances
+    first = [r for r in records if r.kind == "ID_MATCH" and isinstance(r.source, LocalSource)]
+    exprs = [e for r in first for e in guard_set._code(render(r.source), r.kind, r.value, render)]
     if tensors:
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors]))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
-        if r.kind == "TENSOR_MATCH":
+        if r.kind == "TENSOR_MATCH" or r in first:
             continue
         exprs += r.guard.code_list if r.source is None else guard_set._code(render(r.source), r.kind, r.value, render)
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import operator
 import traceback
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -79,7 +80,11 @@ class OutputGraph:
             ctx = self.graph.inserting_after(anchor)
         with ctx:
             node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        with warnings.catch_warnings():
+            # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from
+            # users who turn warnings into errors (pytest -W error), where it would abort the trace
+            warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))

@@ -562,3 +562,32 @@ def test_folded_global_query_is_guarded_on_its_answer():
     finally:
         torch.set_autocast_dtype("cpu", before)
     assert f(x).dtype == before and cnt.frame_count == 2
+
+
+def test_compiling_many_instances_of_one_module_class_is_not_recompiling():
+    """Regional compilation: each layer compiled on its own shares nn.Linear.forward's code object."""
+    failures = []
+    cnt = CompileCounter()
+    layers = [framejit.optimize(cnt, guard_fail_fn=failures.append)(nn.Linear(4, 4)) for _ in range(12)]
+    x = torch.randn(2, 4)
+    want = x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cache size limit warning
+        for layer in layers:
+            x, want = layer(x), layer._orig_mod(want)
+    assert same(x, want)
+    assert cnt.frame_count == 12 and failures == []  # a first compile per instance, not a recompile
+    frames = cache.compiled_frames(nn.Linear.forward.__code__)
+    assert len(frames) == 12
+    for frame in frames:  # the identity check of `self` comes first: other layers' entries miss at once
+        assert frame.check_fn_source.index("id(___a0)") < frame.check_fn_source.index("___check_tensors")
+
+
+def test_accumulated_cache_size_limit_bounds_all_instances_together():
+    cnt = CompileCounter()
+    layers = [framejit.optimize(cnt)(nn.Linear(4, 4)) for _ in range(4)]
+    with framejit.config.patch(accumulated_cache_size_limit=3), \
+            pytest.warns(UserWarning, match="accumulated_cache_size_limit=3"):
+        for layer in layers:
+            out = layer(torch.randn(2, 4))
+    assert cnt.frame_count == 3 and out.shape == (2, 4)  # the fourth runs as Python
