@@ -113,13 +113,13 @@ class PyCodegen:
                 self.load(item)
             self.emit("BUILD_TUPLE", len(var.items))
             self.emit("GET_ITER")
-            return
         elif var.is_python_constant() and not isinstance(var, (TupleVariable, ListVariable)):
             self.emit_const(var.as_python_constant())
             return
         else:
             unsupported(f"cannot rebuild {var} after the graph", "reconstruct")
-        if isinstance(var, (ListVariable, DictVariable, SetVariable)) and var.source is None:
+        # one object per Variable: a list (or an iterator) loaded twice is the same object both times
+        if isinstance(var, (ListVariable, DictVariable, SetVariable, IteratorVariable)) and var.source is None:
             name = self.new_temp()
             self.emit("COPY", 1)
             self.emit("STORE_FAST", name)

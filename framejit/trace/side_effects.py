@@ -20,9 +20,15 @@ class SideEffects:
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
         self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
+        self.iterators: list[Any] = []  # IteratorVariables over real iterators: advanced as far as the trace did
 
     def is_empty(self) -> bool:
-        return not (self.containers or self.attrs or self.globals or self.cells or self.exc_info)
+        return not (self.containers or self.attrs or self.globals or self.cells or self.exc_info
+                    or any(it.consumed for it in self.iterators))
+
+    def track_iterator(self, iterator: Any) -> None:
+        """A real iterator the trace reads: the replay advances it past the items the trace consumed."""
+        self.iterators.append(iterator)
 
     def restore_exc_info(self, saved: Variable) -> None:
         self.exc_info = saved
@@ -86,6 +92,14 @@ class SideEffects:
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
             writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
+        for iterator in self.iterators:
+            if iterator.consumed:
+                cg.emit("PUSH_NULL")
+                cg.emit_const(_advance)
+                cg.load_source(iterator)
+                cg.emit_const(iterator.consumed)
+                cg.call(2)
+                cg.emit("POP_TOP")
         if self.exc_info is not None:  # the exception handled before the except clause is current again
             cg.load(self.exc_info)
             cg.emit("POP_EXCEPT")
@@ -101,3 +115,9 @@ class SideEffects:
                 cg.emit("STORE_GLOBAL", target)
             else:
                 cg.emit("STORE_DEREF", target)
+
+
+def _advance(iterator: Any, n: int) -> None:
+    """Consume n items of a real iterator, as the traced code did."""
+    for _ in range(n):
+        next(iterator)

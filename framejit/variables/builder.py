@@ -192,7 +192,9 @@ def _wrap_iterator(tx: "Translator", iterator: Any, source: Source) -> Variable:
     _guard(tx, source, "TYPE_MATCH", iterator)
     reduced = iterator.__reduce__()  # (iter, (sequence,), index); no index once exhausted
     if len(reduced) < 3:
-        return IteratorVariable([])
+        return IteratorVariable([], source)
     sequence = wrap_value(tx, reduced[1][0], ItemSource(ItemSource(ReduceSource(source), 1), 0))
     index = wrap_value(tx, reduced[2], ItemSource(ReduceSource(source), 2)).as_python_constant()
-    return IteratorVariable(sequence.unpack(tx)[index:])
+    variable = IteratorVariable(sequence.unpack(tx)[index:], source)
+    tx.output.side_effects.track_iterator(variable)
+    return variable

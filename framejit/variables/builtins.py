@@ -50,6 +50,9 @@ def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]
         return _getitem(tx, args[0], args[1])
     if _has_tensor(args):
         return tx.output.call_graph_op(tx, "call_function", fn, args, {})
+    shared = _container_operator(tx, fn, args)
+    if shared is not None:
+        return shared
     if all(a.is_python_constant() for a in args):
         from framejit.variables.builder import wrap_constant_result
         try:
@@ -57,6 +60,48 @@ def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]
         except Exception as e:  # the same error would be raised by the original code
             unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", "constant_error")
     return _sequence_operator(tx, fn, args)
+
+
+_SET_INPLACE = {operator.iand: "intersection_update", operator.isub: "difference_update",
+                operator.ixor: "symmetric_difference_update"}
+
+
+def _container_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
+    """Operators whose result must share or mutate container Variables rather than copy constants: `+=`,
+    `*=` and `|=` change the object in place (other names for it see the change), and `+`/`*`/`|` build a
+    container holding the same items (`[inner] * 3` holds one `inner` three times). None: not such a case."""
+    if len(args) != 2:
+        return None
+    a, b = args
+    if isinstance(a, ListVariable) and fn is operator.iadd:
+        a.call_method(tx, "extend", [b], {})
+        return a
+    if isinstance(a, ListVariable) and fn is operator.imul and b.is_python_constant():
+        n = b.as_python_constant()
+        if n <= 0:
+            a.call_method(tx, "clear", [], {})
+        elif n > 1:
+            a.call_method(tx, "extend", [ListVariable(a.items * (n - 1))], {})
+        return a
+    if isinstance(a, DictVariable) and fn is operator.ior:
+        a.call_method(tx, "update", [b], {})
+        return a
+    if isinstance(a, DictVariable) and isinstance(b, DictVariable) and fn is operator.or_:
+        return DictVariable({**a.items, **b.items}, None, a.py_type)
+    if isinstance(a, SetVariable) and fn is operator.ior:
+        a.call_method(tx, "update", [b], {})
+        return a
+    if isinstance(a, SetVariable) and fn in _SET_INPLACE:
+        if a.source is not None:
+            unsupported("mutating a set from outside the frame", "side_effect")
+        getattr(a.values, _SET_INPLACE[fn])(v.as_python_constant() for v in b.unpack(tx))
+        tx.output.side_effects.mutations += 1
+        return a
+    if fn in (operator.add, operator.mul) and isinstance(a, BaseListVariable):
+        return _sequence_operator(tx, fn, args)
+    if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():
+        return _sequence_operator(tx, fn, [b, a])
+    return None
 
 
 def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:

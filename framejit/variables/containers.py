@@ -335,9 +335,15 @@ class SliceVariable(Variable):
 class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
-    def __init__(self, items: list[Variable]) -> None:
+    def __init__(self, items: list[Variable], source: Any = None) -> None:
         self._items = list(items)
         self._next = 0
+        self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
+
+    @property
+    def consumed(self) -> int:
+        """Items taken so far; for a real iterator, the replay advances it by as many."""
+        return self._next
 
     @property
     def items(self) -> list[Variable]:

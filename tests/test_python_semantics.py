@@ -1,0 +1,109 @@
+"""Python semantics the trace must keep, found by differential fuzzing: results and the state of arguments
+after the call equal eager's."""
+import copy
+
+import pytest
+import torch
+
+import framejit
+from framejit.testing import CompileCounter, same
+
+
+def _run_both(fn, *args):
+    eager_args, jit_args = copy.deepcopy(args), copy.deepcopy(args)
+    want = fn(*eager_args)
+    got = framejit.optimize(CompileCounter())(fn)(*jit_args)
+    return got, want, jit_args, eager_args
+
+
+def iadd_through_alias(x):
+    a = [1, 2, 3]
+    b = a
+    b += [4]
+    return x * len(a)
+
+
+def imul_argument(x, a):
+    a *= 2
+    return x + 1
+
+
+def ior_argument(x, d):
+    d |= {"z": 1}
+    return x + 1
+
+
+def repeated_inner_list(x):
+    a = [[0]] * 3
+    a[0].append(1)
+    return x + 1, a
+
+
+def concatenated_inner_list(x):
+    inner = [0]
+    a = [inner] + [inner]
+    a[0].append(1)
+    return x + 1, a
+
+
+def set_inplace_through_alias(x):
+    a = {1, 2, 3}
+    b = a
+    b &= {2, 3, 4}
+    b |= {9}
+    return x + len(a), sorted(a)
+
+
+def dict_union_shares_values(x):
+    d = {"a": [1]}
+    e = d | {"b": 2}
+    e["a"].append(3)
+    return x + 1, d
+
+
+@pytest.mark.parametrize("fn, args", [
+    (iadd_through_alias, ()), (imul_argument, ([1],)), (ior_argument, ({"a": 1},)), (repeated_inner_list, ()),
+    (concatenated_inner_list, ()), (set_inplace_through_alias, ()), (dict_union_shares_values, ()),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_container_operators_mutate_and_share_like_python(fn, args):
+    got, want, jit_args, eager_args = _run_both(fn, torch.ones(2), *args)
+    assert same(got, want)
+    assert jit_args[1:] == eager_args[1:]  # the argument containers were changed alike
+
+
+def while_true_next_until_stop_iteration(x):
+    it = iter(range(3))
+    while True:
+        try:
+            i = next(it)
+        except StopIteration:
+            break
+        x = x + i
+    return x
+
+
+def test_while_true_next_until_stop_iteration_does_not_recurse():
+    got, want, _, _ = _run_both(while_true_next_until_stop_iteration, torch.zeros(1))
+    assert same(got, want)
+
+
+def take_one(x, it):
+    return x * next(it)
+
+
+def sum_until_two(x, it):
+    for v in it:
+        x = x + v
+        if v == 2:
+            break
+    return x, it
+
+
+def test_an_iterator_argument_is_advanced_as_in_eager():
+    f = framejit.optimize(CompileCounter())(take_one)
+    it = iter([1, 2, 3])
+    assert [f(torch.ones(1), it).item() for _ in range(3)] == [1.0, 2.0, 3.0]
+    assert list(it) == []
+    it = iter([1, 2, 3, 4])
+    out, returned = framejit.optimize(CompileCounter())(sum_until_two)(torch.ones(1), it)
+    assert same(out, torch.tensor([4.0])) and returned is it and list(it) == [3, 4]
