@@ -70,7 +70,12 @@ class GuardSet:
 
     def add(self, source: Source, kind: str, value: Any) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
-        key = (source.name(), kind if not isinstance(value, Source) else f"{kind} {value.name()}")
+        if isinstance(value, Source):
+            key = (source.name(), f"{kind} {value.name()}")
+        elif kind in ("NO_KEY", "NO_ATTR"):  # one source, several names that must stay absent
+            key = (source.name(), f"{kind} {value!r}")
+        else:
+            key = (source.name(), kind)
         if key in self.records:
             return
         root = source.root()
@@ -126,8 +131,10 @@ class GuardSet:
             return [f"type({x}) is {self._const(type(value))}", f"len({x}) == {len(value)}"]
         if kind == "DICT_KEYS":
             return [f"type({x}) is {self._const(type(value))}", f"list({x}) == {list(value)!r}"]
-        if kind == "NO_HOOKS":  # a module traced through: still no hooks of its own (one check, it is per module)
-            return [f"not ({' or '.join(f'{x}.{d}' for d in value)})"]
+        if kind == "NO_HOOKS":  # a module called: still no hooks (nor an instance `forward`); one check per module
+            dicts, forward_from_class = value
+            parts = [f"{x}.{d}" for d in dicts] + ([f"'forward' in {x}.__dict__"] if forward_from_class else [])
+            return [f"not ({' or '.join(parts)})"]
         if kind == "NO_ATTR":
             return [f"not hasattr({x}, {value!r})"]
         if kind == "NO_KEY":
@@ -306,5 +313,7 @@ def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
         return f"{guard.name}: value changed to {actual!r} (failed `{check}`)"
     if guard.kind == "NO_HOOKS":
         added = [d for d in check.removeprefix("not (").rstrip(")").split(" or ") if eval(d, ns)]
+        if any(d.startswith("'forward' in") for d in added):
+            return f"{guard.name}: forward was replaced on the instance"
         return f"{guard.name}: hooks were registered ({', '.join(d.rsplit('.', 1)[1] for d in added)})"
     return f"{guard.name}: failed `{check}`"

@@ -591,3 +591,50 @@ def test_accumulated_cache_size_limit_bounds_all_instances_together():
         for layer in layers:
             out = layer(torch.randn(2, 4))
     assert cnt.frame_count == 3 and out.shape == (2, 4)  # the fourth runs as Python
+
+
+class _WithClassConstant:
+    k = 2
+
+    def scaled(self, t):
+        return t * self.k
+
+
+def _calls_scaled(t, obj):
+    return obj.scaled(t)
+
+
+def test_instance_attribute_shadowing_a_class_attribute_read_in_a_method_recompiles():
+    """Two names guarded absent from one __dict__ ('scaled' and 'k'): both guards are kept."""
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt)(_calls_scaled)
+    x = torch.ones(1)
+    assert same(f(x, _WithClassConstant()), x * 2)
+    shadowed = _WithClassConstant()
+    shadowed.k = 9
+    assert same(f(x, shadowed), x * 9) and cnt.frame_count == 2
+
+
+class _Times3(nn.Module):
+    def forward(self, t):
+        return t * 3
+
+
+_module_called_by_global = _Times3()
+
+
+def _calls_global_module(t):
+    return _module_called_by_global(t)
+
+
+def test_forward_replaced_on_a_module_instance_recompiles():
+    failures = []
+    f = framejit.optimize(CompileCounter(), guard_fail_fn=failures.append)(_calls_global_module)
+    x = torch.ones(1)
+    assert same(f(x), x * 3)
+    _module_called_by_global.forward = lambda t: t - 1
+    try:
+        assert same(f(x), x - 1)
+        assert failures[0].reason == "G['_module_called_by_global']: forward was replaced on the instance"
+    finally:
+        del _module_called_by_global.forward

@@ -78,7 +78,8 @@ class NNModuleVariable(Variable):
     def _check_hooks(self, tx: "Translator") -> None:
         """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling
         are guarded: global ones by their dicts' keys, a module's own by one NO_HOOKS check per module called
-        (a few attribute loads; TorchDynamo by default does not guard these)."""
+        (a few attribute loads; TorchDynamo by default does not guard these), which also checks that no
+        `forward` was set on the instance since."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), "DICT_KEYS",
@@ -86,7 +87,7 @@ class NNModuleVariable(Variable):
         if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(self.module).__name__} has hooks", "module_hooks")
         if self.source is not None and all(hasattr(self.module, d) for d in _HOOK_DICTS):
-            tx.output.guards.add(self.source, "NO_HOOKS", _HOOK_DICTS)
+            tx.output.guards.add(self.source, "NO_HOOKS", (_HOOK_DICTS, "forward" not in vars(self.module)))
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
