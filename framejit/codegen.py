@@ -108,6 +108,14 @@ class PyCodegen:
         elif isinstance(var, NestedFunctionVariable):
             self._make_function(var)
             return
+        elif isinstance(var, IteratorVariable) and var.live is not None and var.exhausted:
+            self.emit_const(iter(()))  # exhausted: stays so even if the list grows
+        elif isinstance(var, IteratorVariable) and var.live is not None:
+            self.emit("PUSH_NULL")  # iter(the same list), advanced as far as the trace went
+            self.emit_const(_advanced_iterator)
+            self.load(var.live)
+            self.emit_const(var.consumed)
+            self.call(2)
         elif isinstance(var, IteratorVariable):
             for item in var.items:
                 self.load(item)
@@ -179,3 +187,9 @@ class PyCodegen:
             unsupported(f"replaying a mutation of {var}", "side_effect")
 
 
+def _advanced_iterator(iterable: Any, n: int) -> Any:
+    """iter(iterable) with n items consumed: a list iterator the trace had advanced."""
+    iterator = iter(iterable)
+    for _ in range(n):
+        next(iterator)
+    return iterator

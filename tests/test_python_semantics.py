@@ -107,3 +107,45 @@ def test_an_iterator_argument_is_advanced_as_in_eager():
     it = iter([1, 2, 3, 4])
     out, returned = framejit.optimize(CompileCounter())(sum_until_two)(torch.ones(1), it)
     assert same(out, torch.tensor([4.0])) and returned is it and list(it) == [3, 4]
+
+
+def append_while_looping(x):
+    lst = [1, 2]
+    for v in lst:
+        if v < 4:
+            lst.append(v + 2)
+        x = x + v
+    return x
+
+
+def remove_while_looping(x):
+    lst = [1, 2, 3, 4]
+    for v in lst:
+        lst.remove(v)
+        x = x + v
+    return x, lst
+
+
+def append_to_argument_while_looping_across_a_break(x, lst):
+    for v in lst:
+        if len(lst) < 5:
+            lst.append(x.sum().item() * 0 + v)  # .item(): a graph break in every iteration
+        x = x + v
+    return x
+
+
+def iterator_made_before_an_append(x):
+    items = [x]
+    it = iter(items)
+    items.append(x + 1)
+    return list(it)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (append_while_looping, ()), (remove_while_looping, ()),
+    (append_to_argument_while_looping_across_a_break, ([1, 2],)), (iterator_made_before_an_append, ()),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_list_iterator_sees_the_list_as_it_is_when_advanced(fn, args):
+    got, want, jit_args, eager_args = _run_both(fn, torch.zeros(1), *args)
+    assert same(got, want)
+    assert jit_args[1:] == eager_args[1:]

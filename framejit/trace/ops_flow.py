@@ -4,7 +4,7 @@ from __future__ import annotations
 from framejit.codeobj import Inst
 from framejit.trace.translator import Translator, handler
 from framejit.variables.base import unsupported
-from framejit.variables.containers import IteratorVariable
+from framejit.variables.containers import IteratorVariable, ListVariable
 
 
 @handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
@@ -60,7 +60,12 @@ def JUMP_IF_FALSE_OR_POP(tx: Translator, inst: Inst) -> None:
 @handler("GET_ITER")
 def GET_ITER(tx: Translator, inst: Inst) -> None:
     value = tx.pop()
-    tx.push(value if isinstance(value, IteratorVariable) else IteratorVariable(value.unpack(tx)))
+    if isinstance(value, IteratorVariable):
+        tx.push(value)
+    elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
+        tx.push(IteratorVariable([], live=value))
+    else:
+        tx.push(IteratorVariable(value.unpack(tx)))
 
 
 @handler("FOR_ITER")

@@ -92,14 +92,6 @@ class SideEffects:
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
             writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
-        for iterator in self.iterators:
-            if iterator.consumed:
-                cg.emit("PUSH_NULL")
-                cg.emit_const(_advance)
-                cg.load_source(iterator)
-                cg.emit_const(iterator.consumed)
-                cg.call(2)
-                cg.emit("POP_TOP")
         if self.exc_info is not None:  # the exception handled before the except clause is current again
             cg.load(self.exc_info)
             cg.emit("POP_EXCEPT")
@@ -115,6 +107,15 @@ class SideEffects:
                 cg.emit("STORE_GLOBAL", target)
             else:
                 cg.emit("STORE_DEREF", target)
+        # after the lists they iterate got their new contents: a list iterator may have read appended items
+        for iterator in self.iterators:
+            if iterator.consumed:
+                cg.emit("PUSH_NULL")
+                cg.emit_const(_advance)
+                cg.load_source(iterator)
+                cg.emit_const(iterator.consumed)
+                cg.call(2)
+                cg.emit("POP_TOP")
 
 
 def _advance(iterator: Any, n: int) -> None:

@@ -195,6 +195,9 @@ def _wrap_iterator(tx: "Translator", iterator: Any, source: Source) -> Variable:
         return IteratorVariable([], source)
     sequence = wrap_value(tx, reduced[1][0], ItemSource(ItemSource(ReduceSource(source), 1), 0))
     index = wrap_value(tx, reduced[2], ItemSource(ReduceSource(source), 2)).as_python_constant()
-    variable = IteratorVariable(sequence.unpack(tx)[index:], source)
+    if type(sequence) is ListVariable:  # a list iterator reads the list as it is when advanced
+        variable = IteratorVariable([], source, live=sequence, start=index)
+    else:
+        variable = IteratorVariable(sequence.unpack(tx)[index:], source)
     tx.output.side_effects.track_iterator(variable)
     return variable

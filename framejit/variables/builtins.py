@@ -323,7 +323,11 @@ def _reversed(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 @_handles(iter)
 def _iter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
-    return args[0] if isinstance(args[0], IteratorVariable) else IteratorVariable(_iterate(tx, args[0]))
+    if isinstance(args[0], IteratorVariable):
+        return args[0]
+    if type(args[0]) is ListVariable:  # live, as GET_ITER makes it
+        return IteratorVariable([], live=args[0])
+    return IteratorVariable(_iterate(tx, args[0]))
 
 
 @_handles(next)

@@ -335,20 +335,30 @@ class SliceVariable(Variable):
 class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
-    def __init__(self, items: list[Variable], source: Any = None) -> None:
+    def __init__(self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None,
+                 start: int = 0) -> None:
         self._items = list(items)
-        self._next = 0
+        self._start = self._next = start  # a live iterator received already advanced by `start`
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
+        self.live = live      # iter(a list): reads the list as it is now, as a list iterator does
+        self._exhausted = False
 
     @property
     def consumed(self) -> int:
         """Items taken so far; for a real iterator, the replay advances it by as many."""
-        return self._next
+        return self._next - self._start
+
+    @property
+    def exhausted(self) -> bool:
+        return self._exhausted
+
+    def _all(self) -> list[Variable]:
+        return self.live.items if self.live is not None else self._items
 
     @property
     def items(self) -> list[Variable]:
         """The items not consumed yet."""
-        return self._items[self._next:]
+        return [] if self._exhausted else self._all()[self._next:]
 
     def python_type(self) -> type:
         return type(iter(()))
@@ -357,14 +367,16 @@ class IteratorVariable(Variable):
         return list(self.items)
 
     def unpack(self, tx: "Translator") -> list[Variable]:
-        items, self._next = self.items, len(self._items)
+        items, self._next, self._exhausted = self.items, len(self._all()), True
         return items
 
     def next(self) -> Variable | None:
-        if self._next >= len(self._items):
+        items = self._all()
+        if self._exhausted or self._next >= len(items):
+            self._exhausted = True  # stays exhausted even if the list grows later
             return None
         self._next += 1
-        return self._items[self._next - 1]
+        return items[self._next - 1]
 
     def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
