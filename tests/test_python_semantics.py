@@ -149,3 +149,18 @@ def test_a_list_iterator_sees_the_list_as_it_is_when_advanced(fn, args):
     got, want, jit_args, eager_args = _run_both(fn, torch.zeros(1), *args)
     assert same(got, want)
     assert jit_args[1:] == eager_args[1:]
+
+
+def map_with_side_effects_taken_once(x, log):
+    mapped = map(lambda t: (log.append(1), t)[1], [x, x, x])
+    return next(mapped)
+
+
+def test_map_with_side_effects_runs_lazily_as_in_python():
+    got, want, jit_args, eager_args = _run_both(map_with_side_effects_taken_once, torch.ones(1), [])
+    assert same(got, want) and jit_args[1] == eager_args[1] == [1]
+
+
+def test_map_without_side_effects_is_still_one_graph():
+    out = framejit.explain(lambda x: sum(map(lambda t: t * 2, [x, x + 1])))(torch.ones(1))
+    assert out.graph_count == 1 and out.graph_break_count == 0

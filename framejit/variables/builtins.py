@@ -343,18 +343,29 @@ def _next(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     return item
 
 
+def _without_side_effects(tx: "Translator", what: str, evaluate: Callable[[], Variable]) -> Variable:
+    """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function has no
+    side effects (else it would run for items never taken): those run as Python (a graph break)."""
+    before = tx.output.side_effects.mutations
+    result = evaluate()
+    if tx.output.side_effects.mutations != before:
+        unsupported(f"{what}() with a function that has side effects (it is lazy in Python)", "side_effect")
+    return result
+
+
 @_handles(map)
 def _map(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
-    return IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*seqs)])
+    return _without_side_effects(tx, "map", lambda: IteratorVariable(
+        [fn.call(tx, list(group), {}) for group in zip(*seqs)]))
 
 
 @_handles(filter)
 def _filter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
     fn, items = args[0], _iterate(tx, args[1])
-    keep = [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
-                                 else fn.call(tx, [x], {}).truth(tx))]
-    return IteratorVariable(keep)
+    return _without_side_effects(tx, "filter", lambda: IteratorVariable(
+        [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
+                              else fn.call(tx, [x], {}).truth(tx))]))
 
 
 @_handles(sorted)
