@@ -114,7 +114,7 @@ class PyCodegen:
             self.emit("PUSH_NULL")  # iter(the same list), advanced as far as the trace went
             self.emit_const(_advanced_iterator)
             self.load(var.live)
-            self.emit_const(var.consumed)
+            self.emit_const(var.position)
             self.call(2)
         elif isinstance(var, IteratorVariable):
             for item in var.items:
@@ -187,9 +187,8 @@ class PyCodegen:
             unsupported(f"replaying a mutation of {var}", "side_effect")
 
 
-def _advanced_iterator(iterable: Any, n: int) -> Any:
-    """iter(iterable) with n items consumed: a list iterator the trace had advanced."""
+def _advanced_iterator(iterable: Any, position: int) -> Any:
+    """iter(iterable) at `position`: a list iterator the trace had advanced."""
     iterator = iter(iterable)
-    for _ in range(n):
-        next(iterator)
+    iterator.__setstate__(position)
     return iterator

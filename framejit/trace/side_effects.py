@@ -110,15 +110,8 @@ class SideEffects:
         # after the lists they iterate got their new contents: a list iterator may have read appended items
         for iterator in self.iterators:
             if iterator.consumed:
-                cg.emit("PUSH_NULL")
-                cg.emit_const(_advance)
                 cg.load_source(iterator)
-                cg.emit_const(iterator.consumed)
-                cg.call(2)
+                cg.emit("LOAD_METHOD", "__setstate__")  # list/tuple/range iterators: set the position
+                cg.emit_const(iterator.position)
+                cg.call(1)
                 cg.emit("POP_TOP")
-
-
-def _advance(iterator: Any, n: int) -> None:
-    """Consume n items of a real iterator, as the traced code did."""
-    for _ in range(n):
-        next(iterator)

@@ -198,6 +198,6 @@ def _wrap_iterator(tx: "Translator", iterator: Any, source: Source) -> Variable:
     if type(sequence) is ListVariable:  # a list iterator reads the list as it is when advanced
         variable = IteratorVariable([], source, live=sequence, start=index)
     else:
-        variable = IteratorVariable(sequence.unpack(tx)[index:], source)
+        variable = IteratorVariable(sequence.unpack(tx)[index:], source, start=index)
     tx.output.side_effects.track_iterator(variable)
     return variable

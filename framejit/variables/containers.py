@@ -338,15 +338,21 @@ class IteratorVariable(Variable):
     def __init__(self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None,
                  start: int = 0) -> None:
         self._items = list(items)
-        self._start = self._next = start  # a live iterator received already advanced by `start`
+        self._next = start if live is not None else 0  # `items` of a snapshot start at the position
+        self._start = start   # the position of a real iterator when the trace received it
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
         self.live = live      # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
 
     @property
     def consumed(self) -> int:
-        """Items taken so far; for a real iterator, the replay advances it by as many."""
-        return self._next - self._start
+        """Items taken so far."""
+        return self._next - (self._start if self.live is not None else 0)
+
+    @property
+    def position(self) -> int:
+        """The index the iterator is at (what the replay sets a real iterator to, by __setstate__)."""
+        return self._start + self.consumed
 
     @property
     def exhausted(self) -> bool:
