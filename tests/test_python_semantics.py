@@ -164,3 +164,17 @@ def test_map_with_side_effects_runs_lazily_as_in_python():
 def test_map_without_side_effects_is_still_one_graph():
     out = framejit.explain(lambda x: sum(map(lambda t: t * 2, [x, x + 1])))(torch.ones(1))
     assert out.graph_count == 1 and out.graph_break_count == 0
+
+
+def grow_dict_while_looping(x, d):
+    for k in d:
+        d[k + "x"] = 1
+    return x + 1
+
+
+def test_changing_a_dict_while_iterating_raises_as_in_python():
+    for fn in (grow_dict_while_looping, framejit.optimize(CompileCounter())(grow_dict_while_looping)):
+        d = {"a": 0}
+        with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
+            fn(torch.ones(1), d)
+        assert d == {"a": 0, "ax": 1}

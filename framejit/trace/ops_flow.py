@@ -4,7 +4,7 @@ from __future__ import annotations
 from framejit.codeobj import Inst
 from framejit.trace.translator import Translator, handler
 from framejit.variables.base import unsupported
-from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.containers import DictVariable, IteratorVariable, ListVariable
 
 
 @handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
@@ -64,6 +64,8 @@ def GET_ITER(tx: Translator, inst: Inst) -> None:
         tx.push(value)
     elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
         tx.push(IteratorVariable([], live=value))
+    elif isinstance(value, DictVariable):
+        tx.push(IteratorVariable.over(tx, value))
     else:
         tx.push(IteratorVariable(value.unpack(tx)))
 

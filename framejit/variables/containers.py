@@ -343,6 +343,15 @@ class IteratorVariable(Variable):
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
         self.live = live      # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
+        self.over_dict: DictVariable | None = None  # iter(a dict): its size may not change meanwhile
+        self._dict_size = 0
+
+    @classmethod
+    def over(cls, tx: "Translator", dict_var: "DictVariable") -> "IteratorVariable":
+        """Iteration over a dict's keys (snapshot); changing the dict's size meanwhile is Python's error."""
+        iterator = cls(dict_var.unpack(tx))
+        iterator.over_dict, iterator._dict_size = dict_var, len(dict_var.items)
+        return iterator
 
     @property
     def consumed(self) -> int:
@@ -377,6 +386,8 @@ class IteratorVariable(Variable):
         return items
 
     def next(self) -> Variable | None:
+        if self.over_dict is not None and len(self.over_dict.items) != self._dict_size:
+            unsupported("dictionary changed size during iteration (Python raises RuntimeError)", "iter")
         items = self._all()
         if self._exhausted or self._next >= len(items):
             self._exhausted = True  # stays exhausted even if the list grows later
