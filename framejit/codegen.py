@@ -9,8 +9,8 @@ from bytecode import CellVar, Instr
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.callables import NestedFunctionVariable, UserMethodVariable
 from framejit.variables.constant import WeakrefVariable
-from framejit.variables.containers import (BoundMethod, DictVariable, IteratorVariable, ListVariable, SetVariable,
-                                           SliceVariable, TupleVariable)
+from framejit.variables.containers import (BoundMethod, DictVariable, DictViewVariable, IteratorVariable,
+                                           ListVariable, SetVariable, SliceVariable, TupleVariable)
 
 GRAPH_OUT = "___graph_out"
 _NO_ARG = object()
@@ -87,7 +87,7 @@ class PyCodegen:
             self.emit("BUILD_MAP", len(var.items))
         elif isinstance(var, SetVariable):
             var.reconstruct(self)
-        elif isinstance(var, WeakrefVariable):
+        elif isinstance(var, (WeakrefVariable, DictViewVariable)):
             var.reconstruct(self)
             return
         elif isinstance(var, SliceVariable):

@@ -178,3 +178,21 @@ def test_changing_a_dict_while_iterating_raises_as_in_python():
         with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
             fn(torch.ones(1), d)
         assert d == {"a": 0, "ax": 1}
+
+
+def view_read_after_the_dict_grew(x):
+    d = {"a": 1}
+    keys = d.keys()
+    d["b"] = 2
+    return x + len(keys), list(keys)
+
+
+def views_returned_and_consumed(x):
+    d = {"a": x, "b": x + 1}
+    return sum(d.values()), [k for k, _ in d.items()], "a" in d.keys(), d.keys(), dict(d.items())
+
+
+@pytest.mark.parametrize("fn", [view_read_after_the_dict_grew, views_returned_and_consumed], ids=lambda f: f.__name__)
+def test_dict_views_show_the_dict_as_it_is(fn):
+    got, want, _, _ = _run_both(fn, torch.ones(1))
+    assert repr(got) == repr(want)  # same values and types (dict_keys, not a tuple)

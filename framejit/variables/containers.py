@@ -214,12 +214,8 @@ class DictVariable(Variable):
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             return self.items.get(args[0].as_python_constant(), default)
-        if name == "keys":
-            return TupleVariable([ConstantVariable(k) for k in self.items])
-        if name == "values":
-            return TupleVariable(list(self.items.values()))
-        if name == "items":
-            return TupleVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name in ("keys", "values", "items"):
+            return DictViewVariable(self, name)
         if name == "copy":
             return DictVariable(self.items)
         if name == "__setitem__":
@@ -256,6 +252,52 @@ class DictVariable(Variable):
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items})"
+
+
+class DictViewVariable(Variable):
+    """d.keys() / d.values() / d.items(): a view, so it shows the dict as it is when it is read."""
+
+    _TYPES = {"keys": type({}.keys()), "values": type({}.values()), "items": type({}.items())}
+
+    def __init__(self, dict_var: DictVariable, kind: str) -> None:
+        self.dict_var = dict_var
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return self._TYPES[self.kind]
+
+    def _now(self) -> list[Variable]:
+        items = self.dict_var.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def unpack(self, tx: "Translator") -> list[Variable]:
+        return self._now()
+
+    def children(self) -> list[Variable]:
+        return self._now()
+
+    def truth(self, tx: "Translator") -> bool:
+        return bool(self.dict_var.items)
+
+    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__contains__" and self.kind == "keys":
+            return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
+        unsupported(f"dict_{self.kind}.{name}", "container_method")
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load(self.dict_var)
+        cg.emit("LOAD_METHOD", self.kind)
+        cg.call(0)
+
+    def __repr__(self) -> str:
+        return f"DictViewVariable({self.kind})"
 
 
 class SetVariable(Variable):
