@@ -1,13 +1,15 @@
 """The Python side of the PEP 523 hook: optimize/run/disable contexts and the compile-on-miss callback."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+import torch
 from torch import nn
 
 from framejit import cache, config, logs, registry
@@ -116,7 +118,8 @@ class FrameCallback:
         code = fn.__code__
         options = config.snapshot()
         try:
-            compiled = convert_frame_with_breaks(fn, args, options, self.hooks, nopython=self.nopython)
+            with _no_saved_tensor_hooks():
+                compiled = convert_frame_with_breaks(fn, args, options, self.hooks, nopython=self.nopython)
         except Unsupported as e:
             if self.nopython:
                 raise fullgraph_error(e) from None
@@ -158,6 +161,21 @@ class FrameCallback:
             cache.mark_skip(code)
         else:
             _fallback.add(code)
+
+
+@contextlib.contextmanager
+def _no_saved_tensor_hooks() -> Iterator[None]:
+    """Compile outside the user's saved-tensor hooks: non-reentrant activation checkpointing counts the tensors
+    autograd saves, and the fake-tensor ops of a trace must not be counted as the user's forward."""
+    stack = []
+    while (top := torch._C._autograd._top_saved_tensors_default_hooks(True)) is not None:
+        stack.append(top)
+        torch._C._autograd._pop_saved_tensors_default_hooks()
+    try:
+        yield
+    finally:
+        for pack, unpack in reversed(stack):
+            torch._C._autograd._push_saved_tensors_default_hooks(pack, unpack)
 
 
 def _for_same_objects(code: types.CodeType, frames: list, args: tuple) -> list:

@@ -530,3 +530,66 @@ def test_replacing_a_recurrent_weight_recompiles_and_uses_it():
         model.rnn.weight_ih_l0 = nn.Parameter(torch.randn_like(model.rnn.weight_ih_l0))
         assert same(opt(x), model.rnn(x), tol=1e-5)
     assert len(graph_calls) == 5  # every call ran a graph
+
+
+class UsesItsParameters(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        dtype = next(self.parameters()).dtype  # what transformers' PreTrainedModel.dtype does
+        n = sum(p.numel() for p in self.parameters())
+        return self.lin(x.to(dtype)) + n + len(list(self.children()))
+
+
+def test_parameters_and_children_are_iterators():
+    model = UsesItsParameters()
+    cnt = CompileCounter()
+    x = torch.randn(2, 4)
+    assert same(framejit.compile(model, backend=cnt, fullgraph=True)(x), model(x))
+    assert cnt.frame_count == 1
+
+
+class LossMadeInForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        loss_fct = nn.CrossEntropyLoss()  # a fresh module every call (a graph break: constructing it)
+        return loss_fct(self.lin(x), y)
+
+
+def test_a_stateless_module_made_in_every_call_does_not_recompile():
+    model = LossMadeInForward()
+    cnt = CompileCounter()
+    opt = framejit.compile(model, backend=cnt)
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    for _ in range(3):
+        assert same(opt(x, y), model(x, y))
+    assert cnt.frame_count == 1  # guarded by type and attributes, not identity
+
+
+class CheckpointedInner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=False).sum()
+
+    def inner(self, x):
+        return torch.relu(self.lin(x))
+
+
+def test_non_reentrant_checkpoint_counts_no_tensors_of_the_trace():
+    import torch.utils.checkpoint  # noqa: F401
+    torch.manual_seed(0)
+    model = CheckpointedInner()
+    ref = copy.deepcopy(model)
+    opt = framejit.compile(model, backend=CompileCounter())
+    x = torch.randn(2, 4)
+    opt(x).backward()  # the first call compiles inside checkpoint's saved-tensor hooks
+    ref(x).backward()
+    assert same(model.lin.weight.grad, ref.lin.weight.grad)

@@ -196,3 +196,29 @@ def views_returned_and_consumed(x):
 def test_dict_views_show_the_dict_as_it_is(fn):
     got, want, _, _ = _run_both(fn, torch.ones(1))
     assert repr(got) == repr(want)  # same values and types (dict_keys, not a tuple)
+
+
+def int_grown_by_a_tensor(x):
+    bucket = 0
+    bucket += (x > 0).to(torch.long) * 16
+    return bucket
+
+
+def hidden_states_accumulated_in_a_tuple(x, keep=True):
+    all_hidden = () if keep else None
+    for _ in range(3):
+        x = x + 1
+        all_hidden = all_hidden + (x,)
+    last = ()
+    last += (x,)
+    return all_hidden, last
+
+
+@pytest.mark.parametrize("fn", [int_grown_by_a_tensor, hidden_states_accumulated_in_a_tuple],
+                         ids=lambda f: f.__name__)
+def test_idioms_of_model_code_are_one_graph(fn):
+    x = torch.randn(3)
+    out = framejit.explain(fn)(x)
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    got, want, _, _ = _run_both(fn, x)
+    assert same(got, want)

@@ -96,7 +96,12 @@ def _wrap(tx: "Translator", value: Any, source: Source | None) -> Variable:
                value)
         return ConstantVariable(value, source)
     if isinstance(value, nn.Module):
-        _guard(tx, source, "ID_MATCH", value)
+        # A module without state (a loss, an activation, often made anew in every forward) is guarded by its
+        # type and the attributes the trace reads, so a fresh instance reuses the graph; any other module by
+        # identity (its parameters are read through it).
+        stateless = not (value._modules or any(v is not None for v in (*value._parameters.values(),
+                                                                      *value._buffers.values())))
+        _guard(tx, source, "TYPE_MATCH" if stateless else "ID_MATCH", value)
         return NNModuleVariable(value, source)
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         _guard(tx, source, "LEN_MATCH", value)

@@ -49,7 +49,10 @@ def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]
     if fn is operator.getitem:
         return _getitem(tx, args[0], args[1])
     if _has_tensor(args):
+        if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
+            fn = _OUT_OF_PLACE[fn]  # `b += t` with an immutable b (an int) is `b = b + t`
         return tx.output.call_graph_op(tx, "call_function", fn, args, {})
+    args = [_as_tuple_variable(a) for a in args]  # `() + (h,)`: a constant tuple grown by traced items
     shared = _container_operator(tx, fn, args)
     if shared is not None:
         return shared
@@ -60,6 +63,19 @@ def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]
         except Exception as e:  # the same error would be raised by the original code
             unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", "constant_error")
     return _sequence_operator(tx, fn, args)
+
+
+_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                 operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+                 operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+                 operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+                 operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
+
+
+def _as_tuple_variable(value: Variable) -> Variable:
+    if isinstance(value, ConstantVariable) and type(value.value) is tuple:
+        return TupleVariable([ConstantVariable(v) for v in value.value])
+    return value
 
 
 _SET_INPLACE = {operator.iand: "intersection_update", operator.isub: "difference_update",

@@ -14,7 +14,7 @@ from torch import nn
 from framejit.trace.sources import AttrSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import BoundMethod, TupleVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, TupleVariable
 
 if TYPE_CHECKING:
     from framejit.trace.translator import Translator
@@ -169,8 +169,8 @@ class NNModuleVariable(Variable):
             if name == "values":
                 return TupleVariable(children)
             return TupleVariable([TupleVariable([ConstantVariable(k), c]) for k, c in zip(keys, children)])
-        if name in _LISTING_METHODS:
-            return self._module_listing(tx, name, args, kwargs)
+        if name in _LISTING_METHODS:  # generators in Python: next(self.parameters()) is common
+            return IteratorVariable(self._module_listing(tx, name, args, kwargs).unpack(tx))
         if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
                     "train", "eval", "requires_grad_", "zero_grad"):
             unsupported(f"nn.Module.{name}() changes the module inside a compiled region", "module_mutation")
