@@ -9,6 +9,7 @@ from bytecode import CellVar, Instr
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.callables import NestedFunctionVariable, UserMethodVariable
 from framejit.variables.constant import WeakrefVariable
+from framejit.variables.user_object import NewObjectVariable
 from framejit.variables.containers import (BoundMethod, DictVariable, DictViewVariable, IteratorVariable,
                                            ListVariable, SetVariable, SliceVariable, TupleVariable)
 
@@ -90,6 +91,11 @@ class PyCodegen:
         elif isinstance(var, (WeakrefVariable, DictViewVariable)):
             var.reconstruct(self)
             return
+        elif isinstance(var, NewObjectVariable):  # its attributes are set by the side-effect replay
+            self.emit("PUSH_NULL")
+            self.emit_const(object.__new__)
+            self.load(var.cls_var)
+            self.call(1)
         elif isinstance(var, SliceVariable):
             for part in var.parts:
                 self.load(part)
@@ -127,7 +133,8 @@ class PyCodegen:
         else:
             unsupported(f"cannot rebuild {var} after the graph", "reconstruct")
         # one object per Variable: a list (or an iterator) loaded twice is the same object both times
-        if isinstance(var, (ListVariable, DictVariable, SetVariable, IteratorVariable)) and var.source is None:
+        if isinstance(var, (ListVariable, DictVariable, SetVariable, IteratorVariable, NewObjectVariable)) \
+                and var.source is None:
             name = self.new_temp()
             self.emit("COPY", 1)
             self.emit("STORE_FAST", name)

@@ -1,6 +1,7 @@
 """Python semantics the trace must keep, found by differential fuzzing: results and the state of arguments
 after the call equal eager's."""
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -222,3 +223,59 @@ def test_idioms_of_model_code_are_one_graph(fn):
     assert out.graph_count == 1 and out.graph_break_count == 0
     got, want, _, _ = _run_both(fn, x)
     assert same(got, want)
+
+
+@dataclasses.dataclass
+class ModelOut:
+    logits: torch.Tensor
+    loss: "torch.Tensor | None" = None
+    hidden: tuple = ()
+
+    def __post_init__(self):
+        self.n_hidden = len(self.hidden)
+
+
+class Record:
+    scale = 3
+
+    def __init__(self, a, b=2):
+        self.a = a
+        self.b = b
+
+    def total(self):
+        return self.a * self.b * self.scale
+
+
+def builds_objects(x):
+    out = ModelOut(logits=x * 2, hidden=(x,))
+    out.loss = out.logits.sum()
+    rec = Record(x + 1)
+    return out, rec.total(), isinstance(out, ModelOut), rec
+
+
+def test_plain_classes_and_dataclasses_are_made_in_the_graph():
+    x = torch.randn(3)
+    explained = framejit.explain(builds_objects)(x)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    got, want, _, _ = _run_both(builds_objects, x)
+    assert type(got[0]) is ModelOut and same(got[0].logits, want[0].logits) and same(got[0].loss, want[0].loss)
+    assert got[0].n_hidden == 1 and same(got[0].hidden[0], want[0].hidden[0])
+    assert same(got[1], want[1]) and got[2] is True
+    assert type(got[3]) is Record and vars(got[3]).keys() == vars(want[3]).keys() and same(got[3].a, want[3].a)
+
+
+def object_across_a_break(x):
+    rec = Record(x)
+    print("a graph break")
+    return rec.total() + rec.a
+
+
+def test_an_object_made_in_the_trace_survives_a_graph_break_and_class_changes():
+    f = framejit.optimize(CompileCounter())(object_across_a_break)
+    x = torch.randn(3)
+    assert same(f(x), object_across_a_break(x))
+    Record.scale = 5  # a class attribute the graph read: guarded through the class
+    try:
+        assert same(f(x), object_across_a_break(x))
+    finally:
+        Record.scale = 3

@@ -42,7 +42,14 @@ class SideEffects:
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
         from framejit.variables.nn_module import NNModuleVariable
         from framejit.variables.tensor import TensorVariable
-        from framejit.variables.user_object import UserObjectVariable
+        from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
+        if isinstance(obj, NewObjectVariable):  # made in the trace: a plain class (user_object.constructible)
+            descriptor = next((vars(k)[name] for k in obj.cls.__mro__ if name in vars(k)), None)
+            if hasattr(type(descriptor), "__set__"):
+                unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", "side_effect")
+            self.attrs[(id(obj), name)] = (obj, name, value)
+            self.mutations += 1
+            return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
             unsupported(f"setting attribute {name!r} on {obj}", "side_effect")
         if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
@@ -101,7 +108,7 @@ class SideEffects:
                 continue
             cg.emit("LOAD_FAST", temp)
             if kind == "attr":
-                cg.load_source(target[0])
+                cg.load(target[0])  # its source, or an object made in the trace (built once)
                 cg.emit("STORE_ATTR", target[1])
             elif kind == "global":
                 cg.emit("STORE_GLOBAL", target)

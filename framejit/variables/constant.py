@@ -99,6 +99,9 @@ class ObjectVariable(KnownValueVariable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import call_python_object
+        from framejit.variables.user_object import constructible, construct
+        if isinstance(self.value, type) and self.source is not None and constructible(self.value):
+            return construct(tx, self, args, kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:
             from framejit.trace.sources import WeakrefCallSource
             from framejit.variables.builder import wrap_value

@@ -77,3 +77,59 @@ class UserObjectVariable(Variable):
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"
+
+
+def constructible(cls: Any) -> bool:
+    """A plain user class whose instances the trace can make: object's __new__, __setattr__ and
+    __getattribute__, no __slots__, and a Python (or object's) __init__."""
+    if type(cls) is not type or cls.__module__ == "builtins" or "__slots__" in vars(cls):
+        return False
+    init = lookup_class_attr(cls, "__init__")[1]
+    return (cls.__new__ is object.__new__ and lookup_class_attr(cls, "__setattr__")[1] is object.__setattr__
+            and lookup_class_attr(cls, "__getattribute__")[1] is object.__getattribute__
+            and (init is object.__init__ or isinstance(init, types.FunctionType)))
+
+
+def construct(tx: "Translator", cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    """cls(*args, **kwargs) for a constructible class: a NewObjectVariable, its __init__ inlined."""
+    from framejit.variables.builder import wrap_value
+    cls = cls_var.as_python_constant()
+    obj = NewObjectVariable(cls, cls_var)
+    init = lookup_class_attr(cls, "__init__")[1]
+    if init is object.__init__:
+        if args or kwargs:
+            unsupported(f"{cls.__name__}() takes no arguments", "call")
+    else:
+        wrap_value(tx, init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
+    return obj
+
+
+class NewObjectVariable(Variable):
+    """An instance of a plain user class made during the trace (a dataclass output, a small record).
+
+    Its attributes are writes in the side effects; after the graph it is made with object.__new__ and the
+    writes are replayed onto it. Class attributes and methods are read (and guarded) through its class."""
+
+    def __init__(self, cls: type, cls_var: Variable) -> None:
+        self.cls = cls
+        self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def truth(self, tx: "Translator") -> bool:
+        if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
+            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", "truth")
+        return True
+
+    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        found, attr = lookup_class_attr(self.cls, name)
+        if not found or isinstance(attr, classmethod):
+            unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", "getattr")
+        return class_attribute(tx, self, attr, AttrSource(self.cls_var.source, name))
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__name__})"
