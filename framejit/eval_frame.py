@@ -79,11 +79,11 @@ class FrameCallback:
                         return cache.replacement_function(entry, fn)
                 except Exception:  # as in C: a guard that raises is a miss
                     pass
-            if existing and not self._recompile_allowed(fn, args, existing):
+            if existing and not self._recompile_allowed(fn, args):
                 return None
             return self._compile(fn, args, bool(existing))
 
-    def _recompile_allowed(self, fn: types.FunctionType, args: tuple, existing: list) -> bool:
+    def _recompile_allowed(self, fn: types.FunctionType, args: tuple) -> bool:
         """Report why the entries missed (guard_fail_fn, logs); False once the cache size limit is reached."""
         code = fn.__code__
         frames = cache.compiled_frames(code, self)

@@ -228,11 +228,12 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     # identity checks of arguments first: one compare rejects the entries of other module instances
     first = [r for r in records if r.kind == "ID_MATCH" and isinstance(r.source, LocalSource)]
     exprs = [e for r in first for e in guard_set._code(render(r.source), r.kind, r.value, render)]
+    done = {id(r) for r in first}
     if tensors:
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors]))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
-        if r.kind == "TENSOR_MATCH" or r in first:
+        if r.kind == "TENSOR_MATCH" or id(r) in done:
             continue
         exprs += r.guard.code_list if r.source is None else guard_set._code(render(r.source), r.kind, r.value, render)
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])

@@ -43,13 +43,12 @@ _disallowed = _IdSet()
 _constant_result = _IdSet()
 _disabled = _IdSet()
 # torch functions that ask "is a compiler tracing me?", by (module, name) -> answer: answered without calling
-# them (their flags are TorchDynamo's, which framejit never sets). By name, so that TorchDynamo's own copy is
-# recognised without framejit importing torch._dynamo. As under torch.compile, code being captured sees
-# is_compiling() == True (users branch on it to keep logging or checks out of graphs); framejit is not torch.export.
+# them (their flags belong to TorchDynamo, which framejit never sets). As under TorchDynamo, code being
+# captured sees is_compiling() == True (users branch on it to keep logging or checks out of graphs); framejit
+# is not torch.export.
 _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
     ("torch.compiler", "is_compiling"): True, ("torch.compiler", "is_dynamo_compiling"): True,
     ("torch.compiler", "is_exporting"): False, ("torch._utils", "is_compiling"): True,
-    ("torch._dynamo.external_utils", "is_compiling"): True,
 }
 
 
@@ -103,16 +102,6 @@ def is_disallowed(fn: Any) -> bool:
 
 def is_constant_result(fn: Any) -> bool:
     return fn in _constant_result
-
-
-# Functions that read global state and nothing else, by (module, name): called at trace time, their answer is
-# a constant guarded to stay the same (e.g. nn.MultiheadAttention asks for the dispatch mode stack).
-_GLOBAL_STATE_QUERIES = frozenset({("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack")})
-
-
-def is_global_state_query(fn: Any) -> bool:
-    return callable(fn) and (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)) in \
-        _GLOBAL_STATE_QUERIES
 
 
 def compile_query_answer(fn: Any) -> tuple[bool, Any]:

@@ -19,7 +19,7 @@ from framejit.variables.callables import (ConstantResultVariable, DisallowedVari
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import DictVariable, ListVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable
-from framejit.variables.torch_special import GRAD_MODE_CTORS, GradModeCtorVariable, is_torch_op
+from framejit.variables.torch_special import GRAD_MODE_CTORS, GradModeCtorVariable, is_constant_query, is_torch_op
 from framejit.variables.user_object import UserObjectVariable
 
 if TYPE_CHECKING:
@@ -130,9 +130,9 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
     if is_query:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ConstantResultVariable(value, answer)
-    if registry.is_global_state_query(value):
+    if is_constant_query(value):  # a Python function of torch's that reads global state (folded, guarded)
         _guard(tx, source, "FUNCTION_MATCH", value)
-        return ConstantResultVariable(value, guard_answer=True)
+        return TorchVariable(value, source)
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return GradModeCtorVariable(value)

@@ -244,15 +244,13 @@ class DisallowedVariable(Variable):
 
 class ConstantResultVariable(Variable):
     """A function under assume_constant_result: called now, its result becomes a constant. With `answer`, the
-    call is not made and `answer` is the result (torch.compiler.is_compiling() while framejit traces). With
-    `guard_answer`, the entry is guarded on the call still giving that result (a query of global state)."""
+    call is not made and `answer` is the result (torch.compiler.is_compiling() while framejit traces)."""
 
     _NOT_FIXED = object()
 
-    def __init__(self, fn: Any, answer: Any = _NOT_FIXED, *, guard_answer: bool = False) -> None:
+    def __init__(self, fn: Any, answer: Any = _NOT_FIXED) -> None:
         self.fn = fn
         self.answer = answer
-        self.guard_answer = guard_answer
 
     def is_python_constant(self) -> bool:
         return True
@@ -264,11 +262,5 @@ class ConstantResultVariable(Variable):
         from framejit.variables.builder import wrap_constant_result
         if self.answer is not self._NOT_FIXED:
             return wrap_constant_result(self.answer)
-        values = tuple(a.as_python_constant() for a in args)
-        if self.guard_answer:
-            if kwargs:
-                unsupported(f"{getattr(self.fn, '__name__', self.fn)}() with keyword arguments", "call")
-            result = self.fn(*values)
-            tx.output.guards.add_query(self.fn, values, result)
-            return wrap_constant_result(result)
-        return wrap_constant_result(self.fn(*values, **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
+                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))

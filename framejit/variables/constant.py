@@ -99,7 +99,7 @@ class ObjectVariable(KnownValueVariable):
 
     def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import call_python_object
-        from framejit.variables.user_object import constructible, construct
+        from framejit.variables.user_object import construct, constructible
         if isinstance(self.value, type) and self.source is not None and constructible(self.value):
             return construct(tx, self, args, kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:

@@ -6,7 +6,7 @@ replays after the graph runs.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from framejit.variables.base import Variable, unsupported
 from framejit.variables.constant import ConstantVariable
@@ -257,7 +257,8 @@ class DictVariable(Variable):
 class DictViewVariable(Variable):
     """d.keys() / d.values() / d.items(): a view, so it shows the dict as it is when it is read."""
 
-    _TYPES = {"keys": type({}.keys()), "values": type({}.values()), "items": type({}.items())}
+    _TYPES: ClassVar[dict[str, type]] = {"keys": type({}.keys()), "values": type({}.values()),
+                                         "items": type({}.items())}
 
     def __init__(self, dict_var: DictVariable, kind: str) -> None:
         self.dict_var = dict_var

@@ -170,38 +170,34 @@ class NNModuleVariable(Variable):
                 return TupleVariable(children)
             return TupleVariable([TupleVariable([ConstantVariable(k), c]) for k, c in zip(keys, children)])
         if name in _LISTING_METHODS:  # generators in Python: next(self.parameters()) is common
-            return IteratorVariable(self._module_listing(tx, name, args, kwargs).unpack(tx))
+            return IteratorVariable(self._module_listing(tx, name, args, kwargs))
         if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
                     "train", "eval", "requires_grad_", "zero_grad"):
             unsupported(f"nn.Module.{name}() changes the module inside a compiled region", "module_mutation")
         return self.var_getattr(tx, name).call(tx, args, kwargs)
 
     def _module_listing(self, tx: "Translator", name: str, args: Sequence[Variable],
-                        kwargs: dict[str, Variable]) -> Variable:
-        if name == "children":
-            return TupleVariable(self.child_modules(tx))
-        if name == "named_children":
-            return TupleVariable([TupleVariable([ConstantVariable(k), c])
-                                  for k, c in zip(self.module._modules, self.child_modules(tx))])
-        if name in ("modules", "named_modules") and not args and not kwargs:
-            found = self.submodules(tx)
-            return TupleVariable([TupleVariable([ConstantVariable(k), m]) for k, m in found] if name == "named_modules"
-                                 else [m for _, m in found])
-        if name in ("parameters", "named_parameters", "buffers", "named_buffers") and not args and not kwargs:
-            dict_name = "_parameters" if "parameters" in name else "_buffers"
-            out: list[Variable] = []
-            for prefix, owner in self.module.named_modules():
-                var: Variable = self
-                for part in filter(None, prefix.split(".")):
-                    var = var._child(tx, "_modules", part)  # type: ignore[attr-defined]
-                for key, value in getattr(owner, dict_name).items():
-                    if value is None:
-                        continue
-                    item = var._child(tx, dict_name, key)  # type: ignore[attr-defined]
-                    full = f"{prefix}.{key}" if prefix else key
-                    out.append(TupleVariable([ConstantVariable(full), item]) if name.startswith("named") else item)
-            return TupleVariable(out)
-        unsupported(f"nn.Module.{name}() with these arguments", "module_call")
+                        kwargs: dict[str, Variable]) -> list[Variable]:
+        """What children(), parameters(), named_modules()... yield, as nn.Module yields it (each module and
+        each parameter or buffer once)."""
+        def named(pairs: Any) -> list[Variable]:
+            return [TupleVariable([ConstantVariable(k), v]) for k, v in pairs] if name.startswith("named") \
+                else [v for _, v in pairs]
+        if args or kwargs:
+            unsupported(f"nn.Module.{name}() with arguments", "module_call")
+        if name in ("children", "named_children"):
+            return named(zip(self.module._modules, self.child_modules(tx)))
+        if name in ("modules", "named_modules"):
+            return named(self.submodules(tx))
+        dict_name = "_parameters" if "parameters" in name else "_buffers"
+        seen: set[int] = set()
+        found = []
+        for prefix, owner in self.submodules(tx):
+            for key, value in getattr(owner.module, dict_name).items():
+                if value is not None and id(value) not in seen:  # a tied weight is listed once
+                    seen.add(id(value))
+                    found.append((f"{prefix}.{key}" if prefix else key, owner._child(tx, dict_name, key)))
+        return named(found)
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({type(self.module).__name__})"

@@ -27,7 +27,8 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
 # (guards.add_global_state), the others by a guard on the query's answer where they are folded.
 _GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
 _CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
-                                           "get_autocast_cpu_dtype", "_is_any_autocast_enabled"}
+                                           "get_autocast_cpu_dtype", "_is_any_autocast_enabled",
+                                           "_get_current_dispatch_mode_stack"}  # nn.MultiheadAttention asks it
 _TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
 
@@ -79,6 +80,12 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     unsupported(f"{name}() returns no tensor: it runs as Python", "non_tensor_op")
 
 
+def is_constant_query(value: Any) -> bool:
+    """A query of global state that torch implements in Python (so not a torch op by its module)."""
+    return callable(value) and getattr(value, "__name__", None) in _CONSTANT_QUERIES \
+        and str(getattr(value, "__module__", "")).startswith("torch.")
+
+
 def is_torch_op(value: Any) -> bool:
     """Whether calling `value` should put one op in the graph."""
     from framejit import registry
@@ -105,7 +112,8 @@ def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs:
         result = fn(*values)
         if name not in _GUARDED_EVERYWHERE:
             tx.output.guards.add_query(fn, values, result)
-        return ConstantVariable(result)
+        from framejit.variables.builder import wrap_constant_result
+        return wrap_constant_result(result)  # the dispatch mode stack is a list
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
         plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
