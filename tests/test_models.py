@@ -592,3 +592,20 @@ def test_non_reentrant_checkpoint_counts_no_tensors_of_the_trace():
     opt(x).backward()  # the first call compiles inside checkpoint's saved-tensor hooks
     ref(x).backward()
     assert same(model.lin.weight.grad, ref.lin.weight.grad)
+
+
+class TiedWeights(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight  # tied: nn.Module.parameters() lists it once
+
+    def forward(self, idx):
+        return self.head(self.embed(idx)) * sum(p.numel() for p in self.parameters())
+
+
+def test_tied_weights_are_listed_once_as_by_parameters():
+    model = TiedWeights()
+    idx = torch.tensor([[1, 2, 3]])
+    assert same(framejit.compile(model, backend=CompileCounter(), fullgraph=True)(idx), model(idx))
