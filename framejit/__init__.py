@@ -9,7 +9,7 @@ from framejit.api import OptimizedModule, compile, disable, optimize, optimize_a
 from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
-from framejit.registry import allow_in_graph, assume_constant_result, disallow_in_graph
+from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
 from framejit import backends, testing  # noqa: E402
 
 __all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",

@@ -5,7 +5,7 @@ import functools
 import warnings
 from typing import Any, Callable
 
-from framejit import eval_frame
+from framejit import config, eval_frame
 from framejit.backends.registry import backend_name, lookup_backend
 
 
@@ -51,7 +51,6 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
 
 def _warn_if_dynamic(dynamic: bool | None) -> None:
     """Symbolic shapes are not implemented: say so rather than silently specialising."""
-    from framejit import config
     if dynamic or config.dynamic_shapes:
         warnings.warn("framejit: dynamic shapes are not supported yet (dynamic=True / config.dynamic_shapes); "
                       "shapes are specialised, so each new input shape compiles a new graph, up to "

@@ -6,7 +6,8 @@ from typing import Any, Callable
 
 from bytecode import CellVar, Instr
 
-from framejit.variables.base import Variable, unsupported
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
 from framejit.variables.callables import NestedFunctionVariable, UserMethodVariable
 from framejit.variables.constant import WeakrefVariable
 from framejit.variables.user_object import NewObjectVariable
@@ -131,7 +132,7 @@ class PyCodegen:
             self.emit_const(var.as_python_constant())
             return
         else:
-            unsupported(f"cannot rebuild {var} after the graph", "reconstruct")
+            unsupported(f"cannot rebuild {var} after the graph", BreakCode.RECONSTRUCT)
         # one object per Variable: a list (or an iterator) loaded twice is the same object both times
         if isinstance(var, (ListVariable, DictVariable, SetVariable, IteratorVariable, NewObjectVariable)) \
                 and var.source is None:
@@ -154,7 +155,7 @@ class PyCodegen:
         if var.closure:
             names = [self.root_cells.get(id(cell)) for cell in var.closure]
             if None in names:
-                unsupported(f"cannot rebuild {var}: it closes over cells of an inlined function", "reconstruct")
+                unsupported(f"cannot rebuild {var}: it closes over cells of an inlined function", BreakCode.RECONSTRUCT)
             for name in names:
                 self.emit("LOAD_CLOSURE", name)
             self.emit("BUILD_TUPLE", len(names))
@@ -191,7 +192,7 @@ class PyCodegen:
                 self.call(len(args))
                 self.emit("POP_TOP")
         else:
-            unsupported(f"replaying a mutation of {var}", "side_effect")
+            unsupported(f"replaying a mutation of {var}", BreakCode.SIDE_EFFECT)
 
 
 def _advanced_iterator(iterable: Any, position: int) -> Any:

@@ -13,30 +13,32 @@ from typing import Any
 
 debug: bool = False             # print ORIGINAL/MODIFIED BYTECODE, GUARDS and the graph per compiled frame
 verbose: bool = False           # full tracebacks for internal errors
-log_level: int = logging.WARNING
-output_code: bool = False       # ask backends that generate code to print it
-dynamic_shapes: bool = False    # not yet supported: shapes are always specialised
+log_level: int = logging.WARNING  # level of the `framejit` logger (INFO: graph breaks, recompiles, fallbacks)
+output_code: bool = False       # print each graph's code and let backends that generate code show theirs
+dynamic_shapes: bool = False    # dynamic=True everywhere; not yet supported: shapes are specialised (warns)
 cache_size_limit: int = 8       # compiled entries per code object (and per module instance: entries for
                                 #   other objects guarded by identity, e.g. other nn.Linear, do not count)
 accumulated_cache_size_limit: int = 256  # compiled entries per code object for all objects together
 suppress_errors: bool = False   # backend failures warn and fall back instead of raising
 inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
+instruction_budget: int = 100_000  # symbolic instructions per compiled frame (inlined calls included)
 
-_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes",
-          "cache_size_limit", "accumulated_cache_size_limit", "suppress_errors", "inline_depth_limit")
+_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "cache_size_limit",
+          "accumulated_cache_size_limit", "suppress_errors", "inline_depth_limit", "instruction_budget")
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """A snapshot of the settings one compile runs with."""
+    """A snapshot of the settings one compile runs with. (The cache size limits are read when deciding
+    whether to compile at all, and dynamic_shapes when a context is made.)"""
 
     debug: bool
     verbose: bool
+    log_level: int
     output_code: bool
-    dynamic_shapes: bool
-    cache_size_limit: int
     suppress_errors: bool
     inline_depth_limit: int
+    instruction_budget: int
 
 
 def snapshot() -> Options:

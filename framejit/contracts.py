@@ -1,20 +1,51 @@
-"""Record types shared across the pipeline: guards, cache entries, backends.
+"""Contracts between the pipeline's layers: record types, guard kinds, and the protocols the value layer sees.
 
-Frozen dataclasses with keyword fields; never unpack them positionally.
+Records are frozen dataclasses or named tuples with keyword fields; never unpack them positionally.
+The value kinds (variables/) and sources see the translator only as a `Tracer` and the code
+generator only as an `Emitter`, so the layers below the translator import nothing above them.
 """
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import torch
+
+# The protocols below speak of values (variables.base.Variable) and sources (sources.Source). Both modules
+# import this one, so here they are named loosely rather than imported.
+Variable = Any
+Source = Any
 
 
 class Backend(Protocol):
     """A compiler: takes the captured graph and its real example inputs, returns a callable."""
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]: ...
+
+
+class GuardKind(enum.StrEnum):
+    """What a guard checks about the value at its source (or, for the global ones, about torch's state)."""
+
+    TENSOR_MATCH = "TENSOR_MATCH"      # type, dtype, device, requires_grad, sizes, strides, dispatch keys
+    ID_MATCH = "ID_MATCH"              # the same object
+    FUNCTION_MATCH = "FUNCTION_MATCH"  # the same function, module or builtin
+    CODE_MATCH = "CODE_MATCH"          # a function with the same code (closures made anew each call match)
+    EQUALS = "EQUALS"                  # a Python constant of the same type and value
+    TYPE_MATCH = "TYPE_MATCH"
+    LEN_MATCH = "LEN_MATCH"            # a tuple or list of the same type and length
+    DICT_KEYS = "DICT_KEYS"            # a dict of the same type and keys, in order
+    NO_HOOKS = "NO_HOOKS"              # a module called: still no hooks and no instance `forward`
+    NO_ATTR = "NO_ATTR"                # an attribute the trace found missing is still missing
+    NO_KEY = "NO_KEY"                  # a name the trace found absent (a global shadowing a builtin)
+    ALIAS = "ALIAS"                    # two sources are one object
+    NOT_ALIAS = "NOT_ALIAS"            # two sources are different objects
+    GRAD_MODE = "GRAD_MODE"
+    DEFAULT_DTYPE = "DEFAULT_DTYPE"
+    DEFAULT_DEVICE = "DEFAULT_DEVICE"
+    AUTOCAST = "AUTOCAST"
+    GLOBAL_QUERY = "GLOBAL_QUERY"      # a query of global state folded to its answer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +59,7 @@ class Guard:
     """
 
     name: str
-    kind: str
+    kind: GuardKind
     code_list: tuple[str, ...]
     source_kind: str = "local"
 
@@ -62,3 +93,115 @@ class CompiledFrame:
     passthrough: bool = False       # `code` is the original body: this path had no tensor op
     reads_tensors: bool = True      # the trace read some tensor
     identity: tuple[tuple[str, int], ...] = ()  # (argument, id) guarded by identity: the objects it is for
+
+
+class CacheEntry(NamedTuple):
+    """One entry of a code object's cache list in co_extra, in the field order the C hook reads."""
+
+    guard_fn: Callable[..., bool]   # guard_fn(func, *arg_slots) -> bool
+    code: types.CodeType            # the replacement code
+    memo: list                      # the C hook's memo of replacement function objects per (closure, globals)
+    owner: Any                      # the FrameCallback that compiled it: other contexts never run it
+
+
+# -- what the value layer sees of the layers above it -------------------------------------------------------
+
+class GuardRecorder(Protocol):
+    """The guards of one compile (guards.GuardSet)."""
+
+    def add(self, source: Source, kind: GuardKind, value: Any) -> None: ...
+
+    def add_query(self, fn: Callable[..., Any], args: tuple, result: Any) -> None: ...
+
+
+class WriteLog(Protocol):
+    """Writes the trace made to state outside the frame, replayed after the graph (side_effects.SideEffects)."""
+
+    mutations: int
+
+    def mutated_container(self, var: Variable) -> None: ...
+
+    def store_attr(self, obj: Variable, name: str, value: Variable) -> None: ...
+
+    def pending_attr(self, obj: Variable, name: str) -> Variable | None: ...
+
+    def store_global(self, f_globals: dict, name: str, value: Variable) -> None: ...
+
+    def pending_global(self, f_globals: dict, name: str) -> Variable | None: ...
+
+    def store_cell(self, name: str, value: Variable) -> None: ...
+
+    def restore_exc_info(self, saved: Variable) -> None: ...
+
+    def track_iterator(self, iterator: Variable) -> None: ...
+
+
+class TraceOutput(Protocol):
+    """The graph being captured (output_graph.OutputGraph), as the translator and the value kinds use it."""
+
+    options: Any                          # config.Options of this compile
+    budget: int                           # symbolic instructions left
+    f_globals: dict[str, Any]             # the captured frame's globals
+    guards: GuardRecorder
+    side_effects: WriteLog
+    wrapped: dict[str, Variable]          # by source name: each real value is wrapped (and guarded) once
+    wrapped_by_id: dict[int, Variable]    # tensors and mutable objects, by identity
+    real_cells: dict[int, Any]            # id(real cell of the captured function's closure) -> its trace Cell
+
+    def add_graph_input(self, source: Source, value: torch.Tensor) -> Variable: ...
+
+    def call_graph_op(self, tx: "Tracer", op: str, target: Any, args: Any, kwargs: dict[str, Variable]
+                      ) -> Variable: ...
+
+    def set_grad_mode(self, mode: bool) -> None: ...
+
+
+class Tracer(Protocol):
+    """The translator of the frame being traced (trace.translator.Translator), as the value kinds use it."""
+
+    output: TraceOutput
+
+    def wrap(self, value: Any, source: Source | None) -> Variable:
+        """A real value read from `source` as a Variable, guarding what the trace relies on."""
+        ...
+
+    def wrap_constant(self, value: Any) -> Variable:
+        """A value computed at trace time from constants (no source, no guard)."""
+        ...
+
+    def speculate_getattr(self, obj: Variable, name: str) -> Variable: ...
+
+    def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
+                    closure: Any, fn_source: Source | None, fn_name: str) -> Variable: ...
+
+    def zero_arg_super(self) -> Variable: ...
+
+    def store_attr(self, obj: Variable, name: str, value: Variable) -> None: ...
+
+
+class Emitter(Protocol):
+    """The code generator (codegen.PyCodegen), as sources and value kinds use it to rebuild a value."""
+
+    cell_names: frozenset[str]   # the frame's cellvars (arguments among them are cells)
+
+    def emit(self, opname: str, arg: Any = ...) -> None: ...
+
+    def emit_const(self, value: Any) -> None: ...
+
+    def call(self, nargs: int) -> None: ...
+
+    def load(self, var: Variable) -> None:
+        """Leave var's real value on the stack: a graph output, reloaded from its source, or rebuilt."""
+        ...
+
+    def build_fresh(self, var: Variable) -> None:
+        """Make var anew from its parts (ignoring its source); a mutable one is made once."""
+        ...
+
+    def new_temp(self) -> str: ...
+
+    def store_temp(self, produce: Callable[[], None]) -> str: ...
+
+    def frame_cell_name(self, cell: Any) -> str | None:
+        """The name of a trace Cell in the frame being generated, if it is one of that frame's own cells."""
+        ...

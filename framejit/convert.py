@@ -16,7 +16,6 @@ from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
 from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
 from framejit.output_graph import OutputGraph, next_graph_name
-from framejit.trace import ops_basic, ops_call, ops_data, ops_flow  # noqa: F401  (register opcode handlers)
 from framejit.trace.translator import root_translator
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from framejit import cache, config, logs, registry
+from framejit import cache, config, logs, policy
 from framejit._C import _hook
 from framejit.contracts import GuardFailure
 from framejit.codeobj import is_continuation
@@ -68,7 +68,7 @@ class FrameCallback:
         if code in _fallback and not self.nopython:
             return None
         reason = skipfiles.capture_refusal(code)
-        if reason is not None or registry.is_disabled(fn):
+        if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)
             return None
         with _compile_lock:
@@ -281,14 +281,14 @@ def disable(fn: Any = None, recursive: bool = True) -> Any:
         return _Context(None) if recursive else _NonRecursiveDisable()
     if not callable(fn):
         raise TypeError(f"framejit.disable expects a callable, got {type(fn).__name__}")
-    registry.mark_disabled(fn)
+    policy.mark_disabled(fn)
     if not recursive:
         code = getattr(fn, "__code__", None)
         if code is not None:
             cache.mark_skip(code)
         return fn
     wrapped = _Context(None)(fn)
-    registry.mark_disabled(wrapped)
+    policy.mark_disabled(wrapped)
     return wrapped
 
 

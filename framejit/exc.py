@@ -1,5 +1,99 @@
-"""The errors framejit raises; every one is a FramejitError."""
+"""The errors framejit raises (every one a FramejitError), and why a trace stops: `BreakCode`, `unsupported()`."""
 from __future__ import annotations
+
+import enum
+from typing import NoReturn
+
+_REWRITE = ("Rewrite this code, or compile without fullgraph=True so that framejit breaks the graph here and "
+            "runs this part as Python.")
+
+
+class BreakCode(enum.StrEnum):
+    """Why a trace stopped (a graph break). Each code carries the advice a fullgraph error gives."""
+
+    advice: str
+
+    def __new__(cls, value: str, advice: str = _REWRITE) -> "BreakCode":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.advice = advice
+        return member
+
+    # the value of a tensor or of Python state is needed at trace time
+    DATA_DEPENDENT = ("data_dependent", "The value of a tensor is needed as a Python value here; keep the "
+                      "computation in tensor ops, or move it out of the compiled function.")
+    TENSOR_BRANCH = ("tensor_branch", "Dynamic control flow is not supported at the moment. Please use torch.cond "
+                     "to explicitly capture the control flow, or compute the condition outside the compiled "
+                     "function.")
+    # calls framejit does not trace into
+    BUILTIN_IO = ("builtin_io", "Move the call out of the compiled function, or wrap the code doing it with "
+                  "framejit.disable.")
+    OPAQUE_CALL = ("opaque_call", "framejit only traces Python code and torch ops; move the call out, wrap it with "
+                   "framejit.disable, or use framejit.allow_in_graph if it only does tensor ops.")
+    DISALLOWED = ("disallowed", "The function is marked disallow_in_graph or framejit.disable; call it outside "
+                  "the compiled function.")
+    SKIPPED_FILE = ("skipped_file", "framejit does not trace into this library's code; call it outside the "
+                    "compiled function, or use framejit.allow_in_graph if it only does tensor ops.")
+    GENERATOR = "generator"
+    INLINE_DEPTH = ("inline_depth", "Raise framejit.config.inline_depth_limit, or flatten the recursion.")
+    BUDGET = ("budget", "A long Python loop is unrolled into the graph; move it out of the compiled function, or "
+              "raise framejit.config.instruction_budget.")
+    # Python that the trace does not model
+    OPCODE = "opcode"
+    PYTHON_ERROR = "python_error"
+    UNSUPPORTED = "unsupported"
+    CALL = "call"
+    BAD_CALL = "bad_call"
+    BUILTIN = "builtin"
+    CONSTANT_ERROR = "constant_error"
+    OPERATOR = "operator"
+    IDENTITY = "identity"
+    GETATTR = "getattr"
+    MISSING_ATTR = "missing_attr"
+    GETITEM = "getitem"
+    INDEX = "index"
+    ITER = "iter"
+    UNPACK = "unpack"
+    TRUTH = "truth"
+    NOT_CONSTANT = "not_constant"
+    CONTAINER = "container"
+    CONTAINER_METHOD = "container_method"
+    DICT_KEY = "dict_key"
+    OBJECT = "object"
+    UNBOUND = "unbound"
+    GLOBAL = "global"
+    SUPER = "super"
+    CLOSURE_WRITE = "closure_write"
+    ASSERT = "assert"
+    IMPORT = "import"
+    EXCEPTION = "exception"
+    CONTEXT_MANAGER = "context_manager"
+    # tensors and graph ops
+    GRAPH_ARG = "graph_arg"
+    TENSOR_ATTR = "tensor_attr"
+    TENSOR_CONSTANT = ("tensor_constant", "Pass the tensor to the compiled function as an argument, or make it an "
+                       "attribute of a module it calls.")
+    TORCH_STATEFUL = "torch_stateful"
+    TORCH_FUNCTION = "torch_function"
+    NON_TENSOR_OP = "non_tensor_op"
+    GRAD_MODE = "grad_mode"
+    FAKE_ERROR = "fake_error"
+    OP_ERROR = "op_error"
+    OP_RESULT = "op_result"
+    # modules
+    MODULE_CALL = "module_call"
+    MODULE_HOOKS = "module_hooks"
+    MODULE_MUTATION = "module_mutation"
+    # after the graph: rebuilding values, replaying writes, resuming
+    SIDE_EFFECT = "side_effect"
+    RECONSTRUCT = "reconstruct"
+    BREAK_UNSUPPORTED = "break_unsupported"
+    EXPORT = "export"
+
+
+def unsupported(msg: str, code: BreakCode = BreakCode.UNSUPPORTED) -> NoReturn:
+    """Stop the trace with a reason; the translator attaches the user's frame."""
+    raise Unsupported(msg, code=code)
 
 
 class FramejitError(RuntimeError):
@@ -9,11 +103,12 @@ class FramejitError(RuntimeError):
 class Unsupported(FramejitError):
     """The trace met something it cannot put in a graph.
 
-    `code` is a short machine-readable reason code (e.g. "tensor_branch"),
+    `code` says why (a BreakCode, e.g. BreakCode.TENSOR_BRANCH; it compares equal to its text),
     `user_stack` the user frames (traceback.FrameSummary) where it happened.
     """
 
-    def __init__(self, msg: str, *, code: str = "unsupported", user_stack: list | None = None) -> None:
+    def __init__(self, msg: str, *, code: BreakCode = BreakCode.UNSUPPORTED, user_stack: list | None = None
+                 ) -> None:
         super().__init__(msg)
         self.msg = msg
         self.code = code
@@ -59,29 +154,13 @@ def format_user_stack(stack: list) -> str:
     return "\n".join(lines)
 
 
-_ADVICE = {
-    "data_dependent": "The value of a tensor is needed as a Python value here; keep the computation in tensor "
-                      "ops, or move it out of the compiled function.",
-    "builtin_io": "Move the call out of the compiled function, or wrap the code doing it with framejit.disable.",
-    "opaque_call": "framejit only traces Python code and torch ops; move the call out, wrap it with "
-                   "framejit.disable, or use framejit.allow_in_graph if it only does tensor ops.",
-    "disallowed": "The function is marked disallow_in_graph or framejit.disable; call it outside the compiled "
-                  "function.",
-    "skipped_file": "framejit does not trace into this library's code; call it outside the compiled function, "
-                    "or use framejit.allow_in_graph if it only does tensor ops.",
-}
-_CONTROL_FLOW = ("Dynamic control flow is not supported at the moment. Please use torch.cond to explicitly "
-                 "capture the control flow, or compute the condition outside the compiled function.")
-
-
 def fullgraph_error(e: Unsupported) -> Unsupported:
     """The error `fullgraph=True` / `nopython=True` raises at the first graph break."""
-    advice = _ADVICE.get(e.code, "Rewrite this code, or compile without fullgraph=True so that framejit "
-                                 "breaks the graph here and runs this part as Python.")
-    if e.code == "tensor_branch":
-        err: Unsupported = UserError(f"{_CONTROL_FLOW}\n(graph break reason: {e.msg})", code=e.code,
+    code = BreakCode(e.code)
+    if code is BreakCode.TENSOR_BRANCH:
+        err: Unsupported = UserError(f"{code.advice}\n(graph break reason: {e.msg})", code=code,
                                      user_stack=e.user_stack)
     else:
-        err = Unsupported(f"{e.msg}\n{advice}", code=e.code, user_stack=e.user_stack)
+        err = Unsupported(f"{e.msg}\n{code.advice}", code=code, user_stack=e.user_stack)
     err.fullgraph_hint = True
     return err

@@ -29,7 +29,7 @@ from torch.utils import _pytree as pytree
 
 from framejit import eval_frame
 from framejit.contracts import Guard
-from framejit.exc import UserError
+from framejit.exc import BreakCode, UserError
 
 
 def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
@@ -38,7 +38,7 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
         raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
-                        f"code to capture (wrap the call in a function)", code="export")
+                        f"code to capture (wrap the call in a function)", code=BreakCode.EXPORT)
     captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
     outputs: list[tuple[Any, ...]] = []
     guards: list[Guard] = []
@@ -59,7 +59,7 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
     finally:
         eval_frame.restore_state(saved)
     if len(captured) > 1:
-        raise UserError(f"export: {_name(fn)} was captured as {len(captured)} graphs, not one", code="export")
+        raise UserError(f"export: {_name(fn)} was captured as {len(captured)} graphs, not one", code=BreakCode.EXPORT)
     # An argument that was the same object as another argument or a global: the graph has one input for
     # both and would keep treating them as one in later calls (a shared submodule of `self` is fine).
     params = _parameter_names(fn)
@@ -68,7 +68,7 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
     if aliased:
         raise UserError(f"export: {_name(fn)} reads one object under two names ({aliased[0]}); the exported graph "
                         f"would keep treating them as one in every later call; pass distinct tensors",
-                        code="export")
+                        code=BreakCode.EXPORT)
     graph, example_inputs = captured[0] if captured else (None, [])
     graph_outputs = outputs[-1] if outputs else ()
     return _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result), guards
@@ -129,7 +129,7 @@ def _held_input(root: torch.nn.Module, new: torch.fx.Graph, node: torch.fx.Node,
     root_name = source[3:source.index("']")] if source.startswith("L['") else None
     if root_name in arg_names:
         raise UserError(f"export: the graph reads {source}, a tensor inside argument {root_name!r} that is not a "
-                        f"tuple, list or dict; pass the tensor itself as an argument", code="export")
+                        f"tuple, list or dict; pass the tensor itself as an argument", code=BreakCode.EXPORT)
     return _hold(root, new, node.name, value, held)
 
 

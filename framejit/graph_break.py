@@ -13,20 +13,19 @@ import dis
 import itertools
 import types
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
 
-from framejit.codegen import PyCodegen
+from framejit.exc import BreakCode, unsupported
+from framejit.codegen import GRAPH_OUT, PyCodegen
 from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_table, original_location
 from framejit.codeobj.reading import handler_for
-from framejit.variables.base import NULL, ExcInfoVariable, Variable, unsupported
+from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
+from framejit.trace.translator import Translator
+from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.torch_special import WithExitVariable
-
-if TYPE_CHECKING:
-    from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
-    from framejit.trace.translator import Translator
 
 _ONE_INPUT = frozenset({"LOAD_ATTR", "LOAD_METHOD", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT",
                         "UNARY_NOT", "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "STORE_GLOBAL", "BEFORE_WITH",
@@ -96,13 +95,12 @@ class _Successor:
         self.label = label
 
 
-def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
-                    compile_graph: "CompileGraph") -> "FinishedTrace":
+def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
+                    compile_graph: CompileGraph) -> FinishedTrace:
     """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring)."""
-    from framejit.output_graph import GRAPH_OUT, FinishedTrace
     n_in = stack_inputs(inst)
     if n_in is None or n_in > len(tx.stack):
-        unsupported(f"cannot resume a function after a graph break at {inst.opname}", "break_unsupported")
+        unsupported(f"cannot resume a function after a graph break at {inst.opname}", BreakCode.BREAK_UNSUPPORTED)
     orig_code, orig_offset = original_location(tx.code, inst.offset)
     successors = _successors(tx, inst, n_in)
     deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
@@ -112,7 +110,7 @@ def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
     if handler is not None:
         if entry.depth > len(deep):
             unsupported("a graph break inside a try block opened in the middle of an expression",
-                        "break_unsupported")
+                        BreakCode.BREAK_UNSUPPORTED)
         live[handler.offset] = _live_locals(tx, orig_code, handler.offset)
     local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
     cell_values = {name: tx.cells[name].value for name in tx.code.co_cellvars
@@ -151,7 +149,7 @@ def finish_at_break(output: "OutputGraph", tx: "Translator", inst: Inst,
     return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
 
-def _successors(tx: "Translator", inst: Inst, n_in: int) -> list[_Successor]:
+def _successors(tx: Translator, inst: Inst, n_in: int) -> list[_Successor]:
     next_offset = original_location(tx.code, tx.instructions[tx.ip + 1].offset)[1] \
         if tx.ip + 1 < len(tx.instructions) else None
     op = inst.opname
@@ -166,7 +164,7 @@ def _successors(tx: "Translator", inst: Inst, n_in: int) -> list[_Successor]:
     return [_Successor(next_offset, n_out)]
 
 
-def _live_locals(tx: "Translator", orig_code: types.CodeType, offset: int) -> tuple[str, ...]:
+def _live_locals(tx: Translator, orig_code: types.CodeType, offset: int) -> tuple[str, ...]:
     """Live locals at `offset` that the trace has a value for (unbound ones stay unbound)."""
     table = _LIVENESS.get(orig_code)
     if table is None:
@@ -203,7 +201,7 @@ def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
     return temps
 
 
-def _emit_instruction(cg: PyCodegen, tx: "Translator", inst: Inst, successors: list[_Successor]) -> None:
+def _emit_instruction(cg: PyCodegen, tx: Translator, inst: Inst, successors: list[_Successor]) -> None:
     """The unsupported instruction itself, as the original had it (jumps go to their continuation)."""
     op, line = inst.opname, inst.lineno
     if op == "CALL":
@@ -226,7 +224,6 @@ def _emit_instruction(cg: PyCodegen, tx: "Translator", inst: Inst, successors: l
 
 
 def _instr_arg(inst: Inst) -> Any:
-    from bytecode import BinaryOp, Compare
     if inst.opname == "BINARY_OP":
         return BinaryOp(inst.arg)
     if inst.opname == "COMPARE_OP":

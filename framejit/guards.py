@@ -22,7 +22,7 @@ import torch
 
 from framejit._C import _tensor_guard
 from framejit.contracts import Guard
-from framejit.trace.sources import (AttrSource, ClosureSource, ConstSource, DerivedSource, GlobalsDictSource,
+from framejit.sources import (AttrSource, ClosureSource, ConstSource, DerivedSource, GlobalsDictSource,
                                     GlobalSource, ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource, Source,
                                     WeakrefCallSource)
 

@@ -1,17 +1,68 @@
-"""The `framejit` logger, and FRAMEJIT_LOGS / config.debug deciding which debug sections print."""
+"""The `framejit` logger and what it prints: FRAMEJIT_LOGS / config.debug pick the debug sections,
+config.log_level sets the logger's level, config.output_code shows the code each backend compiles."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from typing import Iterator
+
+import torch
 
 log = logging.getLogger("framejit")
 
 SECTIONS = ("bytecode", "guards", "graph", "breaks", "recompiles")
+_parsed: dict[str, frozenset[str]] = {}
+_applied_level = [logging.NOTSET]  # the config.log_level last given to the logger
+
+
+def sections() -> frozenset[str]:
+    """The sections FRAMEJIT_LOGS names (comma-separated); a name that is not a section is an error."""
+    text = os.environ.get("FRAMEJIT_LOGS", "")
+    if text not in _parsed:
+        wanted = frozenset(s.strip().lstrip("+") for s in text.split(",") if s.strip())
+        unknown = sorted(wanted - {*SECTIONS, "all"})
+        if unknown:
+            raise ValueError(f"FRAMEJIT_LOGS names unknown section(s) {', '.join(map(repr, unknown))}; "
+                             f"valid sections: {', '.join(SECTIONS)}, all")
+        _parsed[text] = wanted
+    return _parsed[text]
 
 
 def enabled(section: str, debug: bool) -> bool:
     """Whether a debug section prints: config.debug turns all on; FRAMEJIT_LOGS picks some."""
     if debug:
         return True
-    wanted = {s.strip().lstrip("+") for s in os.environ.get("FRAMEJIT_LOGS", "").split(",") if s.strip()}
+    wanted = sections()
     return section in wanted or "all" in wanted
+
+
+def apply_level(level: int) -> None:
+    """Give the `framejit` logger config.log_level when the setting changed (a level set on the logger
+    directly stays until config.log_level changes). Below WARNING, messages need a handler to show:
+    one is added to stderr if neither the logger nor the root logger has one."""
+    if level == _applied_level[0]:
+        return
+    _applied_level[0] = level
+    log.setLevel(level)
+    if level < logging.WARNING and not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[framejit] %(levelname)s: %(message)s"))
+        log.addHandler(handler)
+
+
+@contextlib.contextmanager
+def output_code(name: str, gm: torch.fx.GraphModule, on: bool) -> Iterator[None]:
+    """config.output_code: print the graph's Python code, and while the backend compiles it, turn on torch's
+    `output_code` log so that backends that generate code (inductor) show it."""
+    if not on:
+        yield
+        return
+    print(f"OUTPUT CODE {name} (the graph's Python code, handed to the backend)\n{gm.code.strip()}\n")
+    from torch._logging._internal import _get_log_state, _set_log_state
+    saved = _get_log_state()
+    torch._logging.set_logs(output_code=True)
+    try:
+        yield
+    finally:
+        _set_log_state(saved)

@@ -9,7 +9,7 @@ import itertools
 import operator
 import traceback
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
@@ -17,19 +17,19 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode)
 from torch.utils import _pytree as pytree
 
+from framejit.exc import BreakCode, unsupported
 from framejit._C import _hook
 from framejit.codegen import GRAPH_OUT, PyCodegen
 from framejit.config import Options
 from framejit.guards import GuardSet
-from framejit.trace.side_effects import SideEffects
-from framejit.trace.sources import Source, graph_input_name
-from framejit.variables.base import Variable, unsupported
-from framejit.variables.containers import TupleVariable, ListVariable
+from framejit.side_effects import SideEffects
+from framejit.sources import Source, graph_input_name
+from framejit.variables.base import Variable
+from framejit.trace.translator import Translator
+from framejit.variables.builder import wrap_constant_result
+from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
-
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 _graph_counter = itertools.count()
 CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
@@ -60,8 +60,7 @@ class OutputGraph:
         self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []
         self.initial_grad_mode = torch.is_grad_enabled()
-        from framejit.trace.translator import INSTRUCTION_BUDGET
-        self.budget = INSTRUCTION_BUDGET
+        self.budget = options.instruction_budget
         self._used_names: set[str] = set()
         self.current_tx: "Translator | None" = None
 
@@ -91,13 +90,13 @@ class OutputGraph:
         self.guards.add(source, "TENSOR_MATCH", value)
         return TensorVariable(node, fake, source, type(value))
 
-    def create_node(self, tx: "Translator", op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
+    def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
         node = self.graph.create_node(op, target, args, kwargs)
         summary = tx.frame_summary()
         node.meta["stack_trace"] = "".join(traceback.format_list([summary]))
         return node
 
-    def call_graph_op(self, tx: "Translator", op: str, target: Any, args: Sequence[Variable],
+    def call_graph_op(self, tx: Translator, op: str, target: Any, args: Sequence[Variable],
                       kwargs: dict[str, Variable]) -> Variable:
         """Run target on fake values for its result's metadata, then add a node if the result has tensors."""
         fake_args = [a.as_fake() for a in args]
@@ -112,14 +111,13 @@ class OutputGraph:
                 else:
                     result = target(*fake_args, **fake_kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException) as e:
-            unsupported(f"{name} has a data-dependent output ({type(e).__name__})", "data_dependent")
+            unsupported(f"{name} has a data-dependent output ({type(e).__name__})", BreakCode.DATA_DEPENDENT)
         except NotImplementedError as e:
-            unsupported(f"{name} cannot run on fake tensors: {e}", "fake_error")
+            unsupported(f"{name} cannot run on fake tensors: {e}", BreakCode.FAKE_ERROR)
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
-            unsupported(f"{name} raised {type(e).__name__}: {e}", "op_error")
+            unsupported(f"{name} raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
         has_tensor = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(result))
         if not has_tensor and not keeps_non_tensor_result(target, kwargs):
-            from framejit.variables.builder import wrap_constant_result
             return wrap_constant_result(result)
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
@@ -127,8 +125,7 @@ class OutputGraph:
             self.side_effects.mutations += 1
         return self.wrap_result(tx, node, result)
 
-    def wrap_result(self, tx: "Translator", node: torch.fx.Node, result: Any) -> Variable:
-        from framejit.variables.builder import wrap_constant_result
+    def wrap_result(self, tx: Translator, node: torch.fx.Node, result: Any) -> Variable:
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
             return TensorVariable(node, result)
@@ -144,7 +141,7 @@ class OutputGraph:
             return ListVariable(items) if isinstance(result, list) else TupleVariable(items, py_type=type(result))
         if result is None:
             return wrap_constant_result(None)
-        unsupported(f"a graph op returned {type(result).__name__}", "op_result")
+        unsupported(f"a graph op returned {type(result).__name__}", BreakCode.OP_RESULT)
 
     def set_grad_mode(self, mode: bool) -> None:
         """Switch grad mode for the rest of the trace and, at the same point, in the graph."""
@@ -161,7 +158,7 @@ class OutputGraph:
                    and n.target is not torch._C._set_grad_enabled)
 
     # -- finishing ---------------------------------------------------------------------------
-    def emit_graph_call(self, tx: "Translator", roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
+    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
         with its call; the returned codegen loads any of those values afterwards."""
         outputs = self._collect_outputs(roots)
@@ -183,7 +180,7 @@ class OutputGraph:
             cg.emit("STORE_FAST", GRAPH_OUT)
         return cg
 
-    def finish(self, tx: "Translator", return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":
+    def finish(self, tx: Translator, return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":
         """The frame returned: compile and generate the replacement body; None if nothing is worth compiling."""
         if self.count_ops() == 0 and self.side_effects.is_empty():
             return None

@@ -17,10 +17,10 @@ def broken_binary_op():
     def boom(tx, inst):
         raise RuntimeError("boom in BINARY_OP")
     index = dis.opmap["BINARY_OP"]
-    saved = translator.HANDLERS[index]
-    translator.HANDLERS[index] = boom
+    saved = translator.OPCODE_HANDLERS[index]
+    translator.OPCODE_HANDLERS[index] = boom
     yield
-    translator.HANDLERS[index] = saved
+    translator.OPCODE_HANDLERS[index] = saved
 
 
 def add_mul(x, y):

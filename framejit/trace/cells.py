@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from framejit.variables.base import Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 
 class Cell:
@@ -27,7 +27,7 @@ class Cell:
         if self.value is None and self.load is not None:
             self.value = self.load()
         if self.value is None:
-            unsupported("read of an empty closure cell (NameError)", "unbound")
+            unsupported("read of an empty closure cell (NameError)", BreakCode.UNBOUND)
         return self.value
 
     def set(self, value: Variable) -> None:
@@ -49,13 +49,12 @@ class CellVariable(Variable):
         return "CellVariable()"
 
 
-def outside_cell(tx: "Translator", contents: Any, source: Any, writable_name: str | None) -> Cell:
+def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | None) -> Cell:
     """A cell whose value lives outside the trace: wrapped on first read, writes replayed or refused."""
-    from framejit.variables.builder import wrap_value
 
     def on_store(value: Variable) -> None:
         if writable_name is None:
-            unsupported("writing a closure variable of a function called from the compiled frame", "closure_write")
+            unsupported("writing a closure variable of a function called from the compiled frame", BreakCode.CLOSURE_WRITE)
         tx.output.side_effects.store_cell(writable_name, value)
 
-    return Cell(load=lambda: wrap_value(tx, contents, source), on_store=on_store)
+    return Cell(load=lambda: tx.wrap(contents, source), on_store=on_store)

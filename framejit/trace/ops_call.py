@@ -3,116 +3,114 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
-from framejit.trace.translator import ReturnValue, Translator, handler
-from framejit.variables.base import NULL, ExcInfoVariable, Variable, unsupported
+from framejit.trace.opcode_table import handles
+from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, IteratorVariable
 from framejit.variables.torch_special import WithExitVariable
 
 
-def _call(tx: Translator, fn: Variable, args: list[Variable], kw_names: Sequence[str]) -> None:
-    kwargs: dict[str, Variable] = {}
-    if kw_names:
-        kwargs = dict(zip(kw_names, args[-len(kw_names):]))
-        args = args[:-len(kw_names)]
-    tx.push(fn.call(tx, args, kwargs))
+class ReturnValue(Exception):
+    """Raised by RETURN_VALUE to end a frame's trace with its return value."""
+
+    def __init__(self, value: Variable) -> None:
+        self.value = value
 
 
-@handler("PRECALL")
-def PRECALL(tx: Translator, inst: Inst) -> None:
-    """3.11 splits calls in PRECALL + CALL; all the work happens at CALL."""
+class CallOps:
+    """Opcode handlers of the translator: calls, function creation, with-blocks, exceptions and return."""
 
+    def _call(self, fn: Variable, args: list[Variable], kw_names: Sequence[str]) -> None:
+        kwargs: dict[str, Variable] = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[-len(kw_names):]))
+            args = args[:-len(kw_names)]
+        self.push(fn.call(self, args, kwargs))
 
-@handler("KW_NAMES")
-def KW_NAMES(tx: Translator, inst: Inst) -> None:
-    tx.kw_names = tuple(inst.argval)
+    @handles("PRECALL")
+    def PRECALL(self, inst: Inst) -> None:
+        """3.11 splits calls in PRECALL + CALL; all the work happens at CALL."""
 
+    @handles("KW_NAMES")
+    def KW_NAMES(self, inst: Inst) -> None:
+        self.kw_names = tuple(inst.argval)
 
-@handler("CALL")
-def CALL(tx: Translator, inst: Inst) -> None:
-    args = tx.popn(inst.arg)
-    callable_or_self, below = tx.pop(), tx.pop()
-    if below is NULL:
-        fn = callable_or_self
-    else:  # a method: [method, self, args...]
-        fn, args = below, [callable_or_self, *args]
-    kw_names, tx.kw_names = tx.kw_names, ()
-    _call(tx, fn, args, kw_names)
+    @handles("CALL")
+    def CALL(self, inst: Inst) -> None:
+        args = self.popn(inst.arg)
+        callable_or_self, below = self.pop(), self.pop()
+        if below is NULL:
+            fn = callable_or_self
+        else:  # a method: [method, self, args...]
+            fn, args = below, [callable_or_self, *args]
+        kw_names, self.kw_names = self.kw_names, ()
+        self._call(fn, args, kw_names)
 
+    @handles("CALL_FUNCTION_EX")
+    def CALL_FUNCTION_EX(self, inst: Inst) -> None:
+        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
+        args, fn = self.pop(), self.pop()
+        self.pop()  # 3.11 always pushes a NULL below the callable of CALL_FUNCTION_EX
+        if not isinstance(kwargs, DictVariable):
+            unsupported("**kwargs that is not a dict", BreakCode.CALL)
+        arg_list = args.unpack(self)
+        self.push(fn.call(self, arg_list, dict(kwargs.items)))
 
-@handler("CALL_FUNCTION_EX")
-def CALL_FUNCTION_EX(tx: Translator, inst: Inst) -> None:
-    kwargs = tx.pop() if inst.arg & 1 else DictVariable({})
-    args, fn = tx.pop(), tx.pop()
-    tx.pop()  # 3.11 always pushes a NULL below the callable of CALL_FUNCTION_EX
-    if not isinstance(kwargs, DictVariable):
-        unsupported("**kwargs that is not a dict", "call")
-    arg_list = args.unpack(tx)
-    tx.push(fn.call(tx, arg_list, dict(kwargs.items)))
+    @handles("MAKE_FUNCTION")
+    def MAKE_FUNCTION(self, inst: Inst) -> None:
+        code = self.pop().as_python_constant()
+        closure = [c.cell for c in self.pop().unpack(self)] if inst.arg & 0x08 else None  # type: ignore[attr-defined]
+        if inst.arg & 0x04:
+            self.pop()  # annotations are not needed to run the function
+        kwdefaults = self.pop().items if inst.arg & 0x02 else {}  # type: ignore[attr-defined]
+        defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
+        self.push(NestedFunctionVariable(code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure))
 
+    @handles("RETURN_VALUE")
+    def RETURN_VALUE(self, inst: Inst) -> None:
+        value = self.pop()
+        if self.code.co_name == "<genexpr>":
+            value = IteratorVariable(self.generated)
+        raise ReturnValue(value)
 
-@handler("MAKE_FUNCTION")
-def MAKE_FUNCTION(tx: Translator, inst: Inst) -> None:
-    code = tx.pop().as_python_constant()
-    closure = [c.cell for c in tx.pop().unpack(tx)] if inst.arg & 0x08 else None  # type: ignore[attr-defined]
-    if inst.arg & 0x04:
-        tx.pop()  # annotations are not needed to run the function
-    kwdefaults = tx.pop().items if inst.arg & 0x02 else {}  # type: ignore[attr-defined]
-    defaults = tx.pop().unpack(tx) if inst.arg & 0x01 else []
-    tx.push(NestedFunctionVariable(code, code.co_qualname, tx.f_globals, defaults, dict(kwdefaults), closure))
+    @handles("RETURN_GENERATOR")
+    def RETURN_GENERATOR(self, inst: Inst) -> None:
+        """An inlined generator expression is run to completion and its values collected (see YIELD_VALUE)."""
+        self.push(ConstantVariable(None))
 
+    @handles("YIELD_VALUE")
+    def YIELD_VALUE(self, inst: Inst) -> None:
+        self.generated.append(self.pop())
+        self.push(ConstantVariable(None))
 
-@handler("RETURN_VALUE")
-def RETURN_VALUE(tx: Translator, inst: Inst) -> None:
-    value = tx.pop()
-    if tx.code.co_name == "<genexpr>":
-        value = IteratorVariable(tx.generated)
-    raise ReturnValue(value)
+    @handles("BEFORE_WITH")
+    def BEFORE_WITH(self, inst: Inst) -> None:
+        ctx = self.pop()
+        if not hasattr(ctx, "enter"):
+            unsupported(f"with-block on {ctx}, which is not a supported context manager", BreakCode.CONTEXT_MANAGER)
+        self.push(WithExitVariable(ctx))
+        self.push(ctx.enter(self))  # type: ignore[attr-defined]
 
+    @handles("PUSH_EXC_INFO")
+    def PUSH_EXC_INFO(self, inst: Inst) -> None:
+        exc = self.pop()
+        self.push(ExcInfoVariable(exc))
+        self.push(exc)
 
-@handler("RETURN_GENERATOR")
-def RETURN_GENERATOR(tx: Translator, inst: Inst) -> None:
-    """An inlined generator expression is run to completion and its values collected (see YIELD_VALUE)."""
-    tx.push(ConstantVariable(None))
+    @handles("CHECK_EXC_MATCH")
+    def CHECK_EXC_MATCH(self, inst: Inst) -> None:
+        expected = self.pop().as_python_constant()
+        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), expected)))
 
+    @handles("POP_EXCEPT")
+    def POP_EXCEPT(self, inst: Inst) -> None:
+        saved = self.pop()
+        if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
+            self.output.side_effects.restore_exc_info(saved)
 
-@handler("YIELD_VALUE")
-def YIELD_VALUE(tx: Translator, inst: Inst) -> None:
-    tx.generated.append(tx.pop())
-    tx.push(ConstantVariable(None))
-
-
-@handler("BEFORE_WITH")
-def BEFORE_WITH(tx: Translator, inst: Inst) -> None:
-    ctx = tx.pop()
-    if not hasattr(ctx, "enter"):
-        unsupported(f"with-block on {ctx}, which is not a supported context manager", "context_manager")
-    tx.push(WithExitVariable(ctx))
-    tx.push(ctx.enter(tx))  # type: ignore[attr-defined]
-
-
-@handler("PUSH_EXC_INFO")
-def PUSH_EXC_INFO(tx: Translator, inst: Inst) -> None:
-    exc = tx.pop()
-    tx.push(ExcInfoVariable(exc))
-    tx.push(exc)
-
-
-@handler("CHECK_EXC_MATCH")
-def CHECK_EXC_MATCH(tx: Translator, inst: Inst) -> None:
-    expected = tx.pop().as_python_constant()
-    tx.push(ConstantVariable(issubclass(tx.stack[-1].python_type(), expected)))
-
-
-@handler("POP_EXCEPT")
-def POP_EXCEPT(tx: Translator, inst: Inst) -> None:
-    saved = tx.pop()
-    if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
-        tx.output.side_effects.restore_exc_info(saved)
-
-
-@handler("RAISE_VARARGS", "RERAISE", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
-def RAISE(tx: Translator, inst: Inst) -> None:
-    unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", "exception")
+    @handles("RAISE_VARARGS", "RERAISE", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
+    def RAISE(self, inst: Inst) -> None:
+        unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

@@ -1,83 +1,77 @@
 """Opcode handlers: jumps (on trace-time constants only) and for-loops (unrolled)."""
 from __future__ import annotations
 
+from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
-from framejit.trace.translator import Translator, handler
-from framejit.variables.base import unsupported
+from framejit.trace.opcode_table import handles
 from framejit.variables.containers import DictVariable, IteratorVariable, ListVariable
 
 
-@handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
-def JUMP(tx: Translator, inst: Inst) -> None:
-    tx.jump(inst)
+class FlowOps:
+    """Opcode handlers of the translator: jumps and for-loops."""
 
+    @handles("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+    def JUMP(self, inst: Inst) -> None:
+        self.jump(inst)
 
-@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
-def POP_JUMP_IF_TRUE(tx: Translator, inst: Inst) -> None:
-    if tx.pop().truth(tx):
-        tx.jump(inst)
+    @handles("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
+    def POP_JUMP_IF_TRUE(self, inst: Inst) -> None:
+        if self.pop().truth(self):
+            self.jump(inst)
 
+    @handles("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
+    def POP_JUMP_IF_FALSE(self, inst: Inst) -> None:
+        if not self.pop().truth(self):
+            self.jump(inst)
 
-@handler("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
-def POP_JUMP_IF_FALSE(tx: Translator, inst: Inst) -> None:
-    if not tx.pop().truth(tx):
-        tx.jump(inst)
+    def _is_none(self) -> bool:
+        value = self.pop()
+        return value.is_python_constant() and value.as_python_constant() is None
 
+    @handles("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
+    def POP_JUMP_IF_NONE(self, inst: Inst) -> None:
+        if self._is_none():
+            self.jump(inst)
 
-def _is_none(tx: Translator) -> bool:
-    value = tx.pop()
-    return value.is_python_constant() and value.as_python_constant() is None
+    @handles("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
+    def POP_JUMP_IF_NOT_NONE(self, inst: Inst) -> None:
+        if not self._is_none():
+            self.jump(inst)
 
+    @handles("JUMP_IF_TRUE_OR_POP")
+    def JUMP_IF_TRUE_OR_POP(self, inst: Inst) -> None:
+        if self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
 
-@handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
-def POP_JUMP_IF_NONE(tx: Translator, inst: Inst) -> None:
-    if _is_none(tx):
-        tx.jump(inst)
+    @handles("JUMP_IF_FALSE_OR_POP")
+    def JUMP_IF_FALSE_OR_POP(self, inst: Inst) -> None:
+        if not self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
 
+    @handles("GET_ITER")
+    def GET_ITER(self, inst: Inst) -> None:
+        value = self.pop()
+        if isinstance(value, IteratorVariable):
+            self.push(value)
+        elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
+            self.push(IteratorVariable([], live=value))
+        elif isinstance(value, DictVariable):
+            self.push(IteratorVariable.over(self, value))
+        else:
+            self.push(IteratorVariable(value.unpack(self)))
 
-@handler("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
-def POP_JUMP_IF_NOT_NONE(tx: Translator, inst: Inst) -> None:
-    if not _is_none(tx):
-        tx.jump(inst)
-
-
-@handler("JUMP_IF_TRUE_OR_POP")
-def JUMP_IF_TRUE_OR_POP(tx: Translator, inst: Inst) -> None:
-    if tx.stack[-1].truth(tx):
-        tx.jump(inst)
-    else:
-        tx.pop()
-
-
-@handler("JUMP_IF_FALSE_OR_POP")
-def JUMP_IF_FALSE_OR_POP(tx: Translator, inst: Inst) -> None:
-    if not tx.stack[-1].truth(tx):
-        tx.jump(inst)
-    else:
-        tx.pop()
-
-
-@handler("GET_ITER")
-def GET_ITER(tx: Translator, inst: Inst) -> None:
-    value = tx.pop()
-    if isinstance(value, IteratorVariable):
-        tx.push(value)
-    elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
-        tx.push(IteratorVariable([], live=value))
-    elif isinstance(value, DictVariable):
-        tx.push(IteratorVariable.over(tx, value))
-    else:
-        tx.push(IteratorVariable(value.unpack(tx)))
-
-
-@handler("FOR_ITER")
-def FOR_ITER(tx: Translator, inst: Inst) -> None:
-    iterator = tx.stack[-1]
-    if not isinstance(iterator, IteratorVariable):
-        unsupported(f"iterating over {iterator} inside the trace", "iter")
-    item = iterator.next()
-    if item is None:
-        tx.pop()
-        tx.jump(inst)
-    else:
-        tx.push(item)
+    @handles("FOR_ITER")
+    def FOR_ITER(self, inst: Inst) -> None:
+        iterator = self.stack[-1]
+        if not isinstance(iterator, IteratorVariable):
+            unsupported(f"iterating over {iterator} inside the trace", BreakCode.ITER)
+        item = iterator.next()
+        if item is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)

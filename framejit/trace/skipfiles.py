@@ -15,9 +15,7 @@ import types
 
 import torch
 
-import framejit
-
-_FRAMEJIT_DIR = os.path.dirname(os.path.abspath(framejit.__file__)) + os.sep
+_FRAMEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # this file is in framejit/trace
 # framejit's own example models (the demo, the bench suite): user-style code, captured like user code
 _USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py")))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep

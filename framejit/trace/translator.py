@@ -1,46 +1,34 @@
 """The symbolic interpreter: runs a frame's bytecode on Variables, one handler per opcode.
 
 A Translator owns one frame being traced (the captured frame, or a user
-function being inlined into it); all of them share one OutputGraph.
+function being inlined into it); all of them share one OutputGraph. Its opcode
+handlers are the methods of the handler classes it derives from (ops_*.py);
+it builds its dispatch table from them.
 """
 from __future__ import annotations
 
-import dis
 import inspect
+import sys
 import traceback
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any
 
-from framejit.codeobj import Inst, original_code, read_instructions
-from framejit.exc import Unsupported
+from framejit.codeobj import Inst, arg_slot_names, original_code, read_instructions
+from framejit.contracts import TraceOutput
+from framejit.exc import BreakCode, Unsupported, unsupported
+from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
+                              ModuleGlobalsSource, Source)
+from framejit.trace import skipfiles
 from framejit.trace.cells import Cell, outside_cell
-from framejit.trace.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource,
-                                    LocalSource, ModuleGlobalsSource, Source)
-from framejit.variables.base import Variable, unsupported
-
-Handler = Callable[["Translator", Inst], None]
-INSTRUCTION_BUDGET = 100_000  # symbolic instructions per compiled frame (inlined calls included)
-HANDLERS: list[Handler | None] = [None] * 256
-
-
-def handler(*opnames: str) -> Callable[[Handler], Handler]:
-    """Register a handler for opcodes named exactly as in `dis.opmap` (checked at import)."""
-    def register(fn: Handler) -> Handler:
-        for name in opnames:
-            if name not in dis.opmap:
-                raise AssertionError(f"no opcode named {name} in CPython {dis.sys.version_info[:2]}")
-            HANDLERS[dis.opmap[name]] = fn
-        return fn
-    return register
-
-
-class ReturnValue(Exception):
-    """Raised by RETURN_VALUE to end a frame's trace with its return value."""
-
-    def __init__(self, value: Variable) -> None:
-        self.value = value
-
+from framejit.trace.opcode_table import build_table
+from framejit.trace.ops_basic import BasicOps
+from framejit.trace.ops_call import CallOps, ReturnValue
+from framejit.trace.ops_data import DataOps
+from framejit.trace.ops_flow import FlowOps
+from framejit.variables.base import LazyArg, Variable
+from framejit.variables.builder import wrap_constant_result, wrap_value
+from framejit.variables.callables import SuperVariable
 
 _INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
 
@@ -52,8 +40,8 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
     return insts
 
 
-class Translator:
-    def __init__(self, output: Any, code: types.CodeType, f_globals: dict[str, Any],
+class Translator(BasicOps, DataOps, CallOps, FlowOps):
+    def __init__(self, output: TraceOutput, code: types.CodeType, f_globals: dict[str, Any],
                  symbolic_locals: dict[str, Variable], cells: dict[str, Cell], *,
                  parent: "Translator | None" = None, globals_source: Source | None = None) -> None:
         self.output = output
@@ -87,11 +75,11 @@ class Translator:
                 self.ip += 1
                 self.output.budget -= 1
                 if self.output.budget < 0:
-                    unsupported(f"trace longer than {INSTRUCTION_BUDGET} instructions (a long Python loop?)",
-                                "budget")
-                fn = HANDLERS[inst.opcode]
+                    unsupported(f"trace longer than {self.output.options.instruction_budget} instructions "
+                                "(a long Python loop?)", BreakCode.BUDGET)
+                fn = OPCODE_HANDLERS[inst.opcode]
                 if fn is None:
-                    unsupported(f"opcode {inst.opname} is not supported", "opcode")
+                    unsupported(f"opcode {inst.opname} is not supported", BreakCode.OPCODE)
                 fn(self, inst)
         except ReturnValue as ret:
             return ret.value
@@ -102,7 +90,7 @@ class Translator:
                 e.break_index = self.ip - 1  # the root instruction during which it happened
             raise
         except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
-            err = Unsupported(f"{type(e).__name__} while tracing: {e}", code="python_error",
+            err = Unsupported(f"{type(e).__name__} while tracing: {e}", code=BreakCode.PYTHON_ERROR,
                               user_stack=self.user_stack())
             if self.parent is None:
                 err.break_index = self.ip - 1
@@ -138,12 +126,18 @@ class Translator:
             tx = tx.parent
         return stack[::-1]
 
-    # -- helpers used by variables ----------------------------------------------------------
+    # -- what the value kinds use (contracts.Tracer) ------------------------------------------
+    def wrap(self, value: Any, source: Source | None) -> Variable:
+        return wrap_value(self, value, source)
+
+    def wrap_constant(self, value: Any) -> Variable:
+        return wrap_constant_result(value)
+
     def global_source(self, name: str) -> Source:
         if self.f_globals is self.output.f_globals:
             return GlobalSource(name)
         if self.globals_source is None:
-            unsupported(f"global {name!r} of a function whose module cannot be named", "global")
+            unsupported(f"global {name!r} of a function whose module cannot be named", BreakCode.GLOBAL)
         return ItemSource(self.globals_source, name)
 
     def globals_dict_source(self) -> Source | None:
@@ -153,16 +147,15 @@ class Translator:
     def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
                     closure: Any, fn_source: Source | None, fn_name: str) -> Variable:
         """Trace a call to user code inside this frame and return its result Variable."""
-        from framejit.trace import skipfiles
         reason = skipfiles.inline_refusal(code)
         if reason:
-            unsupported(f"call to {fn_name}: {reason}", "skipped_file")
+            unsupported(f"call to {fn_name}: {reason}", BreakCode.SKIPPED_FILE)
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR) \
                 and code.co_name != "<genexpr>":
-            unsupported(f"call to generator or coroutine function {fn_name}", "generator")
+            unsupported(f"call to generator or coroutine function {fn_name}", BreakCode.GENERATOR)
         if self.depth + 1 > self.output.options.inline_depth_limit:
             unsupported(f"inlining depth limit ({self.output.options.inline_depth_limit}) reached at {fn_name}",
-                        "inline_depth")
+                        BreakCode.INLINE_DEPTH)
         if f_globals is self.output.f_globals:
             globals_source = None
         elif f_globals is self.f_globals:
@@ -176,7 +169,7 @@ class Translator:
         result = child.run()
         if code.co_name == "<genexpr>" and self.output.side_effects.mutations != mutations:
             # its items were produced eagerly; a consumer that stops early would not see all these writes
-            unsupported("a generator expression with side effects (consumed lazily in Python)", "generator")
+            unsupported("a generator expression with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
         return result
 
     def _make_cells(self, code: types.CodeType, bound: dict[str, Variable], closure: Any,
@@ -206,7 +199,7 @@ class Translator:
         try:
             return obj.var_getattr(self, name)
         except (AttributeError, Unsupported) as e:
-            if isinstance(e, Unsupported) and e.code != "missing_attr":
+            if isinstance(e, Unsupported) and e.code != BreakCode.MISSING_ATTR:
                 raise
             if obj.source is not None:  # the answer "missing" is guarded like any other read
                 self.output.guards.add(obj.source, "NO_ATTR", name)
@@ -216,9 +209,8 @@ class Translator:
         self.output.side_effects.store_attr(obj, name, value)
 
     def zero_arg_super(self) -> Variable:
-        from framejit.variables.callables import SuperVariable
         if "__class__" not in self.cells or not self.code.co_argcount:
-            unsupported("super() without a __class__ cell", "super")
+            unsupported("super() without a __class__ cell", BreakCode.SUPER)
         first = self.code.co_varnames[0]
         obj = self.cells[first].get() if first in self.cells else self.symbolic_locals[first]
         if isinstance(obj, LazyArg):
@@ -226,29 +218,18 @@ class Translator:
         return SuperVariable(self.cells["__class__"].get().as_python_constant(), obj)
 
 
+OPCODE_HANDLERS = build_table(Translator.__mro__)
+
+
 def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Source | None:
-    import sys
     module = sys.modules.get(f_globals.get("__name__", ""))
     if module is not None and vars(module) is f_globals:
         return ModuleGlobalsSource(module.__name__)
     return AttrSource(fn_source, "__globals__") if fn_source is not None else None
 
 
-class LazyArg(Variable):
-    """An argument of the captured frame not read yet: wrapped on first read, else reloaded by source."""
-
-    def __init__(self, value: Any, source: Source) -> None:
-        self.value = value
-        self.source = source
-
-    def realize(self, tx: "Translator") -> Variable:
-        from framejit.variables.builder import wrap_value
-        return wrap_value(tx, self.value, self.source)
-
-
-def root_translator(output: Any, fn: types.FunctionType, args: tuple) -> Translator:
+def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple) -> Translator:
     """The Translator for the captured frame: arguments become Variables with LocalSources."""
-    from framejit.codeobj import arg_slot_names
     code = fn.__code__
     tx = Translator(output, code, fn.__globals__, {}, {})
     names = arg_slot_names(code)

@@ -1,19 +1,12 @@
-"""The base of every value the symbolic interpreter pushes, and the graph-break helper."""
+"""The base of every value the symbolic interpreter pushes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import Any, Sequence
 
-from framejit.exc import Unsupported
-from framejit.trace.sources import Source
+from framejit.contracts import Emitter, Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import Source
 
-if TYPE_CHECKING:
-    from framejit.codegen import PyCodegen
-    from framejit.trace.translator import Translator
-
-
-def unsupported(msg: str, code: str = "unsupported") -> NoReturn:
-    """Stop the trace with a reason; the translator attaches the user's frame."""
-    raise Unsupported(msg, code=code)
 
 
 class Variable:
@@ -32,41 +25,41 @@ class Variable:
         return False
 
     def as_python_constant(self) -> Any:
-        unsupported(f"{self} is not a Python constant", "not_constant")
+        unsupported(f"{self} is not a Python constant", BreakCode.NOT_CONSTANT)
 
-    def var_getattr(self, tx: "Translator", name: str) -> "Variable":
-        unsupported(f"getattr {name!r} on {self}", "getattr")
+    def var_getattr(self, tx: Tracer, name: str) -> "Variable":
+        unsupported(f"getattr {name!r} on {self}", BreakCode.GETATTR)
 
-    def call(self, tx: "Translator", args: Sequence["Variable"], kwargs: dict[str, "Variable"]) -> "Variable":
-        unsupported(f"call to {self}", "call")
+    def call(self, tx: Tracer, args: Sequence["Variable"], kwargs: dict[str, "Variable"]) -> "Variable":
+        unsupported(f"call to {self}", BreakCode.CALL)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence["Variable"],
+    def call_method(self, tx: Tracer, name: str, args: Sequence["Variable"],
                     kwargs: dict[str, "Variable"]) -> "Variable":
         return self.var_getattr(tx, name).call(tx, args, kwargs)
 
-    def unpack(self, tx: "Translator") -> list["Variable"]:
+    def unpack(self, tx: Tracer) -> list["Variable"]:
         """The items this value yields when iterated or unpacked."""
-        unsupported(f"iterating over {self}", "iter")
+        unsupported(f"iterating over {self}", BreakCode.ITER)
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         """bool(value) decided at trace time (jumps, `not`, `and`/`or`)."""
-        unsupported(f"bool() of {self}", "truth")
+        unsupported(f"bool() of {self}", BreakCode.TRUTH)
 
     def as_node_arg(self) -> Any:
         """This value as an argument of an FX node (nodes for tensors, literals for constants)."""
-        unsupported(f"{self} as an argument of a graph op", "graph_arg")
+        unsupported(f"{self} as an argument of a graph op", BreakCode.GRAPH_ARG)
 
     def as_fake(self) -> Any:
         """This value as an argument of fake-tensor execution."""
-        unsupported(f"{self} as an argument of a graph op", "graph_arg")
+        unsupported(f"{self} as an argument of a graph op", BreakCode.GRAPH_ARG)
 
     def children(self) -> list["Variable"]:
         """The Variables this one holds (container items, a method's object...), for graph outputs."""
         return []
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         if self.source is None:
-            unsupported(f"cannot rebuild {self} after the graph", "reconstruct")
+            unsupported(f"cannot rebuild {self} after the graph", BreakCode.RECONSTRUCT)
         self.source.reconstruct(cg)
 
     def __repr__(self) -> str:
@@ -89,6 +82,17 @@ class KnownValueVariable(Variable):
 
     def as_python_constant(self) -> Any:
         return self.value
+
+
+class LazyArg(Variable):
+    """An argument of the captured frame not read yet: wrapped on first read, else reloaded by source."""
+
+    def __init__(self, value: Any, source: Source) -> None:
+        self.value = value
+        self.source = source
+
+    def realize(self, tx: Tracer) -> Variable:
+        return tx.wrap(self.value, self.source)
 
 
 class NullVariable(Variable):

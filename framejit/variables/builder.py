@@ -6,24 +6,26 @@ import collections
 import enum
 import operator
 import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
-from framejit.trace.sources import ConstSource, ItemSource, Source
-from framejit.variables.base import Variable, unsupported
+from framejit import policy
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
+from framejit.variables.base import Variable
 from framejit.variables.builtins import BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
-from framejit.variables.containers import DictVariable, ListVariable, TupleVariable
+from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable
-from framejit.variables.torch_special import GRAD_MODE_CTORS, GradModeCtorVariable, is_constant_query, is_torch_op
+from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
+                                             is_constant_query, is_torch_op)
 from framejit.variables.user_object import UserObjectVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 _BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
     {id(v) for v in vars(operator).values() if callable(v)}
@@ -42,11 +44,11 @@ def wrap_constant_result(value: Any) -> Variable:
     if isinstance(value, (torch.finfo, torch.iinfo, enum.Enum)):
         return ObjectVariable(value)
     if isinstance(value, types.GeneratorType) or hasattr(value, "__next__"):
-        unsupported("an iterator computed at trace time", "iter")
+        unsupported("an iterator computed at trace time", BreakCode.ITER)
     return ObjectVariable(value)
 
 
-def wrap_value(tx: "Translator", value: Any, source: Source | None) -> Variable:
+def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     """Wrap a real value read from `source`, guarding what the trace relies on."""
     if source is None:
         if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
@@ -80,16 +82,15 @@ def _aliasable(value: Any) -> bool:
                                types.MethodType)) and not is_literal(value) and hasattr(value, "__dict__"))
 
 
-def _guard(tx: "Translator", source: Source | None, kind: str, value: Any) -> None:
+def _guard(tx: Tracer, source: Source | None, kind: str, value: Any) -> None:
     if source is not None:
         tx.output.guards.add(source, kind, value)
 
 
-def _wrap(tx: "Translator", value: Any, source: Source | None) -> Variable:
-    from framejit import registry
+def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if isinstance(value, torch.Tensor):
         if source is None:
-            unsupported("a tensor that did not come from the frame's inputs", "tensor_constant")
+            unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
     if is_literal(value):
         _guard(tx, source, "ID_MATCH" if value is None or isinstance(value, (bool, type(Ellipsis))) else "EQUALS",
@@ -110,23 +111,23 @@ def _wrap(tx: "Translator", value: Any, source: Source | None) -> Variable:
             () if type(value) is list else (type(value),)))
     if type(value) in (dict, collections.OrderedDict):
         if not all(is_literal(k) for k in value):
-            unsupported("a dict with non-constant keys", "dict_key")
+            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
         _guard(tx, source, "DICT_KEYS", value)
         return DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source else None)
                              for k, v in value.items()}, source, type(value))
-    return _wrap_callable_or_object(tx, value, source, registry)
+    return _wrap_callable_or_object(tx, value, source)
 
 
-def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None, registry: Any) -> Variable:
+def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if isinstance(value, types.ModuleType):
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ObjectVariable(value, source)
-    if registry.is_disallowed(value):
+    if policy.is_disallowed(value):
         return DisallowedVariable(value)
-    if registry.is_constant_result(value):
+    if policy.is_constant_result(value):
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ConstantResultVariable(value)
-    is_query, answer = registry.compile_query_answer(value)
+    is_query, answer = policy.compile_query_answer(value)
     if is_query:
         _guard(tx, source, "FUNCTION_MATCH", value)
         return ConstantResultVariable(value, answer)
@@ -143,7 +144,7 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         _guard(tx, source, "FUNCTION_MATCH", value)
         return TorchVariable(value, source)
     if isinstance(value, types.FunctionType):
-        if registry.is_disabled(value):
+        if policy.is_disabled(value):
             return DisallowedVariable(value, reason="framejit.disable")
         _guard(tx, source, "CODE_MATCH", value)  # closure contents and defaults are guarded when read
         return UserFunctionVariable(value, source)
@@ -151,15 +152,12 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         return _wrap_iterator(tx, value, source)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
             and source is not None:
-        from framejit.trace.sources import AttrSource
-        from framejit.variables.containers import BoundMethod
         _guard(tx, AttrSource(source, "__name__"), "EQUALS", value.__name__)
         return BoundMethod(wrap_value(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
             and value.__func__.__name__ == "__exit__" and source is not None:
         return _wrap_entered_grad_mode(tx, value, source)
     if isinstance(value, types.MethodType):
-        from framejit.trace.sources import AttrSource
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn, obj, source)
@@ -170,15 +168,13 @@ def _wrap_callable_or_object(tx: "Translator", value: Any, source: Source | None
         _guard(tx, source, "ID_MATCH", value)
         return ObjectVariable(value, source)
     if source is None:
-        unsupported(f"a {type(value).__name__} object made during the trace", "object")
+        unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
     _guard(tx, source, "TYPE_MATCH", value)
     return UserObjectVariable(value, source)
 
 
-def _wrap_entered_grad_mode(tx: "Translator", exit_method: Any, source: Source) -> Variable:
+def _wrap_entered_grad_mode(tx: Tracer, exit_method: Any, source: Source) -> Variable:
     """The __exit__ of an entered no_grad/enable_grad/set_grad_enabled, as a continuation receives it."""
-    from framejit.trace.sources import AttrSource
-    from framejit.variables.torch_special import GradModeVariable, WithExitVariable
     ctx_source = AttrSource(source, "__self__")
     _guard(tx, ctx_source, "TYPE_MATCH", exit_method.__self__)
     _guard(tx, AttrSource(ctx_source, "prev"), "EQUALS", exit_method.__self__.prev)
@@ -190,10 +186,8 @@ def _wrap_entered_grad_mode(tx: "Translator", exit_method: Any, source: Source) 
 _SEQUENCE_ITERATORS = (type(iter(())), type(iter([])), type(iter(range(0))))
 
 
-def _wrap_iterator(tx: "Translator", iterator: Any, source: Source) -> Variable:
+def _wrap_iterator(tx: Tracer, iterator: Any, source: Source) -> Variable:
     """An iterator over a tuple, list or range (a for loop a continuation resumes): its remaining items."""
-    from framejit.trace.sources import ReduceSource
-    from framejit.variables.containers import IteratorVariable
     _guard(tx, source, "TYPE_MATCH", iterator)
     reduced = iterator.__reduce__()  # (iter, (sequence,), index); no index once exhausted
     if len(reduced) < 3:

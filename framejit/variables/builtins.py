@@ -2,23 +2,24 @@
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from framejit.variables.base import KnownValueVariable, Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource
+from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
 from framejit.variables.tensor import TensorVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 
 def _has_tensor(args: Sequence[Variable]) -> bool:
     return any(isinstance(a, TensorVariable) for a in args)
 
 
-def _same_object(tx: "Translator", a: Variable, b: Variable) -> bool | None:
+def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
     """Identity of two traced values, or None when it can't be known at trace time."""
     if a is b:
         return True
@@ -37,12 +38,12 @@ def _same_object(tx: "Translator", a: Variable, b: Variable) -> bool | None:
     return None
 
 
-def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:
+def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
     if fn in (operator.is_, operator.is_not):
         same = _same_object(tx, *args)
         if same is None:
-            unsupported("`is` between values whose identity is unknown at trace time", "identity")
+            unsupported("`is` between values whose identity is unknown at trace time", BreakCode.IDENTITY)
         return ConstantVariable(same if fn is operator.is_ else not same)
     if fn is operator.contains:
         return _contains(tx, args[0], args[1])
@@ -57,11 +58,10 @@ def call_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]
     if shared is not None:
         return shared
     if all(a.is_python_constant() for a in args):
-        from framejit.variables.builder import wrap_constant_result
         try:
-            return wrap_constant_result(fn(*[a.as_python_constant() for a in args]))
+            return tx.wrap_constant(fn(*[a.as_python_constant() for a in args]))
         except Exception as e:  # the same error would be raised by the original code
-            unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", "constant_error")
+            unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", BreakCode.CONSTANT_ERROR)
     return _sequence_operator(tx, fn, args)
 
 
@@ -82,7 +82,7 @@ _SET_INPLACE = {operator.iand: "intersection_update", operator.isub: "difference
                 operator.ixor: "symmetric_difference_update"}
 
 
-def _container_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
+def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
     """Operators whose result must share or mutate container Variables rather than copy constants: `+=`,
     `*=` and `|=` change the object in place (other names for it see the change), and `+`/`*`/`|` build a
     container holding the same items (`[inner] * 3` holds one `inner` three times). None: not such a case."""
@@ -109,7 +109,7 @@ def _container_operator(tx: "Translator", fn: Callable[..., Any], args: list[Var
         return a
     if isinstance(a, SetVariable) and fn in _SET_INPLACE:
         if a.source is not None:
-            unsupported("mutating a set from outside the frame", "side_effect")
+            unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
         getattr(a.values, _SET_INPLACE[fn])(v.as_python_constant() for v in b.unpack(tx))
         tx.output.side_effects.mutations += 1
         return a
@@ -120,7 +120,7 @@ def _container_operator(tx: "Translator", fn: Callable[..., Any], args: list[Var
     return None
 
 
-def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Variable]) -> Variable:
+def _sequence_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     a, b = (args + [None])[:2]
     if fn in (operator.add, operator.iadd) and isinstance(a, BaseListVariable) and type(a) is type(b):
         if fn is operator.iadd and isinstance(a, ListVariable):
@@ -135,14 +135,14 @@ def _sequence_operator(tx: "Translator", fn: Callable[..., Any], args: list[Vari
         same = _same_object(tx, a, b)
         if same is not None and not isinstance(a, (BaseListVariable, DictVariable)):
             return ConstantVariable(same if fn is operator.eq else not same)
-    unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", "operator")
+    unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", BreakCode.OPERATOR)
 
 
-def _contains(tx: "Translator", container: Variable, item: Variable) -> Variable:
+def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
     if isinstance(container, (DictVariable, SetVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable):
-        unsupported("`in` on a tensor (data-dependent)", "data_dependent")
+        unsupported("`in` on a tensor (data-dependent)", BreakCode.DATA_DEPENDENT)
     items = container.unpack(tx) if not container.is_python_constant() else None
     if items is None:
         return ConstantVariable(item.as_python_constant() in container.as_python_constant())
@@ -150,26 +150,25 @@ def _contains(tx: "Translator", container: Variable, item: Variable) -> Variable
         if _same_object(tx, x, item):
             return ConstantVariable(True)
         if isinstance(x, TensorVariable) or isinstance(item, TensorVariable):
-            unsupported("`in` compares a tensor with ==, which needs its value (data-dependent)", "data_dependent")
+            unsupported("`in` compares a tensor with ==, which needs its value (data-dependent)", BreakCode.DATA_DEPENDENT)
         if not (x.is_python_constant() and item.is_python_constant()):
-            unsupported("`in` with items that cannot be compared at trace time", "operator")
+            unsupported("`in` with items that cannot be compared at trace time", BreakCode.OPERATOR)
         if x.as_python_constant() == item.as_python_constant():
             return ConstantVariable(True)
     return ConstantVariable(False)
 
 
-def _getitem(tx: "Translator", obj: Variable, key: Variable) -> Variable:
+def _getitem(tx: Tracer, obj: Variable, key: Variable) -> Variable:
     if isinstance(obj, TensorVariable):
         return tx.output.call_graph_op(tx, "call_function", operator.getitem, [obj, key], {})
     if hasattr(obj, "getitem"):
         return obj.getitem(tx, key)
     if obj.is_python_constant() and key.is_python_constant() and isinstance(obj, ConstantVariable):
-        from framejit.variables.builder import wrap_constant_result
-        return wrap_constant_result(obj.as_python_constant()[key.as_python_constant()])
+        return tx.wrap_constant(obj.as_python_constant()[key.as_python_constant()])
     return obj.call_method(tx, "__getitem__", [key], {})
 
 
-def _iterate(tx: "Translator", value: Variable) -> list[Variable]:
+def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
     return value.unpack(tx)
 
 
@@ -180,25 +179,24 @@ class BuiltinVariable(KnownValueVariable):
     def fn(self) -> Any:
         return self.value
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         args = list(args)
         handler = _HANDLERS.get(self.fn)
         if handler is not None:
             return handler(tx, args, kwargs)
         if getattr(self.fn, "__module__", None) == "_operator" or self.fn in vars(operator).values():
             if kwargs:
-                unsupported(f"operator.{self.fn.__name__} with keyword arguments", "operator")
+                unsupported(f"operator.{self.fn.__name__} with keyword arguments", BreakCode.OPERATOR)
             return call_operator(tx, self.fn, args)
         if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
             if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-                from framejit.variables.builder import wrap_constant_result
-                return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
+                return tx.wrap_constant(self.fn(*[a.as_python_constant() for a in args],
                                                     **{k: v.as_python_constant() for k, v in kwargs.items()}))
             if self.fn in (abs, pow, divmod) and _has_tensor(args):
                 op = {abs: operator.abs, pow: operator.pow}.get(self.fn)
                 if op is not None:
                     return call_operator(tx, op, args)
-        unsupported(f"call to builtin {getattr(self.fn, '__name__', self.fn)}", "builtin")
+        unsupported(f"call to builtin {getattr(self.fn, '__name__', self.fn)}", BreakCode.BUILTIN)
 
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
@@ -218,11 +216,11 @@ def _handles(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Var
 
 
 @_handles(len)
-def _len(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     (obj,) = args
     if isinstance(obj, TensorVariable):
         if obj.example.dim() == 0:
-            unsupported("len() of a 0-d tensor", "builtin")
+            unsupported("len() of a 0-d tensor", BreakCode.BUILTIN)
         return ConstantVariable(obj.example.shape[0])
     if obj.is_python_constant() and isinstance(obj, ConstantVariable):
         return ConstantVariable(len(obj.as_python_constant()))
@@ -230,23 +228,22 @@ def _len(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(isinstance)
-def _isinstance(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, classes = args
     cls = classes.as_python_constant()
     return ConstantVariable(issubclass(obj.python_type(), cls))
 
 
 @_handles(type)
-def _type(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _type(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if len(args) != 1:
-        unsupported("type() with 3 arguments", "builtin")
+        unsupported("type() with 3 arguments", BreakCode.BUILTIN)
     source = args[0].source
-    from framejit.trace.sources import AttrSource
     return ObjectVariable(args[0].python_type(), AttrSource(source, "__class__") if source is not None else None)
 
 
 @_handles(callable)
-def _callable(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _callable(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj = args[0]
     if obj.is_python_constant():
         return ConstantVariable(callable(obj.as_python_constant()))
@@ -254,7 +251,7 @@ def _callable(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(getattr)
-def _getattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _getattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()
     if len(args) == 3:
         try:
@@ -265,7 +262,7 @@ def _getattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(hasattr)
-def _hasattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _hasattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()
     try:
         tx.speculate_getattr(obj, name)
@@ -275,14 +272,14 @@ def _hasattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(setattr)
-def _setattr(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _setattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name, value = args
     tx.store_attr(obj, name.as_python_constant(), value)
     return ConstantVariable(None)
 
 
 def _make_sequence(ctor: type) -> Callable[..., Variable]:
-    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if args else []
         return TupleVariable(items) if ctor is tuple else ListVariable(items)
     return handler
@@ -293,7 +290,7 @@ _HANDLERS[list] = _make_sequence(list)
 
 
 @_handles(dict)
-def _dict(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     result = DictVariable({})
     if args:
         result.call_method(tx, "update", args, {})
@@ -302,43 +299,43 @@ def _dict(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(set, frozenset)
-def _set(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _set(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return SetVariable(_iterate(tx, args[0]) if args else [])
 
 
 @_handles(range)
-def _range(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _range(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
 
 @_handles(slice)
-def _slice(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _slice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return SliceVariable(list(args))
 
 
 @_handles(enumerate)
-def _enumerate(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _enumerate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
     return IteratorVariable([TupleVariable([ConstantVariable(i + start), v])
                              for i, v in enumerate(_iterate(tx, args[0]))])
 
 
 @_handles(zip)
-def _zip(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
         lengths = {len(_iterate(tx, a)) for a in args}
         if len(lengths) > 1:
-            unsupported("zip(strict=True) on sequences of different lengths", "builtin")
+            unsupported("zip(strict=True) on sequences of different lengths", BreakCode.BUILTIN)
     return IteratorVariable([TupleVariable(list(group)) for group in zip(*[_iterate(tx, a) for a in args])])
 
 
 @_handles(reversed)
-def _reversed(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _reversed(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return IteratorVariable(list(reversed(_iterate(tx, args[0]))))
 
 
 @_handles(iter)
-def _iter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if isinstance(args[0], IteratorVariable):
         return args[0]
     if type(args[0]) is ListVariable:  # live, as GET_ITER makes it
@@ -347,37 +344,37 @@ def _iter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(next)
-def _next(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     it = args[0]
     if not isinstance(it, IteratorVariable):
-        unsupported("next() on a non-iterator", "iter")
+        unsupported("next() on a non-iterator", BreakCode.ITER)
     item = it.next()
     if item is None:
         if len(args) > 1:
             return args[1]
-        unsupported("StopIteration from next()", "iter")
+        unsupported("StopIteration from next()", BreakCode.ITER)
     return item
 
 
-def _without_side_effects(tx: "Translator", what: str, evaluate: Callable[[], Variable]) -> Variable:
+def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
     """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function has no
     side effects (else it would run for items never taken): those run as Python (a graph break)."""
     before = tx.output.side_effects.mutations
     result = evaluate()
     if tx.output.side_effects.mutations != before:
-        unsupported(f"{what}() with a function that has side effects (it is lazy in Python)", "side_effect")
+        unsupported(f"{what}() with a function that has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT)
     return result
 
 
 @_handles(map)
-def _map(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
     return _without_side_effects(tx, "map", lambda: IteratorVariable(
         [fn.call(tx, list(group), {}) for group in zip(*seqs)]))
 
 
 @_handles(filter)
-def _filter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, items = args[0], _iterate(tx, args[1])
     return _without_side_effects(tx, "filter", lambda: IteratorVariable(
         [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
@@ -385,7 +382,7 @@ def _filter(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(sorted)
-def _sorted(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
     key_fn = kwargs.get("key")
     reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
@@ -398,7 +395,7 @@ def _sorted(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 @_handles(sum)
-def _sum(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
     for item in items:
@@ -407,13 +404,13 @@ def _sum(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
 
 
 def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if len(args) == 1 else args
         if kwargs or not all(i.is_python_constant() for i in items):
             if _has_tensor(items):
                 unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
-                            "data_dependent")
-            unsupported(f"{fn.__name__}() over non-constants", "builtin")
+                            BreakCode.DATA_DEPENDENT)
+            unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
         return ConstantVariable(fn(i.as_python_constant() for i in items))
     return handler
 
@@ -423,7 +420,7 @@ _HANDLERS[max] = _min_max(max)
 
 
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         return ConstantVariable(fn(i.truth(tx) for i in _iterate(tx, args[0])))
     return handler
 
@@ -433,9 +430,9 @@ _HANDLERS[any] = _all_any(any)
 
 
 def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         if _has_tensor(args):
-            unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", "data_dependent")
+            unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", BreakCode.DATA_DEPENDENT)
         if fn is bool and args:
             return ConstantVariable(args[0].truth(tx))
         return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
@@ -447,12 +444,12 @@ for _fn in (int, float, bool, str, complex):
 
 
 @_handles(print, input, open, id)
-def _io(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
-    unsupported("call to a builtin with I/O or identity semantics (print/input/open/id)", "builtin_io")
+def _io(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    unsupported("call to a builtin with I/O or identity semantics (print/input/open/id)", BreakCode.BUILTIN_IO)
 
 
 @_handles(super)
-def _super(tx: "Translator", args: list[Variable], kwargs: dict) -> Variable:
+def _super(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     from framejit.variables.callables import SuperVariable
     if args:
         return SuperVariable(args[0].as_python_constant(), args[1])

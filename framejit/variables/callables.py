@@ -4,16 +4,17 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
-from framejit.variables.base import KnownValueVariable, Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource, ConstSource, ItemSource
+from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, TupleVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -31,31 +32,31 @@ def bind_arguments(code: types.CodeType, defaults: Sequence[Variable], kwdefault
     bound: dict[str, Variable] = dict(zip(positional, args))
     if len(args) > nparams and varargs is None:
         unsupported(f"{code.co_name}() takes {nparams} positional arguments but {len(args)} were given",
-                    "bad_call")
+                    BreakCode.BAD_CALL)
     if varargs is not None:
         bound[varargs] = TupleVariable(list(args[nparams:]))
     extra: dict[str, Variable] = {}
     for key, value in kwargs.items():
         if key in positional[code.co_posonlyargcount:] or key in kwonly:
             if key in bound:
-                unsupported(f"{code.co_name}() got multiple values for argument {key!r}", "bad_call")
+                unsupported(f"{code.co_name}() got multiple values for argument {key!r}", BreakCode.BAD_CALL)
             bound[key] = value
         elif varkw is not None:
             extra[key] = value
         else:
-            unsupported(f"{code.co_name}() got an unexpected keyword argument {key!r}", "bad_call")
+            unsupported(f"{code.co_name}() got an unexpected keyword argument {key!r}", BreakCode.BAD_CALL)
     if varkw is not None:
         bound[varkw] = DictVariable(extra)
     first_default = nparams - len(defaults)
     for j, name in enumerate(positional):
         if name not in bound:
             if j < first_default:
-                unsupported(f"{code.co_name}() missing required argument {name!r}", "bad_call")
+                unsupported(f"{code.co_name}() missing required argument {name!r}", BreakCode.BAD_CALL)
             bound[name] = defaults[j - first_default]
     for name in kwonly:
         if name not in bound:
             if name not in kwdefaults:
-                unsupported(f"{code.co_name}() missing keyword-only argument {name!r}", "bad_call")
+                unsupported(f"{code.co_name}() missing keyword-only argument {name!r}", BreakCode.BAD_CALL)
             bound[name] = kwdefaults[name]
     return bound
 
@@ -76,21 +77,17 @@ class UserFunctionVariable(Variable):
     def as_python_constant(self) -> Any:
         return self.fn
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.trace.sources import AttrSource
-        from framejit.variables.builder import wrap_value
-        return wrap_value(tx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        from framejit.trace.sources import AttrSource, ItemSource
-        from framejit.variables.builder import wrap_value
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         fn = self.fn
 
         def attr_source(attr: str, key: Any) -> Any:
             return ItemSource(AttrSource(self.source, attr), key) if self.source is not None else None
 
-        defaults = [wrap_value(tx, v, attr_source("__defaults__", i)) for i, v in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: wrap_value(tx, v, attr_source("__kwdefaults__", k))
+        defaults = [tx.wrap(v, attr_source("__defaults__", i)) for i, v in enumerate(fn.__defaults__ or ())]
+        kwdefaults = {k: tx.wrap(v, attr_source("__kwdefaults__", k))
                       for k, v in (fn.__kwdefaults__ or {}).items()}
         bound = bind_arguments(fn.__code__, defaults, kwdefaults, args, kwargs)
         return tx.inline_call(fn.__code__, fn.__globals__, bound, closure=fn.__closure__,
@@ -119,12 +116,12 @@ class NestedFunctionVariable(Variable):
         cells = [c.value for c in self.closure or () if c.value is not None]
         return [*self.defaults, *self.kwdefaults.values(), *cells]
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
         return tx.inline_call(self.code, self.f_globals, bound, closure=self.closure, fn_source=None,
                               fn_name=self.qualname)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
         return super().var_getattr(tx, name)
@@ -144,7 +141,7 @@ class UserMethodVariable(Variable):
     def python_type(self) -> type:
         return types.MethodType
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return self.fn.call(tx, [self.obj, *args], kwargs)
 
     def children(self) -> list[Variable]:
@@ -161,15 +158,14 @@ class SuperVariable(Variable):
         self.cls = cls
         self.obj = obj
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.trace.sources import AttrSource, ConstSource, ItemSource
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.user_object import class_attribute
         mro = self.obj.python_type().__mro__
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in vars(klass):
                 source = ItemSource(AttrSource(ConstSource(klass), "__dict__"), name)
                 return class_attribute(tx, self.obj, vars(klass)[name], source)
-        unsupported(f"super().{name} not found", "missing_attr")
+        unsupported(f"super().{name} not found", BreakCode.MISSING_ATTR)
 
 
 class TorchVariable(KnownValueVariable):
@@ -179,23 +175,20 @@ class TorchVariable(KnownValueVariable):
     def fn(self) -> Any:
         return self.value
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.torch_special import call_torch_function
         return call_torch_function(tx, self.fn, list(args), kwargs)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.trace.sources import AttrSource
-        from framejit.variables.builder import wrap_value
-        return wrap_value(tx, getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
+def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
                        kwargs: dict[str, Variable]) -> Variable:
     """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
-    from framejit.variables.builder import wrap_constant_result
     if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
         return _make_namedtuple(value, args, kwargs)
     if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
@@ -204,11 +197,11 @@ def call_python_object(tx: "Translator", value: Any, args: Sequence[Variable],
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
                       or getattr(value, "__module__", None) == "math"):
-        return wrap_constant_result(value(*[a.as_python_constant() for a in args],
+        return tx.wrap_constant(value(*[a.as_python_constant() for a in args],
                                           **{k: v.as_python_constant() for k, v in kwargs.items()}))
     name = getattr(value, "__qualname__", None) or repr(value)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)",
-                "opaque_call")
+                BreakCode.OPAQUE_CALL)
 
 
 def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -216,11 +209,11 @@ def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Vari
     values = dict(zip(cls._fields, args))
     for key, value in kwargs.items():
         if key not in cls._fields or key in values:
-            unsupported(f"{cls.__name__}() got a bad keyword argument {key!r}", "bad_call")
+            unsupported(f"{cls.__name__}() got a bad keyword argument {key!r}", BreakCode.BAD_CALL)
         values[key] = value
     missing = [f for f in cls._fields if f not in values and f not in defaults]
     if missing or len(args) > len(cls._fields):
-        unsupported(f"{cls.__name__}() called with the wrong arguments", "bad_call")
+        unsupported(f"{cls.__name__}() called with the wrong arguments", BreakCode.BAD_CALL)
     return TupleVariable([values.get(f, defaults.get(f)) for f in cls._fields], py_type=cls)
 
 
@@ -237,9 +230,9 @@ class DisallowedVariable(Variable):
     def as_python_constant(self) -> Any:
         return self.fn
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
-        unsupported(f"call to {name}, marked {self.reason}", "disallowed")
+        unsupported(f"call to {name}, marked {self.reason}", BreakCode.DISALLOWED)
 
 
 class ConstantResultVariable(Variable):
@@ -258,9 +251,8 @@ class ConstantResultVariable(Variable):
     def as_python_constant(self) -> Any:
         return self.fn
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        from framejit.variables.builder import wrap_constant_result
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if self.answer is not self._NOT_FIXED:
-            return wrap_constant_result(self.answer)
-        return wrap_constant_result(self.fn(*[a.as_python_constant() for a in args],
+            return tx.wrap_constant(self.answer)
+        return tx.wrap_constant(self.fn(*[a.as_python_constant() for a in args],
                                             **{k: v.as_python_constant() for k, v in kwargs.items()}))

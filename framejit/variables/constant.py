@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
-from framejit.variables.base import KnownValueVariable, Variable, unsupported
+from framejit.contracts import Emitter, Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource, WeakrefCallSource
+from framejit.variables.base import KnownValueVariable, Variable
 
-if TYPE_CHECKING:
-    from framejit.codegen import PyCodegen
-    from framejit.trace.translator import Translator
 
 # Types whose values are immutable and can be embedded as LOAD_CONST / FX literals.
 LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented),
@@ -32,23 +32,23 @@ class ConstantVariable(KnownValueVariable):
     def as_fake(self) -> Any:
         return self.value
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.value)
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         if isinstance(self.value, (str, bytes, tuple, range, torch.Size, frozenset)):
             return [ConstantVariable(v) for v in self.value]
         return super().unpack(tx)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         attr = getattr(self.value, name)  # AttributeError -> translator turns it into Unsupported
         if is_literal(attr):
             return ConstantVariable(attr)
         if callable(attr):
             return ConstantMethodVariable(self, name)
-        unsupported(f"attribute {name!r} of constant {self.value!r}", "getattr")
+        unsupported(f"attribute {name!r} of constant {self.value!r}", BreakCode.GETATTR)
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(self.value)
 
     def __repr__(self) -> str:
@@ -62,13 +62,12 @@ class ConstantMethodVariable(Variable):
         self.obj = obj
         self.name = name
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unsupported(f"{type(self.obj.value).__name__}.{self.name} with non-constant arguments", "call")
+            unsupported(f"{type(self.obj.value).__name__}.{self.name} with non-constant arguments", BreakCode.CALL)
         result = getattr(self.obj.value, self.name)(*[a.as_python_constant() for a in args],
                                                    **{k: v.as_python_constant() for k, v in kwargs.items()})
-        from framejit.variables.builder import wrap_constant_result
-        return wrap_constant_result(result)
+        return tx.wrap_constant(result)
 
 
 class ObjectVariable(KnownValueVariable):
@@ -78,15 +77,13 @@ class ObjectVariable(KnownValueVariable):
     they are guarded like any other read.
     """
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.value)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         import sys
         import types
 
-        from framejit.trace.sources import AttrSource, ItemSource, ModuleGlobalsSource
-        from framejit.variables.builder import wrap_value
         value = getattr(self.value, name)
         if self.source is not None:
             source = AttrSource(self.source, name)
@@ -95,20 +92,18 @@ class ObjectVariable(KnownValueVariable):
             source = ItemSource(ModuleGlobalsSource(self.value.__name__), name)
         else:
             source = None
-        return wrap_value(tx, value, source)
+        return tx.wrap(value, source)
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import call_python_object
         from framejit.variables.user_object import construct, constructible
         if isinstance(self.value, type) and self.source is not None and constructible(self.value):
             return construct(tx, self, args, kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:
-            from framejit.trace.sources import WeakrefCallSource
-            from framejit.variables.builder import wrap_value
-            return wrap_value(tx, self.value(), WeakrefCallSource(self.source))  # guarded like any read
+            return tx.wrap(self.value(), WeakrefCallSource(self.source))  # guarded like any read
         return call_python_object(tx, self.value, args, kwargs)
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         if self.source is not None:
             self.source.reconstruct(cg)
         else:
@@ -128,18 +123,18 @@ class WeakrefVariable(Variable):
     def python_type(self) -> type:
         return weakref.ReferenceType
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if args or kwargs:
-            unsupported("calling a weak reference with arguments", "call")
+            unsupported("calling a weak reference with arguments", BreakCode.CALL)
         return self.referent
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return True
 
     def children(self) -> list[Variable]:
         return [self.referent]
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
         cg.emit_const(weakref.ref)
         cg.load(self.referent)

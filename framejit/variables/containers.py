@@ -6,18 +6,18 @@ replays after the graph runs.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
-from framejit.variables.base import Variable, unsupported
+from framejit.contracts import Emitter, Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 
 def const_args(args: Sequence[Variable], what: str) -> list[Any]:
     if not all(a.is_python_constant() for a in args):
-        unsupported(f"{what} with non-constant arguments", "container")
+        unsupported(f"{what} with non-constant arguments", BreakCode.CONTAINER)
     return [a.as_python_constant() for a in args]
 
 
@@ -28,13 +28,13 @@ class BaseListVariable(Variable):
         self.items = list(items)
         self.source = source
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         return list(self.items)
 
     def children(self) -> list[Variable]:
         return list(self.items)
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
     def is_python_constant(self) -> bool:
@@ -49,7 +49,7 @@ class BaseListVariable(Variable):
     def as_fake(self) -> Any:
         return self.python_type()([i.as_fake() for i in self.items])
 
-    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+    def getitem(self, tx: Tracer, key: Variable) -> Variable:
         index = key.as_python_constant()
         if isinstance(index, slice):
             return type(self)(self.items[index]) if type(self) in (TupleVariable, ListVariable) \
@@ -57,9 +57,9 @@ class BaseListVariable(Variable):
         try:
             return self.items[index]
         except (IndexError, TypeError) as e:
-            unsupported(f"{type(e).__name__} indexing {self}: {e}", "index")
+            unsupported(f"{type(e).__name__} indexing {self}: {e}", BreakCode.INDEX)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
@@ -69,9 +69,9 @@ class BaseListVariable(Variable):
             const = const_args(args, f"{self.python_type().__name__}.{name}")
             values = [i.as_python_constant() for i in self.items] if self.is_python_constant() else None
             if values is None:
-                unsupported(f"{name}() on a sequence of non-constants", "container")
+                unsupported(f"{name}() on a sequence of non-constants", BreakCode.CONTAINER)
             return ConstantVariable(getattr(values, name)(*const))
-        unsupported(f"{self.python_type().__name__}.{name}", "container_method")
+        unsupported(f"{self.python_type().__name__}.{name}", BreakCode.CONTAINER_METHOD)
 
 
 class TupleVariable(BaseListVariable):
@@ -93,7 +93,7 @@ class TupleVariable(BaseListVariable):
     def as_fake(self) -> Any:
         return tuple(i.as_fake() for i in self.items)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         # namedtuples have _fields; structseqs such as torch.return_types.max have __match_args__
         fields = getattr(self.py_type, "_fields", None) or getattr(self.py_type, "__match_args__", None) or ()
         if name in fields:
@@ -108,16 +108,16 @@ class ListVariable(BaseListVariable):
     def python_type(self) -> type:
         return list
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
 
-    def _mutated(self, tx: "Translator") -> None:
+    def _mutated(self, tx: Tracer) -> None:
         tx.output.side_effects.mutated_container(self)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if kwargs and name != "sort":
-            unsupported(f"list.{name} with keyword arguments", "container_method")
+            unsupported(f"list.{name} with keyword arguments", BreakCode.CONTAINER_METHOD)
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
@@ -139,7 +139,7 @@ class ListVariable(BaseListVariable):
                     del self.items[i]
                     break
             else:
-                unsupported("list.remove of a value not found among constants", "container_method")
+                unsupported("list.remove of a value not found among constants", BreakCode.CONTAINER_METHOD)
         elif name == "copy":
             return ListVariable(self.items)
         elif name == "__setitem__":
@@ -170,10 +170,10 @@ class DictVariable(Variable):
     def python_type(self) -> type:
         return self.py_type
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         return [ConstantVariable(k) for k in self.items]
 
     def children(self) -> list[Variable]:
@@ -191,19 +191,19 @@ class DictVariable(Variable):
     def as_fake(self) -> Any:
         return {k: v.as_fake() for k, v in self.items.items()}
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
 
-    def _mutated(self, tx: "Translator") -> None:
+    def _mutated(self, tx: Tracer) -> None:
         tx.output.side_effects.mutated_container(self)
 
-    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+    def getitem(self, tx: Tracer, key: Variable) -> Variable:
         k = key.as_python_constant()
         if k not in self.items:
-            unsupported(f"KeyError: {k!r}", "dict_key")
+            unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
         return self.items[k]
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name == "__getitem__":
             return self.getitem(tx, args[0])
@@ -234,7 +234,7 @@ class DictVariable(Variable):
         elif name == "pop":
             key = args[0].as_python_constant()
             if key not in self.items and len(args) < 2:
-                unsupported(f"KeyError: {key!r}", "dict_key")
+                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
             self._mutated(tx)
             return self.items.pop(key, args[1] if len(args) > 1 else None)
         elif name == "setdefault":
@@ -246,7 +246,7 @@ class DictVariable(Variable):
         elif name == "clear":
             self.items.clear()
         else:
-            unsupported(f"dict.{name}", "container_method")
+            unsupported(f"dict.{name}", BreakCode.CONTAINER_METHOD)
         self._mutated(tx)
         return ConstantVariable(None)
 
@@ -275,24 +275,24 @@ class DictViewVariable(Variable):
             return list(items.values())
         return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         return self._now()
 
     def children(self) -> list[Variable]:
         return self._now()
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.dict_var.items)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
             return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
-        unsupported(f"dict_{self.kind}.{name}", "container_method")
+        unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
 
-    def reconstruct(self, cg: Any) -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.load(self.dict_var)
         cg.emit("LOAD_METHOD", self.kind)
         cg.call(0)
@@ -317,16 +317,16 @@ class SetVariable(Variable):
     def as_python_constant(self) -> Any:
         return set(self.values)
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         return bool(self.values)
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         return [ConstantVariable(v) for v in self.values]
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name == "__contains__":
             return ConstantVariable(args[0].as_python_constant() in self.values)
@@ -334,7 +334,7 @@ class SetVariable(Variable):
             return ConstantVariable(len(self.values))
         if name in ("add", "discard", "remove", "update", "clear"):
             if self.source is not None:
-                unsupported("mutating a set from outside the frame", "side_effect")
+                unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
             tx.output.side_effects.mutations += 1
             if name == "update":
                 for arg in args:
@@ -343,10 +343,9 @@ class SetVariable(Variable):
                 getattr(self.values, name)(*const_args(args, f"set.{name}"))
             return ConstantVariable(None)
         result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
-        from framejit.variables.builder import wrap_constant_result
-        return wrap_constant_result(result)
+        return tx.wrap_constant(result)
 
-    def reconstruct(self, cg: Any) -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         for v in self.values:
             cg.emit_const(v)
         cg.emit("BUILD_SET", len(self.values))
@@ -390,7 +389,7 @@ class IteratorVariable(Variable):
         self._dict_size = 0
 
     @classmethod
-    def over(cls, tx: "Translator", dict_var: "DictVariable") -> "IteratorVariable":
+    def over(cls, tx: Tracer, dict_var: "DictVariable") -> "IteratorVariable":
         """Iteration over a dict's keys (snapshot); changing the dict's size meanwhile is Python's error."""
         iterator = cls(dict_var.unpack(tx))
         iterator.over_dict, iterator._dict_size = dict_var, len(dict_var.items)
@@ -424,13 +423,13 @@ class IteratorVariable(Variable):
     def children(self) -> list[Variable]:
         return list(self.items)
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         items, self._next, self._exhausted = self.items, len(self._all()), True
         return items
 
     def next(self) -> Variable | None:
         if self.over_dict is not None and len(self.over_dict.items) != self._dict_size:
-            unsupported("dictionary changed size during iteration (Python raises RuntimeError)", "iter")
+            unsupported("dictionary changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
         items = self._all()
         if self._exhausted or self._next >= len(items):
             self._exhausted = True  # stays exhausted even if the list grows later
@@ -438,20 +437,20 @@ class IteratorVariable(Variable):
         self._next += 1
         return items[self._next - 1]
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name == "__next__":
             item = self.next()
             if item is None:
-                unsupported("StopIteration from next()", "iter")
+                unsupported("StopIteration from next()", BreakCode.ITER)
             return item
-        unsupported(f"iterator.{name}", "iter")
+        unsupported(f"iterator.{name}", BreakCode.ITER)
 
 
 def bound_method(obj: Variable, name: str) -> "BoundMethod":
     """obj.name for a container: a method its call_method implements, or a missing attribute."""
     if not hasattr(obj.python_type(), name):
-        unsupported(f"{obj.python_type().__name__!r} object has no attribute {name!r}", "missing_attr")
+        unsupported(f"{obj.python_type().__name__!r} object has no attribute {name!r}", BreakCode.MISSING_ATTR)
     return BoundMethod(obj, name)
 
 
@@ -462,7 +461,7 @@ class BoundMethod(Variable):
         self.obj = obj
         self.name = name
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def children(self) -> list[Variable]:

@@ -7,17 +7,17 @@ frees it, and guards cover only the modules read, never each parameter.
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from torch import nn
 
-from framejit.trace.sources import AttrSource, ItemSource, ModuleGlobalsSource
-from framejit.variables.base import Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
+from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, TupleVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
@@ -39,13 +39,11 @@ class NNModuleVariable(Variable):
     def is_python_constant(self) -> bool:
         return False
 
-    def _child(self, tx: "Translator", dict_name: str, key: str) -> Variable:
-        from framejit.variables.builder import wrap_value
+    def _child(self, tx: Tracer, dict_name: str, key: str) -> Variable:
         value = getattr(self.module, dict_name)[key]
-        return wrap_value(tx, value, ItemSource(AttrSource(self.source, dict_name), key))
+        return tx.wrap(value, ItemSource(AttrSource(self.source, dict_name), key))
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.variables.builder import wrap_value
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
@@ -55,7 +53,7 @@ class NNModuleVariable(Variable):
         if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
             return BoundMethod(self, name)
         if name in inst:
-            return wrap_value(tx, inst[name], AttrSource(self.source, name))
+            return tx.wrap(inst[name], AttrSource(self.source, name))
         for dict_name in ("_parameters", "_buffers", "_modules"):
             if name in inst.get(dict_name, ()):
                 return self._child(tx, dict_name, name)
@@ -64,18 +62,17 @@ class NNModuleVariable(Variable):
                 attr = vars(klass)[name]
                 break
         else:
-            unsupported(f"{type(mod).__name__} has no attribute {name!r}", "missing_attr")
+            unsupported(f"{type(mod).__name__} has no attribute {name!r}", BreakCode.MISSING_ATTR)
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(UserFunctionVariable(attr), self)
         if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
             return UserFunctionVariable(attr.fget).call(tx, [self], {})
         if isinstance(attr, (staticmethod, classmethod)):
             fn = UserFunctionVariable(attr.__func__)
-            return fn if isinstance(attr, staticmethod) else UserMethodVariable(fn, wrap_value(
-                tx, type(mod), None))
-        return wrap_value(tx, getattr(mod, name), AttrSource(self.source, name))
+            return fn if isinstance(attr, staticmethod) else UserMethodVariable(fn, tx.wrap(type(mod), None))
+        return tx.wrap(getattr(mod, name), AttrSource(self.source, name))
 
-    def _check_hooks(self, tx: "Translator") -> None:
+    def _check_hooks(self, tx: Tracer) -> None:
         """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling
         are guarded: global ones by their dicts' keys, a module's own by one NO_HOOKS check per module called
         (a few attribute loads; TorchDynamo by default does not guard these), which also checks that no
@@ -85,32 +82,32 @@ class NNModuleVariable(Variable):
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), "DICT_KEYS",
                                  module_dicts[name])
         if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
-            unsupported(f"module {type(self.module).__name__} has hooks", "module_hooks")
+            unsupported(f"module {type(self.module).__name__} has hooks", BreakCode.MODULE_HOOKS)
         if self.source is not None and all(hasattr(self.module, d) for d in _HOOK_DICTS):
             tx.output.guards.add(self.source, "NO_HOOKS", (_HOOK_DICTS, "forward" not in vars(self.module)))
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
         self._check_hooks(tx)
         if "forward" in self.module.__dict__:
             return self.var_getattr(tx, "forward").call(tx, args, kwargs)
         forward = type(self.module).forward
         if forward is nn.Module.forward:
-            unsupported(f"{type(self.module).__name__} has no forward()", "module_call")
+            unsupported(f"{type(self.module).__name__} has no forward()", BreakCode.MODULE_CALL)
         if isinstance(self.module, nn.Sequential) and forward is nn.Sequential.forward and not kwargs:
             (value,) = args
             for child in self.child_modules(tx):
                 value = child.call(tx, [value], {})
             return value
         if not isinstance(forward, types.FunctionType):
-            unsupported(f"{type(self.module).__name__}.forward is not a Python function", "module_call")
+            unsupported(f"{type(self.module).__name__}.forward is not a Python function", BreakCode.MODULE_CALL)
         return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
 
-    def child_modules(self, tx: "Translator") -> list[Variable]:
+    def child_modules(self, tx: Tracer) -> list[Variable]:
         tx.output.guards.add(AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
         return [self._child(tx, "_modules", k) for k in self.module._modules]
 
-    def submodules(self, tx: Translator) -> list[tuple[str, NNModuleVariable]]:
+    def submodules(self, tx: Tracer) -> list[tuple[str, NNModuleVariable]]:
         """(qualified name, module) for this module and every module below it, each once, in the order of
         `nn.Module.named_modules()`; guarded on the keys of every `_modules` dict walked."""
         seen: set[int] = set()
@@ -127,16 +124,16 @@ class NNModuleVariable(Variable):
         walk(self, "")
         return out
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         if isinstance(self.module, (nn.Sequential, nn.ModuleList)):
             return self.child_modules(tx)
         if isinstance(self.module, nn.ModuleDict):
             return [ConstantVariable(k) for k in self.module._modules]
         if isinstance(self.module, (nn.ParameterList,)):
             return [self._child(tx, "_parameters", k) for k in self.module._parameters]
-        unsupported(f"iterating over {type(self.module).__name__}", "iter")
+        unsupported(f"iterating over {type(self.module).__name__}", BreakCode.ITER)
 
-    def getitem(self, tx: "Translator", key: Variable) -> Variable:
+    def getitem(self, tx: Tracer, key: Variable) -> Variable:
         k = key.as_python_constant()
         mod = self.module
         if isinstance(mod, nn.ModuleDict):
@@ -145,14 +142,14 @@ class NNModuleVariable(Variable):
             keys = list(mod._modules)
             if isinstance(k, slice):
                 if isinstance(mod, nn.Sequential):
-                    unsupported("slicing an nn.Sequential (builds a new module)", "module_call")
+                    unsupported("slicing an nn.Sequential (builds a new module)", BreakCode.MODULE_CALL)
                 return TupleVariable([self._child(tx, "_modules", n) for n in keys[k]])
             return self._child(tx, "_modules", keys[k])
         if isinstance(mod, nn.ParameterList):
             return self._child(tx, "_parameters", list(mod._parameters)[k])
-        unsupported(f"indexing {type(mod).__name__}", "getitem")
+        unsupported(f"indexing {type(mod).__name__}", BreakCode.GETITEM)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         mod = self.module
         if name == "__len__" and isinstance(mod, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList)):
@@ -173,10 +170,10 @@ class NNModuleVariable(Variable):
             return IteratorVariable(self._module_listing(tx, name, args, kwargs))
         if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
                     "train", "eval", "requires_grad_", "zero_grad"):
-            unsupported(f"nn.Module.{name}() changes the module inside a compiled region", "module_mutation")
+            unsupported(f"nn.Module.{name}() changes the module inside a compiled region", BreakCode.MODULE_MUTATION)
         return self.var_getattr(tx, name).call(tx, args, kwargs)
 
-    def _module_listing(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def _module_listing(self, tx: Tracer, name: str, args: Sequence[Variable],
                         kwargs: dict[str, Variable]) -> list[Variable]:
         """What children(), parameters(), named_modules()... yield, as nn.Module yields it (each module and
         each parameter or buffer once)."""
@@ -184,7 +181,7 @@ class NNModuleVariable(Variable):
             return [TupleVariable([ConstantVariable(k), v]) for k, v in pairs] if name.startswith("named") \
                 else [v for _, v in pairs]
         if args or kwargs:
-            unsupported(f"nn.Module.{name}() with arguments", "module_call")
+            unsupported(f"nn.Module.{name}() with arguments", BreakCode.MODULE_CALL)
         if name in ("children", "named_children"):
             return named(zip(self.module._modules, self.child_modules(tx)))
         if name in ("modules", "named_modules"):

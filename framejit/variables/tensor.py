@@ -5,18 +5,16 @@ gives Python constants and adds no node; everything else becomes a graph op.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
+import torch.fx
 
-from framejit.variables.base import Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod
-
-if TYPE_CHECKING:
-    import torch.fx
-
-    from framejit.trace.translator import Translator
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
@@ -33,7 +31,7 @@ _DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__
 
 
 class TensorVariable(Variable):
-    def __init__(self, node: "torch.fx.Node", example: torch.Tensor, source: Any = None,
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Any = None,
                  py_type: type = torch.Tensor) -> None:
         self.node = node
         self.example = example
@@ -49,19 +47,19 @@ class TensorVariable(Variable):
     def as_fake(self) -> Any:
         return self.example
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         unsupported("generic_jump TensorVariable(): branching on the value of a tensor "
-                    "(data-dependent control flow)", "tensor_branch")
+                    "(data-dependent control flow)", BreakCode.TENSOR_BRANCH)
 
-    def unpack(self, tx: "Translator") -> list[Variable]:
+    def unpack(self, tx: Tracer) -> list[Variable]:
         if self.example.dim() == 0:
-            unsupported("iteration over a 0-d tensor", "iter")
+            unsupported("iteration over a 0-d tensor", BreakCode.ITER)
         from framejit.variables.builtins import call_operator
         import operator
         return [call_operator(tx, operator.getitem, [self, ConstantVariable(i)])
                 for i in range(self.example.shape[0])]
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in _META_ATTRS:
             value = getattr(self.example, name)
             return ConstantVariable(torch.Size(value) if name == "shape" else value)
@@ -70,22 +68,21 @@ class TensorVariable(Variable):
             return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
                                            [self, ConstantVariable(name)], {})
         if name == "grad":
-            unsupported("reading .grad of a tensor inside a graph", "tensor_attr")
+            unsupported("reading .grad of a tensor inside a graph", BreakCode.TENSOR_ATTR)
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethod(self, name)
         if not hasattr(torch.Tensor, name):
-            unsupported(f"'Tensor' object has no attribute {name!r}", "missing_attr")
-        unsupported(f"tensor attribute {name!r}", "tensor_attr")
+            unsupported(f"'Tensor' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
+        unsupported(f"tensor attribute {name!r}", BreakCode.TENSOR_ATTR)
 
-    def call_method(self, tx: "Translator", name: str, args: Sequence[Variable],
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
         if name in _DATA_METHODS:
-            unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", "data_dependent")
+            unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", BreakCode.DATA_DEPENDENT)
         if name in _META_METHODS:
             consts = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            from framejit.variables.builder import wrap_constant_result
-            return wrap_constant_result(getattr(self.example, name)(*consts, **kw))
+            return tx.wrap_constant(getattr(self.example, name)(*consts, **kw))
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
         if name in ("__getitem__", "__setitem__"):

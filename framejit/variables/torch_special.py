@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
-from framejit.variables.base import Variable, unsupported
+from framejit import policy
+from framejit.contracts import Emitter, Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.tensor import TensorVariable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 # Python-level torch modules whose functions are single graph ops (not traced into).
 OP_MODULES = frozenset({"torch", "torch.functional", "torch.nn.functional", "torch._tensor", "torch.nn.init",
@@ -57,27 +58,25 @@ def op_name(target: Any) -> str:
 
 def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
     """Refuse ops that must not run on fake values at trace time (they would have real effects)."""
-    from framejit import registry
     name = op_name(target)
     if name in _STATEFUL or name in EFFECTFUL_METHODS:
-        unsupported(f"{name}() has effects outside the graph", "torch_stateful")
+        unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
     pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
-    if not has_tensor_args and name not in FACTORIES and not pure_helper and not registry.is_allowed_in_graph(target):
-        unsupported(f"torch function {name}() with no tensor arguments may change global state", "torch_stateful")
+    if not has_tensor_args and name not in FACTORIES and not pure_helper and not policy.is_allowed_in_graph(target):
+        unsupported(f"torch function {name}() with no tensor arguments may change global state", BreakCode.TORCH_STATEFUL)
 
 
 def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs);
     raises Unsupported unless its result is a pure function of guarded metadata."""
-    from framejit import registry
     name = op_name(target)
     if name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs:
         return True
-    if name in PURE_QUERIES or registry.is_allowed_in_graph(target) or (
+    if name in PURE_QUERIES or policy.is_allowed_in_graph(target) or (
             name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
         # F's private helpers (_canonical_mask(None), ...) only check and convert their arguments
         return False
-    unsupported(f"{name}() returns no tensor: it runs as Python", "non_tensor_op")
+    unsupported(f"{name}() returns no tensor: it runs as Python", BreakCode.NON_TENSOR_OP)
 
 
 def is_constant_query(value: Any) -> bool:
@@ -88,8 +87,7 @@ def is_constant_query(value: Any) -> bool:
 
 def is_torch_op(value: Any) -> bool:
     """Whether calling `value` should put one op in the graph."""
-    from framejit import registry
-    if registry.is_allowed_in_graph(value):
+    if policy.is_allowed_in_graph(value):
         return True
     if isinstance(value, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                           types.MethodWrapperType)):
@@ -103,23 +101,22 @@ def is_torch_op(value: Any) -> bool:
     return isinstance(value, torch._ops.OpOverloadPacket) or isinstance(value, torch._ops.OpOverload)
 
 
-def call_torch_function(tx: "Translator", fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
     name = getattr(fn, "__name__", "")
     if name in _STATEFUL:
-        unsupported(f"torch.{name}() changes global state", "torch_stateful")
+        unsupported(f"torch.{name}() changes global state", BreakCode.TORCH_STATEFUL)
     if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
         values = tuple(a.as_python_constant() for a in args)
         result = fn(*values)
         if name not in _GUARDED_EVERYWHERE:
             tx.output.guards.add_query(fn, values, result)
-        from framejit.variables.builder import wrap_constant_result
-        return wrap_constant_result(result)  # the dispatch mode stack is a list
+        return tx.wrap_constant(result)  # the dispatch mode stack is a list
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
         plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
                     or v.is_python_constant() for v in values)
         if not plain:
-            unsupported(f"{name}() on values that may override __torch_function__", "torch_function")
+            unsupported(f"{name}() on values that may override __torch_function__", BreakCode.TORCH_FUNCTION)
         return ConstantVariable(False)
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
 
@@ -134,7 +131,7 @@ class GradModeVariable(Variable):
         self.previous = previous
 
     @classmethod
-    def create(cls, tx: "Translator", ctor: Any, args: list[Variable]) -> "GradModeVariable":
+    def create(cls, tx: Tracer, ctor: Any, args: list[Variable]) -> "GradModeVariable":
         previous = torch.is_grad_enabled()
         if ctor is torch.set_grad_enabled:
             var = cls(ctor, bool(args[0].as_python_constant()), previous)
@@ -152,16 +149,16 @@ class GradModeVariable(Variable):
     def python_type(self) -> type:
         return torch.set_grad_enabled if self.applies_on_create else torch.no_grad
 
-    def enter(self, tx: "Translator") -> Variable:
+    def enter(self, tx: Tracer) -> Variable:
         if not self.applies_on_create:
             self.previous = torch.is_grad_enabled()
             tx.output.set_grad_mode(self.mode)
         return ConstantVariable(None)
 
-    def exit(self, tx: "Translator") -> None:
+    def exit(self, tx: Tracer) -> None:
         tx.output.set_grad_mode(self.previous)
 
-    def reconstruct_entered(self, cg: Any) -> None:
+    def reconstruct_entered(self, cg: Emitter) -> None:
         """Leave the __exit__ of a fresh, entered context of this kind on the stack (grad mode is then set)."""
         cg.emit("PUSH_NULL")
         cg.emit_const(self.ctor)
@@ -182,7 +179,7 @@ class WithExitVariable(Variable):
     def python_type(self) -> type:
         return types.MethodType
 
-    def call(self, tx: "Translator", args: Any, kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Any, kwargs: dict[str, Variable]) -> Variable:
         self.ctx.exit(tx)
         return ConstantVariable(None)
 
@@ -202,8 +199,8 @@ class GradModeCtorVariable(Variable):
     def as_python_constant(self) -> Any:
         return self.ctor
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if kwargs or (self.ctor is not torch.set_grad_enabled and args):
-            unsupported("torch.no_grad/enable_grad used as a decorator inside a compiled region", "grad_mode")
+            unsupported("torch.no_grad/enable_grad used as a decorator inside a compiled region", BreakCode.GRAD_MODE)
         return GradModeVariable.create(tx, self.ctor, list(args))
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from framejit.trace.sources import AttrSource
-from framejit.variables.base import Variable, unsupported
+from framejit.contracts import Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource
+from framejit.variables.base import Variable
 
-if TYPE_CHECKING:
-    from framejit.trace.translator import Translator
 
 
 def lookup_class_attr(cls: type, name: str) -> tuple[bool, Any]:
@@ -18,24 +18,22 @@ def lookup_class_attr(cls: type, name: str) -> tuple[bool, Any]:
     return False, None
 
 
-def class_attribute(tx: "Translator", obj: Variable, attr: Any, source: Any) -> Variable:
+def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable:
     """obj.<name> where <name> is found on obj's class as `attr`; `source` names it on the class
     (so that a method or class attribute replaced later fails a guard)."""
-    from framejit.trace.sources import AttrSource
-    from framejit.variables.builder import wrap_value
     from framejit.variables.callables import UserMethodVariable
     if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(wrap_value(tx, attr, source), obj)
+        return UserMethodVariable(tx.wrap(attr, source), obj)
     if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-        return wrap_value(tx, attr.fget, AttrSource(source, "fget")).call(tx, [obj], {})
+        return tx.wrap(attr.fget, AttrSource(source, "fget")).call(tx, [obj], {})
     if isinstance(attr, staticmethod):
-        return wrap_value(tx, attr.__func__, source)
+        return tx.wrap(attr.__func__, source)
     if isinstance(attr, classmethod):
-        return UserMethodVariable(wrap_value(tx, attr.__func__, AttrSource(source, "__func__")),
-                                  wrap_value(tx, obj.python_type(), AttrSource(obj.source, "__class__")))
+        return UserMethodVariable(tx.wrap(attr.__func__, AttrSource(source, "__func__")),
+                                  tx.wrap(obj.python_type(), AttrSource(obj.source, "__class__")))
     if not hasattr(type(attr), "__get__"):
-        return wrap_value(tx, attr, source)
-    unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", "getattr")
+        return tx.wrap(attr, source)
+    unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
 
 
 class UserObjectVariable(Variable):
@@ -48,32 +46,31 @@ class UserObjectVariable(Variable):
     def python_type(self) -> type:
         return type(self.value)
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
-        from framejit.variables.builder import wrap_value
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
         cls = type(self.value)
         if lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__:
-            unsupported(f"{cls.__name__} defines __getattribute__", "getattr")
+            unsupported(f"{cls.__name__} defines __getattribute__", BreakCode.GETATTR)
         found, attr = lookup_class_attr(cls, name)
         inst = getattr(self.value, "__dict__", {})
         if name in inst and not (found and hasattr(type(attr), "__set__")):
-            return wrap_value(tx, inst[name], AttrSource(self.source, name))
+            return tx.wrap(inst[name], AttrSource(self.source, name))
         if found:
             if isinstance(inst, dict):  # an instance attribute set later would shadow the class's
                 tx.output.guards.add(AttrSource(self.source, "__dict__"), "NO_KEY", name)
             return class_attribute(tx, self, attr, AttrSource(AttrSource(self.source, "__class__"), name))
         if lookup_class_attr(cls, "__getattr__")[0]:
-            unsupported(f"{cls.__name__} defines __getattr__", "getattr")
+            unsupported(f"{cls.__name__} defines __getattr__", BreakCode.GETATTR)
         raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
 
-    def call(self, tx: "Translator", args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
         found, call = lookup_class_attr(type(self.value), "__call__")
         if found and isinstance(call, types.FunctionType):
             return UserFunctionVariable(call).call(tx, [self, *args], kwargs)
-        unsupported(f"calling a {type(self.value).__name__} object", "call")
+        unsupported(f"calling a {type(self.value).__name__} object", BreakCode.CALL)
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"
@@ -90,17 +87,16 @@ def constructible(cls: Any) -> bool:
             and (init is object.__init__ or isinstance(init, types.FunctionType)))
 
 
-def construct(tx: "Translator", cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
     """cls(*args, **kwargs) for a constructible class: a NewObjectVariable, its __init__ inlined."""
-    from framejit.variables.builder import wrap_value
     cls = cls_var.as_python_constant()
     obj = NewObjectVariable(cls, cls_var)
     init = lookup_class_attr(cls, "__init__")[1]
     if init is object.__init__:
         if args or kwargs:
-            unsupported(f"{cls.__name__}() takes no arguments", "call")
+            unsupported(f"{cls.__name__}() takes no arguments", BreakCode.CALL)
     else:
-        wrap_value(tx, init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
+        tx.wrap(init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
     return obj
 
 
@@ -117,18 +113,18 @@ class NewObjectVariable(Variable):
     def python_type(self) -> type:
         return self.cls
 
-    def truth(self, tx: "Translator") -> bool:
+    def truth(self, tx: Tracer) -> bool:
         if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
-            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", "truth")
+            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
         return True
 
-    def var_getattr(self, tx: "Translator", name: str) -> Variable:
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
         found, attr = lookup_class_attr(self.cls, name)
         if not found or isinstance(attr, classmethod):
-            unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", "getattr")
+            unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.GETATTR)
         return class_attribute(tx, self, attr, AttrSource(self.cls_var.source, name))
 
     def __repr__(self) -> str:

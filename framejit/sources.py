@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    from framejit.codegen import PyCodegen
+from framejit.contracts import Emitter
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Source:
     def name(self) -> str:
         raise NotImplementedError
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         raise NotImplementedError
 
     kind: ClassVar[str]
@@ -52,7 +52,7 @@ class LocalSource(Source):
     def name(self) -> str:
         return f"L[{self.local_name!r}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         # an argument captured by an inner function is a cell once the frame starts
         cg.emit("LOAD_DEREF" if self.local_name in cg.cell_names else "LOAD_FAST", self.local_name)
 
@@ -66,7 +66,7 @@ class GlobalSource(Source):
     def name(self) -> str:
         return f"G[{self.global_name!r}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_GLOBAL", (False, self.global_name))
 
     kind = "global"
@@ -79,7 +79,7 @@ class GlobalsDictSource(Source):
     def name(self) -> str:
         return "G"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         raise NotImplementedError("the globals dict is never reloaded")
 
     kind = "global"
@@ -94,7 +94,7 @@ class ModuleGlobalsSource(Source):
     def name(self) -> str:
         return f"M[{self.module!r}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         import sys
         cg.emit_const(vars(sys.modules[self.module]))
 
@@ -111,7 +111,7 @@ class ClosureSource(Source):
     def name(self) -> str:
         return f"C[{self.var_name!r}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_DEREF", self.var_name)
 
     kind = "closure"
@@ -127,7 +127,7 @@ class ConstSource(Source):
     def name(self) -> str:
         return f"K[{id(self.value)}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(self.value)
 
     kind = "constant"
@@ -140,7 +140,7 @@ class AttrSource(DerivedSource):
     def name(self) -> str:
         return f"{self.base.name()}.{self.attr}"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.emit("LOAD_ATTR", self.attr)
 
@@ -152,7 +152,7 @@ class ReduceSource(DerivedSource):
     def name(self) -> str:
         return f"{self.base.name()}.__reduce__()"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.emit("LOAD_METHOD", "__reduce__")
         cg.call(0)
@@ -165,7 +165,7 @@ class WeakrefCallSource(DerivedSource):
     def name(self) -> str:
         return f"{self.base.name()}()"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
         self.base.reconstruct(cg)
         cg.call(0)
@@ -180,7 +180,7 @@ class ItemSource(DerivedSource):
     def name(self) -> str:
         return f"{self.base.name()}[{self.key!r}]"
 
-    def reconstruct(self, cg: "PyCodegen") -> None:
+    def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.emit_const(self.key)
         cg.emit("BINARY_SUBSCR")

@@ -1,14 +1,16 @@
 """Writes the trace made to state outside the frame; the transformed code replays them after the graph."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from framejit.variables.base import Variable, unsupported
-
-if TYPE_CHECKING:
-    from framejit.codegen import PyCodegen
+from framejit.codegen import PyCodegen
+from framejit.exc import BreakCode, unsupported
+from framejit.variables.base import Variable
+from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.tensor import TensorVariable
+from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
 
 
 class SideEffects:
@@ -40,21 +42,18 @@ class SideEffects:
             self.containers[id(var)] = var
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
-        from framejit.variables.nn_module import NNModuleVariable
-        from framejit.variables.tensor import TensorVariable
-        from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
         if isinstance(obj, NewObjectVariable):  # made in the trace: a plain class (user_object.constructible)
             descriptor = next((vars(k)[name] for k in obj.cls.__mro__ if name in vars(k)), None)
             if hasattr(type(descriptor), "__set__"):
-                unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", "side_effect")
+                unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
             self.attrs[(id(obj), name)] = (obj, name, value)
             self.mutations += 1
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
-            unsupported(f"setting attribute {name!r} on {obj}", "side_effect")
+            unsupported(f"setting attribute {name!r} on {obj}", BreakCode.SIDE_EFFECT)
         if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
                 isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter))):
-            unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", "side_effect")
+            unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", BreakCode.SIDE_EFFECT)
         cls = obj.python_type()
         setattr_impl = next(vars(k)["__setattr__"] for k in cls.__mro__ if "__setattr__" in vars(k))
         descriptor = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
@@ -62,7 +61,7 @@ class SideEffects:
             setattr_impl = torch.nn.Module.__setattr__  # what RNNBase's does for anything but a weight
         if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
                 or hasattr(type(descriptor), "__set__"):
-            unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", "side_effect")
+            unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
         self.attrs[(id(obj), name)] = (obj, name, value)
         self.mutations += 1
 
@@ -87,7 +86,7 @@ class SideEffects:
         out += [value for _, _, value in self.attrs.values()]
         return out + list(self.globals.values()) + list(self.cells.values())
 
-    def codegen(self, cg: "PyCodegen") -> None:
+    def codegen(self, cg: PyCodegen) -> None:
         """Replay: first compute every new value into a temporary, then write them all,
         so that no replayed write changes what a later value is computed from."""
         writes: list[tuple[str, Any, str]] = []
