@@ -103,7 +103,7 @@ class SideEffects:
             cg.emit("POP_EXCEPT")
         for kind, target, temp in writes:
             if kind == "container":
-                cg.replace_contents(target, temp)
+                target.replace_contents(cg, temp)
                 continue
             cg.emit("LOAD_FAST", temp)
             if kind == "attr":
@@ -116,7 +116,7 @@ class SideEffects:
         # after the lists they iterate got their new contents: a list iterator may have read appended items
         for iterator in self.iterators:
             if iterator.consumed:
-                cg.load_source(iterator)
+                iterator.source.reconstruct(cg)
                 cg.emit("LOAD_METHOD", "__setstate__")  # list/tuple/range iterators: set the position
                 cg.emit_const(iterator.position)
                 cg.call(1)

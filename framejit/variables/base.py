@@ -1,7 +1,7 @@
 """The base of every value the symbolic interpreter pushes."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
@@ -57,10 +57,19 @@ class Variable:
         """The Variables this one holds (container items, a method's object...), for graph outputs."""
         return []
 
-    def reconstruct(self, cg: Emitter) -> None:
-        if self.source is None:
+    # mutable: when made anew after the graph, loading it twice must give one object (the code generator
+    # keeps it in a temporary)
+    rebuilt_once: ClassVar[bool] = False
+
+    def rebuild(self, cg: Emitter) -> None:
+        """Emit the bytecode that makes this value anew from its parts, after the graph (its source aside)."""
+        if not self.is_python_constant():
             unsupported(f"cannot rebuild {self} after the graph", BreakCode.RECONSTRUCT)
-        self.source.reconstruct(cg)
+        cg.emit_const(self.as_python_constant())
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        """Make the outside object behind this value's source hold what `temp` holds (a replayed mutation)."""
+        unsupported(f"replaying a mutation of {self}", BreakCode.SIDE_EFFECT)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

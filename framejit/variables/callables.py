@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import torch
 
-from framejit.contracts import Tracer
+from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable
@@ -126,6 +126,29 @@ class NestedFunctionVariable(Variable):
             return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
         return super().var_getattr(tx, name)
 
+    def rebuild(self, cg: Emitter) -> None:
+        """MAKE_FUNCTION for a function made during the trace, closing over the frame's own cells."""
+        flags = 0
+        if self.defaults:
+            for item in self.defaults:
+                cg.load(item)
+            cg.emit("BUILD_TUPLE", len(self.defaults))
+            flags |= 0x01
+        if self.kwdefaults:
+            cg.build_fresh(DictVariable(self.kwdefaults))
+            flags |= 0x02
+        if self.closure:
+            names = [cg.frame_cell_name(cell) for cell in self.closure]
+            if None in names:
+                unsupported(f"cannot rebuild {self}: it closes over cells of an inlined function",
+                            BreakCode.RECONSTRUCT)
+            for name in names:
+                cg.emit("LOAD_CLOSURE", name)
+            cg.emit("BUILD_TUPLE", len(names))
+            flags |= 0x08
+        cg.emit_const(self.code)
+        cg.emit("MAKE_FUNCTION", flags)
+
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.qualname})"
 
@@ -146,6 +169,13 @@ class UserMethodVariable(Variable):
 
     def children(self) -> list[Variable]:
         return [self.fn, self.obj]
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(types.MethodType)
+        cg.load(self.fn)
+        cg.load(self.obj)
+        cg.call(2)
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn} of {self.obj})"

@@ -48,9 +48,6 @@ class ConstantVariable(KnownValueVariable):
             return ConstantMethodVariable(self, name)
         unsupported(f"attribute {name!r} of constant {self.value!r}", BreakCode.GETATTR)
 
-    def reconstruct(self, cg: Emitter) -> None:
-        cg.emit_const(self.value)
-
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
 
@@ -103,12 +100,6 @@ class ObjectVariable(KnownValueVariable):
             return tx.wrap(self.value(), WeakrefCallSource(self.source))  # guarded like any read
         return call_python_object(tx, self.value, args, kwargs)
 
-    def reconstruct(self, cg: Emitter) -> None:
-        if self.source is not None:
-            self.source.reconstruct(cg)
-        else:
-            cg.emit_const(self.value)
-
     def __repr__(self) -> str:
         return f"ObjectVariable({self.value!r})"
 
@@ -134,7 +125,7 @@ class WeakrefVariable(Variable):
     def children(self) -> list[Variable]:
         return [self.referent]
 
-    def reconstruct(self, cg: Emitter) -> None:
+    def rebuild(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
         cg.emit_const(weakref.ref)
         cg.load(self.referent)

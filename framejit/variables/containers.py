@@ -49,6 +49,11 @@ class BaseListVariable(Variable):
     def as_fake(self) -> Any:
         return self.python_type()([i.as_fake() for i in self.items])
 
+    def rebuild(self, cg: Emitter) -> None:
+        for item in self.items:
+            cg.load(item)
+        cg.emit("BUILD_LIST" if isinstance(self, ListVariable) else "BUILD_TUPLE", len(self.items))
+
     def getitem(self, tx: Tracer, key: Variable) -> Variable:
         index = key.as_python_constant()
         if isinstance(index, slice):
@@ -100,13 +105,37 @@ class TupleVariable(BaseListVariable):
             return self.items[list(fields).index(name)]
         return bound_method(self, name)
 
+    def rebuild(self, cg: Emitter) -> None:
+        super().rebuild(cg)
+        if self.py_type is tuple:
+            return
+        # plain tuple -> py_type(*tuple) for namedtuples, py_type(tuple) for structseqs
+        temp = cg.new_temp()
+        cg.emit("STORE_FAST", temp)
+        cg.emit("PUSH_NULL")
+        cg.emit_const(self.py_type)
+        if hasattr(self.py_type, "_make"):
+            cg.emit("LOAD_ATTR", "_make")
+        cg.emit("LOAD_FAST", temp)
+        cg.call(1)
+
     def __repr__(self) -> str:
         return f"TupleVariable({self.items})"
 
 
 class ListVariable(BaseListVariable):
+    rebuilt_once = True
+
     def python_type(self) -> type:
         return list
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        cg.emit("LOAD_FAST", temp)  # source[:] = temp
+        self.source.reconstruct(cg)
+        cg.emit_const(None)
+        cg.emit_const(None)
+        cg.emit("BUILD_SLICE", 2)
+        cg.emit("STORE_SUBSCR")
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
@@ -162,6 +191,8 @@ class ListVariable(BaseListVariable):
 class DictVariable(Variable):
     """A dict whose keys are Python constants (str, int, ...), values Variables."""
 
+    rebuilt_once = True
+
     def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict) -> None:
         self.items = dict(items)
         self.source = source
@@ -178,6 +209,21 @@ class DictVariable(Variable):
 
     def children(self) -> list[Variable]:
         return list(self.items.values())
+
+    def rebuild(self, cg: Emitter) -> None:
+        for key, value in self.items.items():
+            cg.emit_const(key)
+            cg.load(value)
+        cg.emit("BUILD_MAP", len(self.items))
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
+            self.source.reconstruct(cg)
+            cg.emit("LOAD_METHOD", method)
+            for arg in args:
+                cg.emit("LOAD_FAST", arg)
+            cg.call(len(args))
+            cg.emit("POP_TOP")
 
     def is_python_constant(self) -> bool:
         return all(v.is_python_constant() for v in self.items.values())
@@ -292,7 +338,7 @@ class DictViewVariable(Variable):
             return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
         unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
 
-    def reconstruct(self, cg: Emitter) -> None:
+    def rebuild(self, cg: Emitter) -> None:
         cg.load(self.dict_var)
         cg.emit("LOAD_METHOD", self.kind)
         cg.call(0)
@@ -303,6 +349,8 @@ class DictViewVariable(Variable):
 
 class SetVariable(Variable):
     """A set of Python constants."""
+
+    rebuilt_once = True
 
     def __init__(self, items: list[Variable], source: Any = None) -> None:
         self.values: set[Any] = set(const_args(items, "set"))
@@ -345,7 +393,7 @@ class SetVariable(Variable):
         result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
         return tx.wrap_constant(result)
 
-    def reconstruct(self, cg: Emitter) -> None:
+    def rebuild(self, cg: Emitter) -> None:
         for v in self.values:
             cg.emit_const(v)
         cg.emit("BUILD_SET", len(self.values))
@@ -360,6 +408,11 @@ class SliceVariable(Variable):
 
     def children(self) -> list[Variable]:
         return list(self.parts)
+
+    def rebuild(self, cg: Emitter) -> None:
+        for part in self.parts:
+            cg.load(part)
+        cg.emit("BUILD_SLICE", len(self.parts))
 
     def is_python_constant(self) -> bool:
         return all(p.is_python_constant() for p in self.parts)
@@ -376,6 +429,8 @@ class SliceVariable(Variable):
 
 class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
+
+    rebuilt_once = True
 
     def __init__(self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None,
                  start: int = 0) -> None:
@@ -446,6 +501,28 @@ class IteratorVariable(Variable):
             return item
         unsupported(f"iterator.{name}", BreakCode.ITER)
 
+    def rebuild(self, cg: Emitter) -> None:
+        if self.live is not None and self.exhausted:
+            cg.emit_const(iter(()))  # exhausted: stays so even if the list grows
+        elif self.live is not None:
+            cg.emit("PUSH_NULL")  # iter(the same list), advanced as far as the trace went
+            cg.emit_const(_advanced_iterator)
+            cg.load(self.live)
+            cg.emit_const(self.position)
+            cg.call(2)
+        else:
+            for item in self.items:
+                cg.load(item)
+            cg.emit("BUILD_TUPLE", len(self.items))
+            cg.emit("GET_ITER")
+
+
+def _advanced_iterator(iterable: Any, position: int) -> Any:
+    """iter(iterable) at `position`: a list iterator the trace had advanced."""
+    iterator = iter(iterable)
+    iterator.__setstate__(position)
+    return iterator
+
 
 def bound_method(obj: Variable, name: str) -> "BoundMethod":
     """obj.name for a container: a method its call_method implements, or a missing attribute."""
@@ -466,6 +543,10 @@ class BoundMethod(Variable):
 
     def children(self) -> list[Variable]:
         return [self.obj]
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.load(self.obj)
+        cg.emit("LOAD_ATTR", self.name)
 
     def __repr__(self) -> str:
         return f"BoundMethod({self.obj}.{self.name})"

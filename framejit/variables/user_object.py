@@ -4,7 +4,7 @@ from __future__ import annotations
 import types
 from typing import Any, Sequence
 
-from framejit.contracts import Tracer
+from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import Variable
@@ -106,6 +106,8 @@ class NewObjectVariable(Variable):
     Its attributes are writes in the side effects; after the graph it is made with object.__new__ and the
     writes are replayed onto it. Class attributes and methods are read (and guarded) through its class."""
 
+    rebuilt_once = True
+
     def __init__(self, cls: type, cls_var: Variable) -> None:
         self.cls = cls
         self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
@@ -126,6 +128,12 @@ class NewObjectVariable(Variable):
         if not found or isinstance(attr, classmethod):
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.GETATTR)
         return class_attribute(tx, self, attr, AttrSource(self.cls_var.source, name))
+
+    def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
+        cg.emit("PUSH_NULL")
+        cg.emit_const(object.__new__)
+        cg.load(self.cls_var)
+        cg.call(1)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
