@@ -1,8 +1,8 @@
 """Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset.
 
-An entry is the tuple (guard_fn, replacement_code, memo, owner) that the C hook
-runs; `owner` is the FrameCallback (one per backend and options) that compiled
-it, so contexts with different backends never run each other's code. The
+An entry is a `contracts.CacheEntry` (guard_fn, code, memo, owner), a named tuple
+that the C hook reads by position; `owner` is the FrameCallback (one per backend and
+options) that compiled it, so contexts with different backends never run each other's code. The
 CompiledFrame behind an entry is kept weakly keyed by its guard function.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import weakref
 from typing import Any
 
 from framejit._C import _hook
-from framejit.contracts import CompiledFrame
+from framejit.contracts import CacheEntry, CompiledFrame
 
 SKIP = _hook.SKIP
 
@@ -22,15 +22,15 @@ _codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()   # codes with som
 _keepalive: list[weakref.ref] = []                               # weakrefs whose callbacks drop entries
 
 
-def entries(code: types.CodeType, owner: Any = None) -> list[tuple]:
+def entries(code: types.CodeType, owner: Any = None) -> list[CacheEntry]:
     """The cache list of `code` (the live list), or only the entries of `owner`."""
     extra = _hook.get_extra(code)
     cache = extra if isinstance(extra, list) else []
-    return cache if owner is None else [e for e in cache if e[3] is owner]
+    return cache if owner is None else [e for e in cache if e.owner is owner]
 
 
 def compiled_frames(code: types.CodeType, owner: Any = None) -> list[CompiledFrame]:
-    return [_frames[e[0]] for e in entries(code, owner) if e[0] in _frames]
+    return [_frames[e.guard_fn] for e in entries(code, owner) if e.guard_fn in _frames]
 
 
 def mark_skip(code: types.CodeType) -> None:
@@ -38,10 +38,10 @@ def mark_skip(code: types.CodeType) -> None:
     _codes.add(code)
 
 
-def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> tuple:
+def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> CacheEntry:
     """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
     _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through
-    entry = (frame.guard_fn, frame.code, [None, None, None], owner)
+    entry = CacheEntry(guard_fn=frame.guard_fn, code=frame.code, memo=[None, None, None], owner=owner)
     cache = entries(code)
     if not cache:
         cache = []
@@ -55,7 +55,7 @@ def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> tuple:
         live_code, guard = code_ref(), guard_ref()
         cache = get_extra(live_code) if live_code is not None and guard is not None else None
         if isinstance(cache, list):  # (module globals may already be gone at interpreter exit)
-            cache[:] = [e for e in cache if e[0] is not guard]
+            cache[:] = [e for e in cache if e.guard_fn is not guard]
     for obj in frame.watched:
         _keepalive.append(weakref.ref(obj, drop))
     if len(_keepalive) > 1024:
@@ -63,9 +63,9 @@ def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> tuple:
     return entry
 
 
-def replacement_function(entry: tuple, fn: types.FunctionType) -> types.FunctionType:
+def replacement_function(entry: CacheEntry, fn: types.FunctionType) -> types.FunctionType:
     """The replacement for a call of `fn`: its globals and closure, the entry's code."""
-    return types.FunctionType(entry[1], fn.__globals__, fn.__name__, None, fn.__closure__)
+    return types.FunctionType(entry.code, fn.__globals__, fn.__name__, None, fn.__closure__)
 
 
 def reset() -> None:

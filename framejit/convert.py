@@ -1,6 +1,7 @@
 """Converting one frame: trace its bytecode, compile the graph, build the replacement code and guards."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from typing import Any, Callable
@@ -19,20 +20,18 @@ from framejit.output_graph import OutputGraph, next_graph_name
 from framejit.trace.translator import root_translator
 
 
-class CompileHooks:
-    """What one optimize() context hands to every compile it triggers."""
+@dataclasses.dataclass(frozen=True)
+class GraphCompiler:
+    """What compiles the graphs of one optimize() context: the backend, the name errors give it, and the
+    callbacks told of each compiled graph and each graph break (explain() and export() listen there)."""
 
-    def __init__(self, backend: Callable, backend_name: str,
-                 on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None,
-                 on_break: Callable[[Unsupported], None] | None = None) -> None:
-        self.backend = backend
-        self.backend_name = backend_name
-        self.on_graph = on_graph
-        self.on_break = on_break
-        self.pending_break: dict[types.CodeType, Unsupported] = {}
+    backend: Callable
+    backend_name: str
+    on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None
+    on_break: Callable[[Unsupported], None] | None = None
 
 
-def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Options, hooks: CompileHooks,
+def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
                               *, nopython: bool) -> CompiledFrame | None:
     """Trace the whole frame; if it fails at an instruction of this frame, trace again and break there.
 
@@ -40,30 +39,27 @@ def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Opti
     (an inlined call, say), so the break is made by a fresh trace that stops before it.
     """
     try:
-        return convert_frame(fn, args, options, hooks)
+        return convert_frame(fn, args, options, compiler)
     except Unsupported as e:
         if nopython or e.break_index is None:
             raise
-        hooks.pending_break[fn.__code__] = e
-        try:
-            return convert_frame(fn, args, options, hooks)
-        finally:
-            hooks.pending_break.pop(fn.__code__, None)
+        return convert_frame(fn, args, options, compiler, break_at=e)
 
 
-def _report_break(reason: Unsupported, hooks: CompileHooks, options: Options) -> None:
+def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options) -> None:
     where = reason.user_stack[-1] if reason.user_stack else None
     place = f"{where.filename}:{where.lineno} in {where.name}" if where else "?"
     logs.log.info("graph break at %s: %s", place, reason.msg)
     if logs.enabled("breaks", options.debug):
         print(f"GRAPH BREAK at {place}: {reason.msg}\n" + format_user_stack(reason.user_stack))
-    if hooks.on_break is not None:
-        hooks.on_break(reason)
+    if compiler.on_break is not None:
+        compiler.on_break(reason)
 
 
-def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: CompileHooks
-                  ) -> CompiledFrame | None:
-    """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops)."""
+def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
+                  break_at: Unsupported | None = None) -> CompiledFrame | None:
+    """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops).
+    With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
     code = fn.__code__
     output = OutputGraph(fn.__globals__, options)
     graph_names: list[str] = []
@@ -75,29 +71,29 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, hooks: 
             print(f"TRACED GRAPH\n {name}")
             gm.print_readable()
         try:
-            compiled = hooks.backend(gm, example_inputs)
+            with logs.output_code(name, gm, options.output_code):
+                compiled = compiler.backend(gm, example_inputs)
         except Exception as e:
-            raise BackendCompilerFailed(hooks.backend_name, e) from e
+            raise BackendCompilerFailed(compiler.backend_name, e) from e
         if compiled is None:  # the backend declined this graph (a composing backend would try the next)
-            logs.log.warning("backend %r declined %s; running that graph eagerly", hooks.backend_name, name)
+            logs.log.warning("backend %r declined %s; running that graph eagerly", compiler.backend_name, name)
             compiled = gm.forward
         if not callable(compiled):
-            raise BackendCompilerFailed(hooks.backend_name,
+            raise BackendCompilerFailed(compiler.backend_name,
                                         RuntimeError(f"the backend returned {compiled!r}, not a callable"))
         graph_names.append(name)
         const_names[id(compiled)] = name
-        if hooks.on_graph is not None:
-            hooks.on_graph(gm, compiled)
+        if compiler.on_graph is not None:
+            compiler.on_graph(gm, compiled)
         return compiled, name
 
-    break_at = hooks.pending_break.pop(code, None) if hooks.pending_break else None
     try:
         tx = root_translator(output, fn, args)
         tx.break_at = break_at.break_index if break_at is not None else None
         result = tx.run()
         if result is None:
             finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph)
-            _report_break(break_at, hooks, options)
+            _report_break(break_at, compiler, options)
         else:
             finished = output.finish(tx, result, compile_graph)
     finally:

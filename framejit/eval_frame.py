@@ -16,7 +16,7 @@ from framejit import cache, config, logs, policy
 from framejit._C import _hook
 from framejit.contracts import GuardFailure
 from framejit.codeobj import is_continuation
-from framejit.convert import CompileHooks, convert_frame_with_breaks
+from framejit.convert import GraphCompiler, convert_frame_with_breaks
 from framejit.graph_break import clear_resume_codes
 from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.guards import explain_failure
@@ -56,9 +56,9 @@ def restore_state(state: tuple) -> None:
 class FrameCallback:
     """Called by the C hook for a frame with no matching cache entry (see _hook.set_callback)."""
 
-    def __init__(self, hooks: CompileHooks, *, nopython: bool, guard_fail_fn: Callable | None,
+    def __init__(self, compiler: GraphCompiler, *, nopython: bool, guard_fail_fn: Callable | None,
                  guard_export_fn: Callable | None) -> None:
-        self.hooks = hooks
+        self.compiler = compiler
         self.nopython = nopython
         self.guard_fail_fn = guard_fail_fn
         self.guard_export_fn = guard_export_fn
@@ -71,11 +71,12 @@ class FrameCallback:
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)
             return None
+        logs.apply_level(config.log_level)
         with _compile_lock:
             existing = cache.entries(code, self)
             for entry in existing:  # another thread may have compiled it meanwhile
                 try:
-                    if entry[0](fn, *args):
+                    if entry.guard_fn(fn, *args):
                         return cache.replacement_function(entry, fn)
                 except Exception:  # as in C: a guard that raises is a miss
                     pass
@@ -117,9 +118,10 @@ class FrameCallback:
     def _compile(self, fn: types.FunctionType, args: tuple, has_entries: bool) -> Callable | None:
         code = fn.__code__
         options = config.snapshot()
+        logs.sections()  # a misspelt FRAMEJIT_LOGS is the user's error, not a reason to run as Python
         try:
             with _no_saved_tensor_hooks():
-                compiled = convert_frame_with_breaks(fn, args, options, self.hooks, nopython=self.nopython)
+                compiled = convert_frame_with_breaks(fn, args, options, self.compiler, nopython=self.nopython)
         except Unsupported as e:
             if self.nopython:
                 raise fullgraph_error(e) from None
@@ -263,8 +265,8 @@ def make_context(backend: Callable, backend_name: str, *, nopython: bool = False
     key = (id(backend), backend_name, nopython, id(guard_fail_fn), id(guard_export_fn), id(on_graph), id(on_break))
     callback = _callbacks.get(key)
     if callback is None:
-        hooks = CompileHooks(backend, backend_name, on_graph, on_break)
-        callback = FrameCallback(hooks, nopython=nopython, guard_fail_fn=guard_fail_fn,
+        compiler = GraphCompiler(backend, backend_name, on_graph, on_break)
+        callback = FrameCallback(compiler, nopython=nopython, guard_fail_fn=guard_fail_fn,
                                  guard_export_fn=guard_export_fn)
         callback.keepalive = (guard_fail_fn, guard_export_fn, on_graph, on_break)
         _callbacks[key] = callback

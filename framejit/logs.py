@@ -13,7 +13,7 @@ log = logging.getLogger("framejit")
 
 SECTIONS = ("bytecode", "guards", "graph", "breaks", "recompiles")
 _parsed: dict[str, frozenset[str]] = {}
-_applied_level = [logging.NOTSET]  # the config.log_level last given to the logger
+_applied_level = [logging.WARNING]  # the config.log_level last given to the logger (the default touches nothing)
 
 
 def sections() -> frozenset[str]:

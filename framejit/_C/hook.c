@@ -184,7 +184,7 @@ static PyObject *lookup(PyObject *cache, PyObject *cb, _PyInterpreterFrame *fram
     Py_INCREF(cache);  /* a guard may replace co_extra or mutate the list */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cache); i++) {
         PyObject *entry = PyList_GET_ITEM(cache, i);
-        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) {
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {  /* contracts.CacheEntry */
             PyErr_SetString(PyExc_TypeError, "framejit: cache entry is not a (guard, code, memo, owner) tuple");
             *err = 1;
             break;

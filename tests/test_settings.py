@@ -1,0 +1,99 @@
+"""Settings that change what framejit does or prints: config.log_level, config.output_code,
+config.instruction_budget, and FRAMEJIT_LOGS (a section name that does not exist is an error)."""
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import framejit
+from framejit import logs
+from framejit.testing import CompileCounter, same
+
+
+def with_break(x):
+    x = x + 1
+    print("", end="")  # a graph break
+    return x * 2
+
+
+def add_one(x):
+    return torch.relu(x) + 1
+
+
+def test_log_level_info_reports_graph_breaks_on_the_framejit_logger(caplog):
+    with caplog.at_level(logging.DEBUG):  # let the framejit logger's own level decide
+        with framejit.config.patch(log_level=logging.INFO):
+            framejit.optimize(CompileCounter())(with_break)(torch.randn(3))
+    messages = [r.getMessage() for r in caplog.records if r.name == "framejit"]
+    assert any("graph break at" in m and "with_break" in m for m in messages), messages
+    framejit.reset()
+
+
+def test_log_level_warning_hides_graph_breaks(caplog):
+    with caplog.at_level(logging.DEBUG):
+        with framejit.config.patch(log_level=logging.WARNING):
+            framejit.optimize(CompileCounter())(with_break)(torch.randn(3))
+    assert not [r for r in caplog.records if r.name == "framejit" and "graph break" in r.getMessage()]
+    framejit.reset()
+
+
+def test_output_code_prints_each_graphs_code(capsys):
+    with framejit.config.patch(output_code=True):
+        out = framejit.optimize("eager")(add_one)(torch.randn(4))
+    printed = capsys.readouterr().out
+    assert same(out.shape, torch.Size([4]))
+    assert "OUTPUT CODE __compiled_fn_" in printed
+    assert "torch.relu" in printed and "def forward" in printed
+    framejit.reset()
+
+
+def test_output_code_off_prints_nothing(capsys):
+    framejit.optimize("eager")(add_one)(torch.randn(4))
+    assert "OUTPUT CODE" not in capsys.readouterr().out
+    framejit.reset()
+
+
+def test_output_code_restores_torch_logging_after_the_backend():
+    from torch._logging._internal import _get_log_state
+    before = dict(_get_log_state().log_qname_to_level), set(_get_log_state().artifact_names)
+    with framejit.config.patch(output_code=True):
+        framejit.optimize("eager")(add_one)(torch.randn(4))
+    after = dict(_get_log_state().log_qname_to_level), set(_get_log_state().artifact_names)
+    assert before == after
+    framejit.reset()
+
+
+def test_instruction_budget_breaks_a_long_unrolled_loop():
+    def loop(x):
+        for _ in range(50):
+            x = x + 1
+        return x
+
+    cnt = CompileCounter()
+    x = torch.randn(2)
+    with framejit.config.patch(instruction_budget=20), pytest.raises(framejit.exc.Unsupported,
+                                                                     match="trace longer than 20 instructions"):
+        framejit.optimize(cnt, nopython=True)(loop)(x)
+    framejit.reset()
+    assert same(framejit.optimize(cnt)(loop)(x), loop(x))  # the default budget takes the whole loop
+    assert cnt.frame_count == 1
+    framejit.reset()
+
+
+def test_misspelt_framejit_logs_section_is_an_error_listing_the_valid_ones(monkeypatch):
+    monkeypatch.setenv("FRAMEJIT_LOGS", "guards,grpah")
+    with pytest.raises(ValueError, match="unknown section.*'grpah'.*valid sections: bytecode, guards, graph"):
+        framejit.optimize(CompileCounter())(add_one)(torch.randn(3))
+    monkeypatch.setenv("FRAMEJIT_LOGS", "guards,+graph,all")
+    assert logs.sections() == {"guards", "graph", "all"}
+    framejit.reset()
+
+
+def test_misspelt_framejit_logs_fails_at_import():
+    env = dict(os.environ, FRAMEJIT_LOGS="breaks,recompile")
+    proc = subprocess.run([sys.executable, "-c", "import framejit"], env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "unknown section(s) 'recompile'" in proc.stderr and "recompiles" in proc.stderr
