@@ -5,9 +5,9 @@ from typing import Any, Callable
 
 from bytecode import CellVar, Instr
 
+from framejit.codeobj import GRAPH_OUT, temp_name
 from framejit.variables.base import Variable
 
-GRAPH_OUT = "___graph_out"
 _NO_ARG = object()
 
 
@@ -41,7 +41,7 @@ class PyCodegen:
         self.emit("CALL", nargs)
 
     def new_temp(self) -> str:
-        name = f"___tmp_{len(self.temps)}"
+        name = temp_name(len(self.temps))
         self.temps.append(name)
         return name
 

@@ -10,13 +10,13 @@ import torch
 
 from framejit import logs
 from framejit._C import _hook
-from framejit.codeobj import arg_slot_names, build_function_code, format_code
+from framejit.codeobj import arg_slot_names, build_function_code, compiled_fn_name, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame
 from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
 from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
-from framejit.output_graph import OutputGraph, next_graph_name
+from framejit.output_graph import OutputGraph
 from framejit.trace.translator import root_translator
 
 
@@ -66,7 +66,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     const_names: dict[int, str] = {}
 
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[Callable, str]:
-        name = next_graph_name()
+        name = compiled_fn_name()
         if logs.enabled("graph", options.debug):
             print(f"TRACED GRAPH\n {name}")
             gm.print_readable()

@@ -10,7 +10,6 @@ original bytecode in a new frame that the hook captures again.
 from __future__ import annotations
 
 import dis
-import itertools
 import types
 import weakref
 from typing import Any
@@ -19,55 +18,19 @@ import torch
 from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
 
 from framejit.exc import BreakCode, unsupported
-from framejit.codegen import GRAPH_OUT, PyCodegen
-from framejit.codeobj import Inst, build_resume_code, exception_table, live_locals_table, original_location
+from framejit.codegen import PyCodegen
+from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
+                              original_location, resume_fn_name, stack_inputs)
 from framejit.codeobj.reading import handler_for
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.torch_special import WithExitVariable
 
-_ONE_INPUT = frozenset({"LOAD_ATTR", "LOAD_METHOD", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT",
-                        "UNARY_NOT", "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "STORE_GLOBAL", "BEFORE_WITH",
-                        "DELETE_ATTR",
-                        "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
-                        "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
-                        "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE"})
-_TWO_INPUTS = frozenset({"STORE_ATTR", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP",
-                         "DELETE_SUBSCR", "IMPORT_NAME"})
-_BUILDS = frozenset({"BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "RAISE_VARARGS"})
-_POP_JUMPS = {"POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-              "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
-              "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
-              "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE"}
-
-_resume_counter = itertools.count()
 _LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
 # original code -> {(offset, stack NULL layout, live locals): continuation code}
 _RESUME_CODES: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = \
     weakref.WeakKeyDictionary()
-
-
-def stack_inputs(inst: Inst) -> int | None:
-    """How many stack values instruction `inst` consumes, for the instructions a break can stop at."""
-    op = inst.opname
-    if op == "CALL":
-        return inst.arg + 2
-    if op == "CALL_FUNCTION_EX":
-        return 3 + (inst.arg & 1)
-    if op in _ONE_INPUT:
-        return 1
-    if op in _TWO_INPUTS:
-        return 2
-    if op == "STORE_SUBSCR":
-        return 3
-    if op == "FORMAT_VALUE":
-        return 2 if inst.arg & 4 else 1
-    if op in _BUILDS:
-        return inst.arg
-    if op == "LOAD_GLOBAL":
-        return 0
-    return None
 
 
 def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],
@@ -76,8 +39,7 @@ def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],
     per_code = _RESUME_CODES.setdefault(code, {})
     key = (offset, nulls, local_names)
     if key not in per_code:
-        name = f"__resume_at_{offset}_{next(_resume_counter)}"
-        per_code[key] = build_resume_code(code, offset, nulls, local_names, name)
+        per_code[key] = build_resume_code(code, offset, nulls, local_names, resume_fn_name(offset))
     return per_code[key]
 
 
@@ -216,7 +178,7 @@ def _emit_instruction(cg: PyCodegen, tx: Translator, inst: Inst, successors: lis
     elif op == "LOAD_GLOBAL":
         cg.instructions.append(Instr("LOAD_GLOBAL", (bool(inst.arg & 1), inst.argval), lineno=line))
     elif op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
-        cg.instructions.append(Instr(_POP_JUMPS.get(op, op), successors[1].label, lineno=line))
+        cg.instructions.append(Instr(forward_jump(op), successors[1].label, lineno=line))
     elif inst.arg is not None:
         cg.instructions.append(Instr(op, _instr_arg(inst), lineno=line))
     else:

@@ -5,7 +5,6 @@ calls it, rebuilds the frame's return value and replays side effects.
 """
 from __future__ import annotations
 
-import itertools
 import operator
 import traceback
 import warnings
@@ -19,7 +18,8 @@ from torch.utils import _pytree as pytree
 
 from framejit.exc import BreakCode, unsupported
 from framejit._C import _hook
-from framejit.codegen import GRAPH_OUT, PyCodegen
+from framejit.codegen import PyCodegen
+from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
 from framejit.guards import GuardSet
 from framejit.side_effects import SideEffects
@@ -31,12 +31,7 @@ from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
 
-_graph_counter = itertools.count()
 CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
-
-
-def next_graph_name() -> str:
-    return f"__compiled_fn_{next(_graph_counter)}"
 
 
 class GraphInput:

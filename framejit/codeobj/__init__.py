@@ -14,8 +14,9 @@ if sys.version_info[:2] != (3, 11):
 from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
 from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.listing import format_code
-from framejit.codeobj.resume import (build_resume_code, is_continuation, original_code, original_location,
-                                     stack_arg_name)
+from framejit.codeobj.names import GRAPH_OUT, compiled_fn_name, resume_fn_name, stack_arg_name, temp_name
+from framejit.codeobj.resume import build_resume_code, is_continuation, original_code, original_location
+from framejit.codeobj.stack_effects import forward_jump, stack_inputs
 from framejit.codeobj.reading import (
     ExceptionEntry,
     Inst,
@@ -25,13 +26,16 @@ from framejit.codeobj.reading import (
 )
 
 __all__ = [
+    "GRAPH_OUT",
     "ExceptionEntry",
     "Inst",
     "arg_slot_names",
     "build_function_code",
     "build_resume_code",
+    "compiled_fn_name",
     "exception_table",
     "format_code",
+    "forward_jump",
     "is_continuation",
     "live_locals_at",
     "live_locals_table",
@@ -39,6 +43,9 @@ __all__ = [
     "original_code",
     "original_location",
     "read_instructions",
+    "resume_fn_name",
     "roundtrip",
     "stack_arg_name",
+    "stack_inputs",
+    "temp_name",
 ]

@@ -17,6 +17,7 @@ import weakref
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from framejit.codeobj.assemble import _assemble
+from framejit.codeobj.names import stack_arg_name
 
 _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
 _DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
@@ -47,10 +48,6 @@ def original_code(code: types.CodeType) -> types.CodeType:
     """The function a continuation continues (the code itself for an ordinary function)."""
     origin = _ORIGINS.get(code)
     return code if origin is None else origin[0]
-
-
-def stack_arg_name(i: int) -> str:
-    return f"___stack{i}"
 
 
 def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
