@@ -7,7 +7,7 @@ import torch
 
 from framejit.codegen import PyCodegen
 from framejit.exc import BreakCode, unsupported
-from framejit.variables.base import Variable
+from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
@@ -43,7 +43,7 @@ class SideEffects:
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
         if isinstance(obj, NewObjectVariable):  # made in the trace: a plain class (user_object.constructible)
-            descriptor = next((vars(k)[name] for k in obj.cls.__mro__ if name in vars(k)), None)
+            descriptor = lookup_class_attr(obj.cls, name)[1]
             if hasattr(type(descriptor), "__set__"):
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
             self.attrs[(id(obj), name)] = (obj, name, value)
@@ -55,8 +55,8 @@ class SideEffects:
                 isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter))):
             unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", BreakCode.SIDE_EFFECT)
         cls = obj.python_type()
-        setattr_impl = next(vars(k)["__setattr__"] for k in cls.__mro__ if "__setattr__" in vars(k))
-        descriptor = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        setattr_impl = lookup_class_attr(cls, "__setattr__")[1]
+        descriptor = lookup_class_attr(cls, name)[1]
         if setattr_impl is torch.nn.RNNBase.__setattr__ and name not in getattr(obj.module, "_flat_weights_names", ()):
             setattr_impl = torch.nn.Module.__setattr__  # what RNNBase's does for anything but a weight
         if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \

@@ -9,6 +9,16 @@ from framejit.sources import Source
 
 
 
+def lookup_class_attr(cls: type, name: str, after: type | None = None) -> tuple[type | None, Any]:
+    """(the class on cls.__mro__ that defines `name`, its raw value) without running descriptors, or (None, None);
+    with `after`, the search starts past that class (super())."""
+    mro = cls.__mro__
+    for klass in mro[mro.index(after) + 1:] if after is not None else mro:
+        if name in vars(klass):
+            return klass, vars(klass)[name]
+    return None, None
+
+
 class Variable:
     """A value during tracing: a Python constant, a container, a tensor (FX node), a function...
 

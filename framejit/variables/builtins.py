@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
-from framejit.variables.base import KnownValueVariable, Variable
+from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
@@ -247,7 +247,7 @@ def _callable(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj = args[0]
     if obj.is_python_constant():
         return ConstantVariable(callable(obj.as_python_constant()))
-    return ConstantVariable(any("__call__" in vars(k) for k in obj.python_type().__mro__))
+    return ConstantVariable(lookup_class_attr(obj.python_type(), "__call__")[0] is not None)
 
 
 @_handles(getattr)

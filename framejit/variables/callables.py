@@ -11,7 +11,7 @@ import torch
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
-from framejit.variables.base import KnownValueVariable, Variable
+from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, TupleVariable
 
@@ -190,12 +190,10 @@ class SuperVariable(Variable):
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.user_object import class_attribute
-        mro = self.obj.python_type().__mro__
-        for klass in mro[mro.index(self.cls) + 1:]:
-            if name in vars(klass):
-                source = ItemSource(AttrSource(ConstSource(klass), "__dict__"), name)
-                return class_attribute(tx, self.obj, vars(klass)[name], source)
-        unsupported(f"super().{name} not found", BreakCode.MISSING_ATTR)
+        klass, attr = lookup_class_attr(self.obj.python_type(), name, after=self.cls)
+        if klass is None:
+            unsupported(f"super().{name} not found", BreakCode.MISSING_ATTR)
+        return class_attribute(tx, self.obj, attr, ItemSource(AttrSource(ConstSource(klass), "__dict__"), name))
 
 
 class TorchVariable(KnownValueVariable):

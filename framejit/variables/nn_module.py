@@ -14,9 +14,10 @@ from torch import nn
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
-from framejit.variables.base import Variable
+from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, TupleVariable
+from framejit.variables.user_object import bound_class_attribute
 
 
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
@@ -44,7 +45,6 @@ class NNModuleVariable(Variable):
         return tx.wrap(value, ItemSource(AttrSource(self.source, dict_name), key))
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
@@ -57,20 +57,12 @@ class NNModuleVariable(Variable):
         for dict_name in ("_parameters", "_buffers", "_modules"):
             if name in inst.get(dict_name, ()):
                 return self._child(tx, dict_name, name)
-        for klass in type(mod).__mro__:
-            if name in vars(klass):
-                attr = vars(klass)[name]
-                break
-        else:
+        klass, attr = lookup_class_attr(type(mod), name)
+        if klass is None:
             unsupported(f"{type(mod).__name__} has no attribute {name!r}", BreakCode.MISSING_ATTR)
-        if isinstance(attr, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(attr), self)
-        if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-            return UserFunctionVariable(attr.fget).call(tx, [self], {})
-        if isinstance(attr, (staticmethod, classmethod)):
-            fn = UserFunctionVariable(attr.__func__)
-            return fn if isinstance(attr, staticmethod) else UserMethodVariable(fn, tx.wrap(type(mod), None))
-        return tx.wrap(getattr(mod, name), AttrSource(self.source, name))
+        # the module is guarded by identity (or type, when stateless): its class's methods need no guard
+        bound = bound_class_attribute(tx, self, attr, None)
+        return bound if bound is not None else tx.wrap(getattr(mod, name), AttrSource(self.source, name))
 
     def _check_hooks(self, tx: Tracer) -> None:
         """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling

@@ -20,9 +20,10 @@ from framejit.variables.containers import BoundMethod
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
                          "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype",
                          "is_nested", "itemsize", "nbytes"})
-_META_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
-                           "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",
-                           "storage_offset", "__len__", "is_inference"})
+# Methods whose result depends only on guarded metadata: folded into constants (torch_special's pure queries too).
+META_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
+                          "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",
+                          "storage_offset", "__len__", "is_inference"})
 # Attributes that are tensors computed from the tensor: graph ops.
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Reading data out of a tensor needs its value: a data-dependent graph break.
@@ -79,7 +80,7 @@ class TensorVariable(Variable):
                     kwargs: dict[str, Variable]) -> Variable:
         if name in _DATA_METHODS:
             unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", BreakCode.DATA_DEPENDENT)
-        if name in _META_METHODS:
+        if name in META_METHODS:
             consts = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
             return tx.wrap_constant(getattr(self.example, name)(*consts, **kw))

@@ -12,7 +12,7 @@ from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.tensor import TensorVariable
+from framejit.variables.tensor import META_METHODS, TensorVariable
 
 
 # Python-level torch modules whose functions are single graph ops (not traced into).
@@ -40,11 +40,8 @@ FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randi
                        "empty_strided", "tril_indices", "triu_indices", "hann_window", "hamming_window",
                        "bartlett_window", "blackman_window", "kaiser_window", "zeros_like", "ones_like"})
 # Ops whose non-tensor result depends only on guarded metadata: folded into constants.
-PURE_QUERIES = frozenset({"is_tensor", "is_floating_point", "is_complex", "numel", "result_type", "promote_types",
-                          "can_cast", "is_same_size", "is_storage", "typename", "broadcast_shapes", "is_conj",
-                          "is_neg", "dim", "size", "stride", "is_contiguous", "element_size", "get_device",
-                          "is_signed", "storage_offset", "is_inference", "nelement", "ndimension",
-                          "_none_or_dtype"})
+PURE_QUERIES = META_METHODS | {"is_tensor", "result_type", "promote_types", "can_cast", "is_same_size", "is_storage",
+                               "typename", "broadcast_shapes", "is_conj", "is_neg", "_none_or_dtype"}
 # Tensor methods with effects outside the graph (autograd, storage): they run as Python (a graph break).
 EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
                                "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",

@@ -7,30 +7,34 @@ from typing import Any, Sequence
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
-from framejit.variables.base import Variable
+from framejit.variables.base import Variable, lookup_class_attr
 
 
-
-def lookup_class_attr(cls: type, name: str) -> tuple[bool, Any]:
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            return True, vars(klass)[name]
-    return False, None
-
-
-def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable:
-    """obj.<name> where <name> is found on obj's class as `attr`; `source` names it on the class
-    (so that a method or class attribute replaced later fails a guard)."""
+def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable | None:
+    """obj.<name> where <name> is a function, property, staticmethod or classmethod found on obj's class as
+    `attr` (None for anything else). `source` names it on the class, so that a method replaced later fails a
+    guard; without one (an object guarded by identity) nothing more is guarded."""
     from framejit.variables.callables import UserMethodVariable
+
+    def on_class(part: str) -> Any:
+        return AttrSource(source, part) if source is not None else None
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(tx.wrap(attr, source), obj)
     if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-        return tx.wrap(attr.fget, AttrSource(source, "fget")).call(tx, [obj], {})
+        return tx.wrap(attr.fget, on_class("fget")).call(tx, [obj], {})
     if isinstance(attr, staticmethod):
         return tx.wrap(attr.__func__, source)
     if isinstance(attr, classmethod):
-        return UserMethodVariable(tx.wrap(attr.__func__, AttrSource(source, "__func__")),
-                                  tx.wrap(obj.python_type(), AttrSource(obj.source, "__class__")))
+        cls_source = AttrSource(obj.source, "__class__") if source is not None else None
+        return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), tx.wrap(obj.python_type(), cls_source))
+    return None
+
+
+def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable:
+    """obj.<name> where <name> is found on obj's class as `attr`: a method bound to obj, or a plain value."""
+    bound = bound_class_attribute(tx, obj, attr, source)
+    if bound is not None:
+        return bound
     if not hasattr(type(attr), "__get__"):
         return tx.wrap(attr, source)
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
