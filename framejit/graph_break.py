@@ -3,7 +3,7 @@
 At a break before instruction K the replacement code: calls the graph; replays
 side effects; keeps the values deeper on the stack and the live locals in
 temporaries; pushes K's inputs and runs K itself (with the original's
-exception handler around it, if K is inside a try or with block); then calls
+except or finally block around it, if K is inside a try or with block); then calls
 `__resume_at_<offset>_<n>` with the stack and live locals, which continues the
 original bytecode in a new frame that the hook captures again.
 """
@@ -21,7 +21,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.codegen import PyCodegen
 from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
                               original_location, resume_fn_name, stack_inputs)
-from framejit.codeobj.reading import handler_for
+from framejit.codeobj.reading import exception_entry_at
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
@@ -67,13 +67,13 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
     successors = _successors(tx, inst, n_in)
     deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
     live = {s.offset: _live_locals(tx, orig_code, s.offset) for s in successors}
-    entry = handler_for(exception_table(orig_code), orig_offset)
-    handler = _Successor(entry.target, 0) if entry is not None else None
-    if handler is not None:
+    entry = exception_entry_at(exception_table(orig_code), orig_offset)
+    except_target = _Successor(entry.target, 0) if entry is not None else None
+    if except_target is not None:
         if entry.depth > len(deep):
             unsupported("a graph break inside a try block opened in the middle of an expression",
                         BreakCode.BREAK_UNSUPPORTED)
-        live[handler.offset] = _live_locals(tx, orig_code, handler.offset)
+        live[except_target.offset] = _live_locals(tx, orig_code, except_target.offset)
     local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
     cell_values = {name: tx.cells[name].value for name in tx.code.co_cellvars
                    if tx.cells[name].value is not None}
@@ -90,7 +90,7 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
             cg.emit("PUSH_NULL")
         else:
             cg.load(value)
-    # K keeps the original's handler: an exception it raises continues in the original except/finally
+    # K keeps the original's except/finally block: an exception it raises continues in the original except/finally
     try_start = TryBegin(Label(), push_lasti=entry.lasti, stack_depth=0) if entry is not None else None
     if try_start is not None:
         cg.instructions.append(try_start)
@@ -102,11 +102,11 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
             cg.instructions.append(succ.label)
         _call_continuation(cg, orig_code, succ, deep_temps, live[succ.offset], local_temps,
                            _store_outputs(cg, succ.n_out, _null_result(inst)))
-    if handler is not None:
+    if except_target is not None:
         cg.instructions.append(try_start.target)
-        # the exception (and lasti) are on the stack: the original handler runs in a continuation
+        # the exception (and lasti) are on the stack: the original except/finally block runs in a continuation
         outs = _store_outputs(cg, 1 + int(entry.lasti), False)
-        _call_continuation(cg, orig_code, handler, deep_temps[:entry.depth], live[handler.offset], local_temps,
+        _call_continuation(cg, orig_code, except_target, deep_temps[:entry.depth], live[except_target.offset], local_temps,
                            outs)
     return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 

@@ -45,7 +45,7 @@ class _ConstSlot:
 
 
 def _assemble(bc: Bytecode) -> types.CodeType:
-    """`bc.to_code()`, keeping every non-plain constant by identity and the given handler depths.
+    """`bc.to_code()`, keeping every non-plain constant by identity and the given exception-table depths.
 
     The bytecode package merges constants whose marshal encodings are equal, so two
     distinct but equal lists (or any marshallable object) would share one slot; a

@@ -13,7 +13,7 @@ from framejit.codeobj.reading import dis_instructions, exception_table, safe_rep
 def format_code(code: types.CodeType, *, const_names: dict[int, str] | None = None) -> str:
     """One line per instruction (no CACHE entries): line, `>>` on jump targets, offset, opname, arg, (argval).
 
-    As in `dis.dis`, exception handlers count as jump targets.
+    As in `dis.dis`, exception except_targets count as jump targets.
     `const_names` maps id(constant) to the name shown for it. No header line.
     """
     names = const_names or {}
@@ -21,12 +21,12 @@ def format_code(code: types.CodeType, *, const_names: dict[int, str] | None = No
     def const_repr(obj: object) -> str:
         return names[id(obj)] if id(obj) in names else safe_repr(obj)
 
-    handlers = {entry.target for entry in exception_table(code)}
+    except_targets = {entry.target for entry in exception_table(code)}
     lines = []
     for ins in dis_instructions(code, const_repr):
         fields = [
             f"{ins.starts_line:>4}" if ins.starts_line is not None else " " * 4,
-            ">>" if ins.is_jump_target or ins.offset in handlers else "  ",
+            ">>" if ins.is_jump_target or ins.offset in except_targets else "  ",
             f"{ins.offset:>4}",
             f"{ins.opname:<24}",
         ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import types
 
-from framejit.codeobj.reading import TERMINATORS, Inst, exception_table, handler_for, read_instructions
+from framejit.codeobj.reading import TERMINATORS, Inst, exception_table, exception_entry_at, read_instructions
 
 # DELETE_FAST reads whether the slot is bound (it raises if not), so it counts as a read.
 _FAST_READS = frozenset({"LOAD_FAST", "DELETE_FAST"})
@@ -17,26 +17,26 @@ _CELL_READS = frozenset({"LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF", "MAKE_
 
 
 def _successors(code: types.CodeType, insts: list[Inst]) -> tuple[list[tuple[int, ...]], list[int | None]]:
-    """For each instruction: the indices control may go to next, and the index of its exception handler."""
+    """For each instruction: the indices control may go to next, and the index its exception goes to (its except target)."""
     index_of = {inst.offset: i for i, inst in enumerate(insts)}
     table = exception_table(code)
     out = []
-    handlers: list[int | None] = []
+    except_targets: list[int | None] = []
     for i, inst in enumerate(insts):
         succ = []
         if inst.opname not in TERMINATORS and i + 1 < len(insts):
             succ.append(i + 1)
         if inst.target_index is not None:
             succ.append(inst.target_index)
-        entry = handler_for(table, inst.offset)
-        handlers.append(None if entry is None else index_of[entry.target])
+        entry = exception_entry_at(table, inst.offset)
+        except_targets.append(None if entry is None else index_of[entry.target])
         out.append(tuple(succ))
-    return out, handlers
+    return out, except_targets
 
 
 def _live_in(code: types.CodeType, insts: list[Inst]) -> list[frozenset[str]]:
     """Live-in sets of every instruction, iterated backwards to a fixed point."""
-    succs, handlers = _successors(code, insts)
+    succs, except_targets = _successors(code, insts)
     reads: list[frozenset[str]] = []
     writes: list[frozenset[str]] = []
     for inst in insts:
@@ -51,8 +51,8 @@ def _live_in(code: types.CodeType, insts: list[Inst]) -> list[frozenset[str]]:
             after = frozenset().union(*(live[s] for s in succs[i]))
             new = reads[i] | (after - writes[i])
             # The instruction may raise before its own write lands: nothing is subtracted here.
-            if handlers[i] is not None:
-                new |= live[handlers[i]]
+            if except_targets[i] is not None:
+                new |= live[except_targets[i]]
             if new != live[i]:
                 live[i] = new
                 changed = True

@@ -150,7 +150,7 @@ def exception_table(code: types.CodeType) -> list[ExceptionEntry]:
     return entries
 
 
-def handler_for(entries: list[ExceptionEntry], offset: int) -> ExceptionEntry | None:
+def exception_entry_at(entries: list[ExceptionEntry], offset: int) -> ExceptionEntry | None:
     """The entry CPython would use for an exception raised at `offset` (the first covering one)."""
     for entry in entries:
         if entry.covers(offset):

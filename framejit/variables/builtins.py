@@ -181,9 +181,9 @@ class BuiltinVariable(KnownValueVariable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         args = list(args)
-        handler = _HANDLERS.get(self.fn)
-        if handler is not None:
-            return handler(tx, args, kwargs)
+        traced = _TRACED_BUILTINS.get(self.fn)
+        if traced is not None:
+            return traced(tx, args, kwargs)
         if getattr(self.fn, "__module__", None) == "_operator" or self.fn in vars(operator).values():
             if kwargs:
                 unsupported(f"operator.{self.fn.__name__} with keyword arguments", BreakCode.OPERATOR)
@@ -204,18 +204,19 @@ class BuiltinVariable(KnownValueVariable):
 
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
 
-_HANDLERS: dict[Any, Callable[..., Variable]] = {}
+# builtin -> how a call of it is traced: (tx, args, kwargs) -> result
+_TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
 
 
-def _handles(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Variable]]:
-    def register(handler: Callable[..., Variable]) -> Callable[..., Variable]:
+def _traces(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Variable]]:
+    def register(trace_call: Callable[..., Variable]) -> Callable[..., Variable]:
         for fn in fns:
-            _HANDLERS[fn] = handler
-        return handler
+            _TRACED_BUILTINS[fn] = trace_call
+        return trace_call
     return register
 
 
-@_handles(len)
+@_traces(len)
 def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     (obj,) = args
     if isinstance(obj, TensorVariable):
@@ -227,14 +228,14 @@ def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return obj.call_method(tx, "__len__", [], {})
 
 
-@_handles(isinstance)
+@_traces(isinstance)
 def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, classes = args
     cls = classes.as_python_constant()
     return ConstantVariable(issubclass(obj.python_type(), cls))
 
 
-@_handles(type)
+@_traces(type)
 def _type(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if len(args) != 1:
         unsupported("type() with 3 arguments", BreakCode.BUILTIN)
@@ -242,7 +243,7 @@ def _type(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ObjectVariable(args[0].python_type(), AttrSource(source, "__class__") if source is not None else None)
 
 
-@_handles(callable)
+@_traces(callable)
 def _callable(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj = args[0]
     if obj.is_python_constant():
@@ -250,7 +251,7 @@ def _callable(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ConstantVariable(lookup_class_attr(obj.python_type(), "__call__")[0] is not None)
 
 
-@_handles(getattr)
+@_traces(getattr)
 def _getattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()
     if len(args) == 3:
@@ -261,7 +262,7 @@ def _getattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return obj.var_getattr(tx, name)
 
 
-@_handles(hasattr)
+@_traces(hasattr)
 def _hasattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()
     try:
@@ -271,7 +272,7 @@ def _hasattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ConstantVariable(True)
 
 
-@_handles(setattr)
+@_traces(setattr)
 def _setattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name, value = args
     tx.store_attr(obj, name.as_python_constant(), value)
@@ -279,17 +280,17 @@ def _setattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 def _make_sequence(ctor: type) -> Callable[..., Variable]:
-    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if args else []
         return TupleVariable(items) if ctor is tuple else ListVariable(items)
-    return handler
+    return trace_call
 
 
-_HANDLERS[tuple] = _make_sequence(tuple)
-_HANDLERS[list] = _make_sequence(list)
+_TRACED_BUILTINS[tuple] = _make_sequence(tuple)
+_TRACED_BUILTINS[list] = _make_sequence(list)
 
 
-@_handles(dict)
+@_traces(dict)
 def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     result = DictVariable({})
     if args:
@@ -298,29 +299,29 @@ def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return result
 
 
-@_handles(set, frozenset)
+@_traces(set, frozenset)
 def _set(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return SetVariable(_iterate(tx, args[0]) if args else [])
 
 
-@_handles(range)
+@_traces(range)
 def _range(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
 
-@_handles(slice)
+@_traces(slice)
 def _slice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return SliceVariable(list(args))
 
 
-@_handles(enumerate)
+@_traces(enumerate)
 def _enumerate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
     return IteratorVariable([TupleVariable([ConstantVariable(i + start), v])
                              for i, v in enumerate(_iterate(tx, args[0]))])
 
 
-@_handles(zip)
+@_traces(zip)
 def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
         lengths = {len(_iterate(tx, a)) for a in args}
@@ -329,12 +330,12 @@ def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return IteratorVariable([TupleVariable(list(group)) for group in zip(*[_iterate(tx, a) for a in args])])
 
 
-@_handles(reversed)
+@_traces(reversed)
 def _reversed(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return IteratorVariable(list(reversed(_iterate(tx, args[0]))))
 
 
-@_handles(iter)
+@_traces(iter)
 def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if isinstance(args[0], IteratorVariable):
         return args[0]
@@ -343,7 +344,7 @@ def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return IteratorVariable(_iterate(tx, args[0]))
 
 
-@_handles(next)
+@_traces(next)
 def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     it = args[0]
     if not isinstance(it, IteratorVariable):
@@ -366,14 +367,14 @@ def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable
     return result
 
 
-@_handles(map)
+@_traces(map)
 def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
     return _without_side_effects(tx, "map", lambda: IteratorVariable(
         [fn.call(tx, list(group), {}) for group in zip(*seqs)]))
 
 
-@_handles(filter)
+@_traces(filter)
 def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, items = args[0], _iterate(tx, args[1])
     return _without_side_effects(tx, "filter", lambda: IteratorVariable(
@@ -381,7 +382,7 @@ def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
                               else fn.call(tx, [x], {}).truth(tx))]))
 
 
-@_handles(sorted)
+@_traces(sorted)
 def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
     key_fn = kwargs.get("key")
@@ -394,7 +395,7 @@ def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ListVariable([items[i] for i in order])
 
 
-@_handles(sum)
+@_traces(sum)
 def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
@@ -404,7 +405,7 @@ def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if len(args) == 1 else args
         if kwargs or not all(i.is_python_constant() for i in items):
             if _has_tensor(items):
@@ -412,43 +413,43 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
                             BreakCode.DATA_DEPENDENT)
             unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
         return ConstantVariable(fn(i.as_python_constant() for i in items))
-    return handler
+    return trace_call
 
 
-_HANDLERS[min] = _min_max(min)
-_HANDLERS[max] = _min_max(max)
+_TRACED_BUILTINS[min] = _min_max(min)
+_TRACED_BUILTINS[max] = _min_max(max)
 
 
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         return ConstantVariable(fn(i.truth(tx) for i in _iterate(tx, args[0])))
-    return handler
+    return trace_call
 
 
-_HANDLERS[all] = _all_any(all)
-_HANDLERS[any] = _all_any(any)
+_TRACED_BUILTINS[all] = _all_any(all)
+_TRACED_BUILTINS[any] = _all_any(any)
 
 
 def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def handler(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         if _has_tensor(args):
             unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", BreakCode.DATA_DEPENDENT)
         if fn is bool and args:
             return ConstantVariable(args[0].truth(tx))
         return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
-    return handler
+    return trace_call
 
 
 for _fn in (int, float, bool, str, complex):
-    _HANDLERS[_fn] = _scalar_ctor(_fn)
+    _TRACED_BUILTINS[_fn] = _scalar_ctor(_fn)
 
 
-@_handles(print, input, open, id)
+@_traces(print, input, open, id)
 def _io(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     unsupported("call to a builtin with I/O or identity semantics (print/input/open/id)", BreakCode.BUILTIN_IO)
 
 
-@_handles(super)
+@_traces(super)
 def _super(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     from framejit.variables.callables import SuperVariable
     if args:
