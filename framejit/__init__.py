@@ -4,13 +4,12 @@ See API.md for the contract: optimize / compile / run / disable / reset, explain
 exc, testing.
 """
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
-from framejit import config, exc, logs
+from framejit import backends, config, exc, logs, testing
 from framejit.api import OptimizedModule, compile, disable, optimize, optimize_assert, reset, run
 from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
-from framejit import backends, testing  # noqa: E402
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
 

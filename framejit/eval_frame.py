@@ -14,11 +14,11 @@ from torch import nn
 
 from framejit import cache, config, logs, policy
 from framejit._C import _hook
+from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
-from framejit.codeobj import is_continuation
 from framejit.convert import GraphCompiler, convert_frame_with_breaks
-from framejit.graph_break import clear_resume_codes
 from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
+from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
 
@@ -103,7 +103,6 @@ class FrameCallback:
             _fallback.add(code)
             return False
         if same:  # else this is the first compile for these objects (another module instance), not a recompile
-            from framejit.codeobj import arg_slot_names
             failed = explain_failure(list(same[0].guards), same[0].constants, fn, arg_slot_names(code), args)
             if failed is not None:
                 guard, why = failed
@@ -182,7 +181,6 @@ def _no_saved_tensor_hooks() -> Iterator[None]:
 
 def _for_same_objects(code: types.CodeType, frames: list, args: tuple) -> list:
     """The entries made for the same objects guarded by identity as this call's arguments (its `self`)."""
-    from framejit.codeobj import arg_slot_names
     values = dict(zip(arg_slot_names(code), args))
     return [f for f in frames if all(id(values.get(name)) == ident for name, ident in f.identity)]
 

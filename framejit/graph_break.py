@@ -17,11 +17,11 @@ from typing import Any
 import torch
 from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
 
-from framejit.exc import BreakCode, unsupported
 from framejit.codegen import PyCodegen
 from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
                               original_location, resume_fn_name, stack_inputs)
 from framejit.codeobj.reading import exception_entry_at
+from framejit.exc import BreakCode, unsupported
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable

@@ -16,16 +16,16 @@ from torch._subclasses.fake_tensor import (DataDependentOutputException, Dynamic
                                            FakeTensorMode)
 from torch.utils import _pytree as pytree
 
-from framejit.exc import BreakCode, unsupported
 from framejit._C import _hook
 from framejit.codegen import PyCodegen
 from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
+from framejit.exc import BreakCode, unsupported
 from framejit.guards import GuardSet
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
-from framejit.variables.base import Variable
 from framejit.trace.translator import Translator
+from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.tensor import TensorVariable

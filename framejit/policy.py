@@ -8,6 +8,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, TypeVar
 
+import torch
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,7 +84,6 @@ def assume_constant_result(fn: F) -> F:
 
 def _torch_trace_constants() -> None:
     """torch functions whose answer is fixed while framejit traces (no TorchScript scripting or tracing)."""
-    import torch
     for fn in (torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
                torch._jit_internal.is_scripting):
         _constant_result.add(fn)

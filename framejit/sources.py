@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 from typing import Any, ClassVar
 
 from framejit.contracts import Emitter
@@ -95,7 +96,6 @@ class ModuleGlobalsSource(Source):
         return f"M[{self.module!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
-        import sys
         cg.emit_const(vars(sys.modules[self.module]))
 
     kind = "global"

@@ -9,6 +9,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from framejit._C import _hook
+
 log = logging.getLogger("framejit.backends")  # a child of "framejit": its handlers and level apply
 
 
@@ -30,7 +32,6 @@ def without_capture(fn: Callable[..., Any]) -> Callable[..., Any]:
     runs with capture off): AOTAutograd compiles the backward lazily, on the first `loss.backward()`, and that
     compiler (inductor's C++ build, filelock, a user's bw_compiler) and the backward it returns must not be traced
     as user code. TorchDynamo wraps the same two in `disable` for the same reason."""
-    from framejit._C import _hook  # the C hook; imported here as backends load before the rest of framejit
 
     call = _hook.call_with_callback
 

@@ -12,11 +12,9 @@ if sys.version_info[:2] != (3, 11):
     raise ImportError(f"framejit supports CPython 3.11 only, not {sys.version.split()[0]}")
 
 from framejit.codeobj.assemble import arg_slot_names, build_function_code, roundtrip
-from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.listing import format_code
+from framejit.codeobj.liveness import live_locals_at, live_locals_table
 from framejit.codeobj.names import GRAPH_OUT, compiled_fn_name, resume_fn_name, stack_arg_name, temp_name
-from framejit.codeobj.resume import build_resume_code, is_continuation, original_code, original_location
-from framejit.codeobj.stack_effects import forward_jump, stack_inputs
 from framejit.codeobj.reading import (
     ExceptionEntry,
     Inst,
@@ -24,6 +22,8 @@ from framejit.codeobj.reading import (
     offset_to_index,
     read_instructions,
 )
+from framejit.codeobj.resume import build_resume_code, is_continuation, original_code, original_location
+from framejit.codeobj.stack_effects import forward_jump, stack_inputs
 
 __all__ = [
     "GRAPH_OUT",

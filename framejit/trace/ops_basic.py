@@ -1,8 +1,10 @@
 """Opcode handlers: stack shuffling, locals, cells, globals, constants and attributes."""
 from __future__ import annotations
 
-from framejit.exc import BreakCode, unsupported
+import sys
+
 from framejit.codeobj import Inst
+from framejit.exc import BreakCode, unsupported
 from framejit.trace.cells import CellVariable
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, LazyArg
@@ -114,7 +116,6 @@ class BasicOps:
 
     @handles("IMPORT_NAME")
     def IMPORT_NAME(self, inst: Inst) -> None:
-        import sys
         fromlist, level = self.pop(), self.pop()
         name = inst.argval
         if level.as_python_constant() != 0 or name not in sys.modules:

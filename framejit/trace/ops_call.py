@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
+from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.callables import NestedFunctionVariable

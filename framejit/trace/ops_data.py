@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import operator
 
-from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
+from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.builtins import call_operator
 from framejit.variables.constant import ConstantVariable

@@ -1,8 +1,8 @@
 """Opcode handlers: jumps (on trace-time constants only) and for-loops (unrolled)."""
 from __future__ import annotations
 
-from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
+from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.containers import DictVariable, IteratorVariable, ListVariable
 

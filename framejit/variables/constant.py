@@ -1,6 +1,8 @@
 """Python literals and opaque Python objects that are used as constants during tracing."""
 from __future__ import annotations
 
+import sys
+import types
 import weakref
 from typing import Any, Sequence
 
@@ -78,8 +80,6 @@ class ObjectVariable(KnownValueVariable):
         return bool(self.value)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        import sys
-        import types
 
         value = getattr(self.value, name)
         if self.source is not None:

@@ -5,6 +5,8 @@ gives Python constants and adds no node; everything else becomes a graph op.
 """
 from __future__ import annotations
 
+import builtins
+import operator
 from typing import Any, Sequence
 
 import torch
@@ -56,7 +58,6 @@ class TensorVariable(Variable):
         if self.example.dim() == 0:
             unsupported("iteration over a 0-d tensor", BreakCode.ITER)
         from framejit.variables.builtins import call_operator
-        import operator
         return [call_operator(tx, operator.getitem, [self, ConstantVariable(i)])
                 for i in range(self.example.shape[0])]
 
@@ -65,7 +66,6 @@ class TensorVariable(Variable):
             value = getattr(self.example, name)
             return ConstantVariable(torch.Size(value) if name == "shape" else value)
         if name in _TENSOR_ATTRS:
-            import builtins
             return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
                                            [self, ConstantVariable(name)], {})
         if name == "grad":
@@ -87,7 +87,6 @@ class TensorVariable(Variable):
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
         if name in ("__getitem__", "__setitem__"):
-            import operator
             from framejit.variables.builtins import call_operator
             return call_operator(tx, getattr(operator, name.strip("_")), [self, *args])
         return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
