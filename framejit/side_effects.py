@@ -1,7 +1,7 @@
 """Writes the trace made to state outside the frame; the transformed code replays them after the graph."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -13,12 +13,18 @@ from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
 
 
+class AttrWrite(NamedTuple):
+    obj: Variable
+    name: str
+    value: Variable
+
+
 class SideEffects:
     def __init__(self, f_globals: dict) -> None:
         self.f_globals = f_globals
         self.mutations = 0  # every write the trace made, local or not (see inline of generator expressions)
         self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
-        self.attrs: dict[tuple[int, str], tuple[Variable, str, Variable]] = {}
+        self.attrs: dict[tuple[int, str], AttrWrite] = {}  # by (id(obj), name): the last write wins
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
         self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
@@ -46,7 +52,7 @@ class SideEffects:
             descriptor = lookup_class_attr(obj.cls, name)[1]
             if hasattr(type(descriptor), "__set__"):
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
-            self.attrs[(id(obj), name)] = (obj, name, value)
+            self.attrs[(id(obj), name)] = AttrWrite(obj, name, value)
             self.mutations += 1
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
@@ -62,12 +68,12 @@ class SideEffects:
         if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
-        self.attrs[(id(obj), name)] = (obj, name, value)
+        self.attrs[(id(obj), name)] = AttrWrite(obj, name, value)
         self.mutations += 1
 
     def pending_attr(self, obj: Variable, name: str) -> Variable | None:
         entry = self.attrs.get((id(obj), name))
-        return entry[2] if entry else None
+        return entry.value if entry else None
 
     def store_global(self, f_globals: dict, name: str, value: Variable) -> None:
         self.globals[name] = value
@@ -83,7 +89,7 @@ class SideEffects:
     def values(self) -> list[Variable]:
         """Every value the replay will need (to decide graph outputs)."""
         out: list[Variable] = list(self.containers.values())
-        out += [value for _, _, value in self.attrs.values()]
+        out += [write.value for write in self.attrs.values()]
         return out + list(self.globals.values()) + list(self.cells.values())
 
     def codegen(self, cg: PyCodegen) -> None:
