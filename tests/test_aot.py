@@ -11,7 +11,7 @@ import torch.nn.functional as F
 import framejit
 from framejit.backends import BACKENDS, aot_autograd, make_boxed_func
 from framejit.testing import same
-from test_backends import MODELS, _capture, _model_and_input
+from tests.test_backends import MODELS, _capture, _model_and_input
 
 
 def _is_aten(target):

@@ -32,7 +32,7 @@ from framejit import eval_frame, graph_break
 from framejit._C import _hook
 from framejit.testing import CompileCounter, EagerAndRecordGraphs, same
 
-import break_corpus
+from tests import break_corpus
 
 THIS_FILE = __file__
 
