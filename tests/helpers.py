@@ -3,12 +3,17 @@ and the recording callbacks/backends more than one file uses.
 
 Each of these was once defined in two or three test files; where two definitions with one name
 behaved differently, both are kept here under names that say how they differ."""
+from __future__ import annotations
+
 import inspect
+import types
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from framejit.backends import make_boxed_func
 from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
 # ---------------------------------------------------------------------------------------------
@@ -184,3 +189,54 @@ def make_backend(kind):
     if kind == "counter_eager":
         return CompileCounterWithBackend("eager")
     return "eager"
+
+
+# ---------------------------------------------------------------------------------------------
+# recorders
+
+
+class CompilerRecorder:
+    """AOTAutograd fw/bw compilers that keep the ATen graphs they get; `boxed` says whether they box
+    their result themselves."""
+
+    def __init__(self, boxed=True):
+        self.forward, self.backward, self.boxed = [], [], boxed
+
+    def fw(self, gm, example_inputs):
+        self.forward.append(gm)
+        return make_boxed_func(gm.forward) if self.boxed else gm.forward
+
+    def bw(self, gm, example_inputs):
+        self.backward.append(gm)
+        return make_boxed_func(gm.forward) if self.boxed else gm.forward
+
+
+class CallbackRecorder:
+    """A frame-hook callback that records (name, args) for functions named in `watch` and returns
+    `result` (or `result(func, args)` when it is callable)."""
+
+    def __init__(self, watch: set[str], result: Any = None) -> None:
+        self.watch = watch
+        self.result = result
+        self.calls: list[tuple[str, tuple]] = []
+
+    def __call__(self, func: types.FunctionType, args: tuple) -> Any:
+        if func.__code__.co_name not in self.watch:
+            return None
+        self.calls.append((func.__code__.co_name, args))
+        return self.result(func, args) if callable(self.result) else self.result
+
+
+class LoggingContext:
+    """A context manager that logs enter/exit into `log` and swallows KeyError."""
+
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def __enter__(self) -> LoggingContext:
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, typ: Any, val: Any, tb: Any) -> bool:
+        self.log.append(("exit", typ.__name__ if typ else None))
+        return typ is KeyError
