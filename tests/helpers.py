@@ -107,6 +107,20 @@ def graph_targets(cnt):
 
 
 # ---------------------------------------------------------------------------------------------
+# small functions to compile
+
+
+def poly(x):
+    """Python operators only: x*x - 3x + 1."""
+    return x * x - 3 * x + 1
+
+
+def sin_plus_cos(x):
+    """Two torch functions and an add."""
+    return torch.sin(x) + torch.cos(x)
+
+
+# ---------------------------------------------------------------------------------------------
 # small models
 
 
