@@ -162,7 +162,7 @@ class SmallCNN(nn.Module):
         return self.fc(x)
 
 
-def randomize_bn(m):
+def randomize_bn_stats_and_affine(m):
     """Random running stats and affine parameters for every BatchNorm2d of `m`, so that eval-mode
     BatchNorm is not the identity."""
     with torch.no_grad():

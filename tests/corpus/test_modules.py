@@ -22,7 +22,7 @@ CASES, case = case_registry()
 
 # ---- nn.Modules -------------------------------------------------------------------------------------
 
-class MLP(nn.Module):
+class TinyMLP(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Linear(4, 8)
@@ -125,7 +125,7 @@ class Affine(nn.Module):
         return y
 
 
-class SmallCNN(nn.Module):
+class TinyCNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(2, 4, 3, padding=1)
@@ -146,7 +146,7 @@ _NAMED_SEQUENTIAL = nn.Sequential(collections.OrderedDict(
 _MODULE_DICT = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
 
 
-@case(MLP(), t(2, 4), ops=3)
+@case(TinyMLP(), t(2, 4), ops=3)
 def module_mlp(m, x):
     return m(x)
 
@@ -186,12 +186,12 @@ def module_parameter_buffer(m, x):
     return m(x)
 
 
-@case(SmallCNN().eval(), t(1, 2, 4, 4), ops=6)
+@case(TinyCNN().eval(), t(1, 2, 4, 4), ops=6)
 def module_cnn_eval(m, x):
     return m(x)
 
 
-@case(MLP(), t(2, 4), ops=3)
+@case(TinyMLP(), t(2, 4), ops=3)
 def module_forward_called_directly(m, x):
     return m.forward(x)
 
@@ -310,7 +310,7 @@ def test_program(fn, args, kwargs, ops, graphs):
 
 
 def test_optimized_module_wrapper():
-    m = MLP()
+    m = TinyMLP()
     x = t(2, 4)
     cnt = CompileCounter()
     opt = framejit.optimize(cnt, nopython=True)(m)

@@ -8,15 +8,11 @@ from torch import nn
 import framejit
 from framejit.testing import CompileCounter, same
 
-from tests.helpers import BACKEND_KINDS, make_backend
+from tests.helpers import BACKEND_KINDS, make_backend, targets
 
 
 # ---------------------------------------------------------------------------------------------
 # the seeds' examples
-
-
-def targets(gm):
-    return [n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
 
 
 def _op_names(gm):
