@@ -1,8 +1,9 @@
-"""Helpers shared by several test files: value comparison, graph inspection, the small models
-and the recording callbacks/backends more than one file uses.
-
-Each of these was once defined in two or three test files; where two definitions with one name
-behaved differently, both are kept here under names that say how they differ."""
+"""Helpers of the test suite: copying and comparing values, source lines and graph ops, small
+functions and models to compile, backends, and recorders; each used by more than one test file,
+or once defined two or three times under one name (clone, Box, Recorder, MLP, SmallCNN,
+_buffers_equal, _call_targets...). Where those definitions behaved differently, each is kept under
+a name that says how it differs (CompilerRecorder, CallbackRecorder, LoggingContext; DropoutMLP);
+the corpus' own programs and models stay in tests/corpus/."""
 from __future__ import annotations
 
 import inspect

@@ -25,7 +25,7 @@ from tests.helpers import assert_equal, clone
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. the corpus: a brk() before every statement of every statement list
+# the corpus: a brk() before every statement of every statement list
 # ---------------------------------------------------------------------------------------------
 
 CORPUS_HITS: list = []
