@@ -1,5 +1,8 @@
 """Every test starts from an empty framejit cache and default config."""
 import pytest
+
+# the shared helpers assert like test code: pytest rewrites their asserts too
+pytest.register_assert_rewrite("tests.helpers", "tests.graph_breaks.harness", "tests.corpus.harness")
 import torch
 
 import framejit

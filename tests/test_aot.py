@@ -11,7 +11,8 @@ import torch.nn.functional as F
 import framejit
 from framejit.backends import BACKENDS, aot_autograd, make_boxed_func
 from framejit.testing import same
-from test_backends import MODELS, _capture, _model_and_input
+from tests.helpers import CompilerRecorder
+from tests.test_backends import MODELS, _capture, _model_and_input
 
 
 def _is_aten(target):
@@ -20,21 +21,6 @@ def _is_aten(target):
 
 def _call_targets(gm):
     return [n.target for n in gm.graph.nodes if n.op == "call_function"]
-
-
-class Recorder:
-    """fw/bw compilers that keep the ATen graphs they get; `boxed` says whether they box their result themselves."""
-
-    def __init__(self, boxed=True):
-        self.forward, self.backward, self.boxed = [], [], boxed
-
-    def fw(self, gm, example_inputs):
-        self.forward.append(gm)
-        return make_boxed_func(gm.forward) if self.boxed else gm.forward
-
-    def bw(self, gm, example_inputs):
-        self.backward.append(gm)
-        return make_boxed_func(gm.forward) if self.boxed else gm.forward
 
 
 def test_make_boxed_func_takes_a_list():
@@ -46,7 +32,7 @@ def test_make_boxed_func_takes_a_list():
 @pytest.mark.parametrize("model_name", ["mlp", "block"])
 @pytest.mark.parametrize("boxed", [True, False])
 def test_custom_compilers_see_aten_forward_and_backward_graphs(model_name, boxed):
-    rec = Recorder(boxed=boxed)
+    rec = CompilerRecorder(boxed=boxed)
     model, x = _model_and_input(model_name)
     x.requires_grad_(True)
     compiled = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw))
@@ -84,7 +70,7 @@ def test_bw_compiler_defaults_to_fw_compiler():
 
 
 def test_inference_graph_goes_to_fw_compiler_only():
-    rec = Recorder()
+    rec = CompilerRecorder()
     model, x = _model_and_input("mlp")
     with torch.no_grad():
         out = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw))(x)
@@ -96,7 +82,7 @@ def test_decompositions_reach_the_graphs():
     from torch._decomp import get_decompositions
 
     model, x = _model_and_input("mlp")  # its fc2 goes through gelu
-    plain, decomposed = Recorder(), Recorder()
+    plain, decomposed = CompilerRecorder(), CompilerRecorder()
     with torch.no_grad():
         framejit.compile(model, backend=aot_autograd(fw_compiler=plain.fw))(x)
         framejit.reset()
@@ -157,7 +143,7 @@ def _tensor_work():
 def test_custom_bw_compiler_is_not_captured_when_backward_runs_inside_framejit():
     """The backward is compiled lazily inside `loss.backward()`, i.e. inside the compiled step: the compiler and
     the backward it returns run with capture off (else framejit would compile the compiler with this backend)."""
-    rec = Recorder()
+    rec = CompilerRecorder()
 
     def bw_with_tensor_work(gm, example_inputs):
         _tensor_work()  # a captured frame of this would become a graph of its own, compiled by `rec`

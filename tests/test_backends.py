@@ -69,7 +69,7 @@ class TransformerBlock(nn.Module):
         return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
-def _randomize_bn(model):
+def _randomize_bn_running_stats(model):
     """Non-trivial running stats, so that eval-mode BatchNorm is not the identity."""
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
@@ -80,7 +80,7 @@ def _randomize_bn(model):
 
 MODELS = {
     "mlp": (MLP, (4, 16)),
-    "cnn": (lambda: _randomize_bn(CNN()), (2, 3, 8, 8)),
+    "cnn": (lambda: _randomize_bn_running_stats(CNN()), (2, 3, 8, 8)),
     "block": (TransformerBlock, (2, 6, 32)),
 }
 

@@ -9,6 +9,8 @@ import framejit
 from framejit import cache
 from framejit.testing import CompileCounter, same
 
+from tests.helpers import Box
+
 
 def _nested(x, ys, k=2, *, scale=3.0):
     a = x.sin() * scale
@@ -65,17 +67,12 @@ def test_export_of_a_graph_break_raises_naming_the_line():
     assert "test_export.py" in str(info.value)
 
 
-class Box:
-    def __init__(self, t):
-        self.t = t
-
-
 def test_export_refuses_a_tensor_hidden_in_an_opaque_argument():
     def f(box):
         return box.t + 1
 
     with pytest.raises(framejit.exc.UserError, match=r"L\['box'\].t.*pass the tensor itself"):
-        framejit.export(f, Box(torch.randn(2)))
+        framejit.export(f, Box(t=torch.randn(2)))
 
 
 def test_export_without_tensor_ops_returns_inputs_and_constants():

@@ -16,6 +16,8 @@ from torch.utils._pytree import tree_leaves, tree_map
 import framejit
 from framejit.testing import CompileCounter, same
 
+from tests.helpers import assert_buffers_equal
+
 TOL = 1e-5
 
 
@@ -208,13 +210,6 @@ def _float_leaves(out):
     return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-def _buffers_equal(a, b):
-    ba, bb = dict(a.named_buffers()), dict(b.named_buffers())
-    assert ba.keys() == bb.keys()
-    for name in ba:
-        assert same(ba[name], bb[name], tol=TOL), f"buffer {name} differs"
-
-
 @pytest.mark.parametrize("case", _params("eval"))
 def test_layer_eval_matches_eager(case):
     layer, ref, inputs = _build(case)
@@ -228,7 +223,7 @@ def test_layer_eval_matches_eager(case):
     assert same(actual, expected, tol=TOL)
     assert cnt.frame_count == case.frames
     assert (cnt.op_count > 0) == (case.frames > 0)
-    _buffers_equal(layer, ref)
+    assert_buffers_equal(layer, ref, tol=TOL)
 
 
 @pytest.mark.parametrize("case", _params("train"))
@@ -245,7 +240,7 @@ def test_layer_train_grads_match_eager(case):
     assert same(actual, expected, tol=TOL)
     assert cnt.frame_count == case.frames
     assert (cnt.op_count > 0) == (case.frames > 0)
-    _buffers_equal(layer, ref)
+    assert_buffers_equal(layer, ref, tol=TOL)
 
     sum(t.sum() for t in _float_leaves(expected)).backward()
     sum(t.sum() for t in _float_leaves(actual)).backward()

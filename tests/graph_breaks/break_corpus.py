@@ -1,4 +1,4 @@
-"""Corpus functions for the graph-break corpus test in test_graph_breaks.py.
+"""Corpus functions for the graph-break corpus test in test_break_corpus.py.
 
 None of these functions break on their own through a marker: the test reads each
 one's source, inserts a `brk()` statement (a call framejit must not put in a
