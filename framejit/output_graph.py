@@ -21,6 +21,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit._C import _hook
 from framejit.codegen import GRAPH_OUT, PyCodegen
 from framejit.config import Options
+from framejit.contracts import GuardKind
 from framejit.guards import GuardSet
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
@@ -87,7 +88,7 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
-        self.guards.add(source, "TENSOR_MATCH", value)
+        self.guards.add(source, GuardKind.TENSOR_MATCH, value)
         return TensorVariable(node, fake, source, type(value))
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from framejit.exc import BreakCode, unsupported
 from framejit.codeobj import Inst
+from framejit.contracts import GuardKind
 from framejit.trace.cells import CellVariable
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, LazyArg
@@ -82,7 +83,7 @@ class BasicOps:
         elif name in self.f_builtins:
             globals_dict = self.globals_dict_source()
             if globals_dict is not None:  # a global of that name defined later would shadow the builtin
-                self.output.guards.add(globals_dict, "NO_KEY", name)
+                self.output.guards.add(globals_dict, GuardKind.NO_KEY, name)
             self.push(self.wrap(self.f_builtins[name], None))
         else:
             unsupported(f"name {name!r} is not defined", BreakCode.UNBOUND)
