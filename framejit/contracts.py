@@ -48,6 +48,46 @@ class GuardKind(enum.StrEnum):
     GLOBAL_QUERY = "GLOBAL_QUERY"      # a query of global state folded to its answer
 
 
+GUARDED_VALUE = "\x00"
+"""How a Check's expression writes the guarded value (replaced by its source's expression when rendered): a
+character that repr() never writes, so a name or key quoted in the expression cannot be mistaken for it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One test of a guard, kept as a record so that a miss is explained by evaluating it, not by parsing text.
+
+    The test is `expr op expected`, or, with no `op`, `expr` alone. `expr` writes the guarded value as
+    GUARDED_VALUE. `expected_text` is how guard code writes `expected`: an inline literal or a constant's name
+    (___c<n>); None when `expected` is another Source, written like the guarded one. `field` names what `expr`
+    reads, for messages ("dtype", "shape"...); `parts` are the alternatives of a `not (a or b ...)` test.
+    """
+
+    expr: str
+    _: dataclasses.KW_ONLY
+    op: str = ""                       # "is", "is not", "==", or "" when `expr` is the test itself
+    expected: Any = True
+    expected_text: str | None = ""
+    field: str = ""
+    parts: tuple["Check", ...] = ()
+
+    @classmethod
+    def none_of(cls, parts: list["Check"]) -> "Check":
+        """The test that none of these tests is true; each part's `field` names it in messages."""
+        return cls(f"not ({' or '.join(p.expr for p in parts)})", parts=tuple(parts))
+
+    def over(self, x: str) -> str:
+        """`expr` with the guarded value written as `x`."""
+        return self.expr.replace(GUARDED_VALUE, x)
+
+    def text(self, x: str, render: Callable[[Source], str]) -> str:
+        """The whole test, the guarded value written as `x` and another source as `render` writes it."""
+        if not self.op:
+            return self.over(x)
+        expected = render(self.expected) if self.expected_text is None else self.expected_text
+        return f"{self.over(x)} {self.op} {expected}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Guard:
     """One check a cache entry needs to hold before its compiled code may run.
@@ -55,13 +95,14 @@ class Guard:
     `name` is the source expression (e.g. "L['a']", "G['torch']"), `kind` the
     guard type (TENSOR_MATCH, ID_MATCH, FUNCTION_MATCH, EQUALS, TYPE_MATCH,
     LEN_MATCH, DICT_KEYS, NO_HOOKS, GRAD_MODE, DEFAULT_DTYPE, DEFAULT_DEVICE, AUTOCAST), `code_list` the Python
-    expressions (over L[...] / G[...]) that must all be true.
+    expressions (over L[...] / G[...]) that must all be true, rendered from `checks`, one line per check.
     """
 
     name: str
     kind: GuardKind
     code_list: tuple[str, ...]
     source_kind: str = "local"
+    checks: tuple[Check, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.source_kind} {self.name!r} {self.kind}: " + " and ".join(self.code_list)
@@ -177,6 +218,26 @@ class Tracer(Protocol):
     def zero_arg_super(self) -> Variable: ...
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None: ...
+
+
+class GuardScope(Protocol):
+    """The generated guard function (guards.compile_guard_fn), as a source writes its expression there."""
+
+    def __call__(self, source: Source) -> str:
+        """The expression of another source (computed once into a local when several guards read it)."""
+        ...
+
+    def argument(self, local_name: str) -> str: ...
+
+    def closure_cell(self, var_name: str) -> str:
+        """The contents of a free variable of the captured function."""
+        ...
+
+    def globals_dict(self) -> str: ...
+
+    def const(self, value: Any) -> str:
+        """A name for an object the guard function holds."""
+        ...
 
 
 class Emitter(Protocol):

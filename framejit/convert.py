@@ -12,7 +12,7 @@ from framejit import logs
 from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, build_function_code, compiled_fn_name, format_code
 from framejit.config import Options
-from framejit.contracts import CompiledFrame
+from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
 from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
@@ -119,7 +119,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
                          graph_names=tuple(graph_names), constants=dict(output.guards.constants),
                          watched=tuple(output.guards.watched), passthrough=finished is None,
-                         reads_tensors=any(g.kind == "TENSOR_MATCH" for g in guards),
+                         reads_tensors=any(g.kind == GuardKind.TENSOR_MATCH for g in guards),
                          identity=output.guards.identity())
 
 

@@ -28,7 +28,7 @@ from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 from torch.utils import _pytree as pytree
 
 from framejit import eval_frame
-from framejit.contracts import Guard
+from framejit.contracts import Guard, GuardKind
 from framejit.exc import BreakCode, UserError
 
 
@@ -63,7 +63,7 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
     # An argument that was the same object as another argument or a global: the graph has one input for
     # both and would keep treating them as one in later calls (a shared submodule of `self` is fine).
     params = _parameter_names(fn)
-    aliased = [g.code_list[0] for g in guards if g.kind == "ALIAS"
+    aliased = [g.code_list[0] for g in guards if g.kind == GuardKind.ALIAS
                and any(name in params for name in re.findall(r"L\['([^']+)'\]", g.code_list[0]))]
     if aliased:
         raise UserError(f"export: {_name(fn)} reads one object under two names ({aliased[0]}); the exported graph "

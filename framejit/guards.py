@@ -1,17 +1,20 @@
 """Guards: what a cache entry assumes, compiled into one generated Python function per entry.
 
 Each guard is recorded once, when a real value is first wrapped, as (source,
-kind, value). Two renderings come from the same record: readable checks over
-L[...] / G[...] names (`Guard.code_list`, used for listings and for explaining
-a miss), and the fast generated function, where every source is an expression
-over the function's parameters and a source shared by several guards (e.g.
-`L['self']._modules['fc']`) is computed once into a local. All TENSOR_MATCH
-guards of an entry are checked by one C++ call.
+kind, value), and its tests as `Check` records. Two renderings come from the
+same checks: readable ones over L[...] / G[...] names (`Guard.code_list`, used
+for listings), and the fast generated function, where every source is an
+expression over the function's parameters and a source shared by several guards
+(e.g. `L['self']._modules['fc']`) is computed once into a local. All TENSOR_MATCH
+guards of an entry are checked by one C++ call. A miss is explained by
+evaluating each check's expression over the readable names and comparing the
+result with the value the check expects.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import sys
 import types
 import weakref
@@ -21,10 +24,9 @@ from typing import Any, Callable
 import torch
 
 from framejit._C import _tensor_guard
-from framejit.contracts import Guard
-from framejit.sources import (AttrSource, ClosureSource, ConstSource, DerivedSource, GlobalsDictSource,
-                                    GlobalSource, ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource, Source,
-                                    WeakrefCallSource)
+from framejit.contracts import GUARDED_VALUE as X
+from framejit.contracts import Check, Guard, GuardKind
+from framejit.sources import ConstSource, DerivedSource, LocalSource, Source
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
@@ -47,9 +49,18 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
 @dataclasses.dataclass(frozen=True)
 class _Record:
     source: Source | None   # None for global state (grad mode, default dtype/device)
-    kind: str
+    kind: GuardKind
     value: Any
     guard: Guard
+
+
+def _readable(source: Source) -> str:
+    return source.name()
+
+
+def _literal(expr: str, op: str, expected: Any, field: str = "") -> Check:
+    """A check whose expected value is written inline (a bool, int, tuple of ints, list of keys...)."""
+    return Check(expr, op=op, expected=expected, expected_text=repr(expected), field=field)
 
 
 class GuardSet:
@@ -68,11 +79,11 @@ class GuardSet:
             self._by_id[id(value)] = name
         return self._by_id[id(value)]
 
-    def add(self, source: Source, kind: str, value: Any) -> None:
+    def add(self, source: Source, kind: GuardKind, value: Any) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
         if isinstance(value, Source):
             key = (source.name(), f"{kind} {value.name()}")
-        elif kind in ("NO_KEY", "NO_ATTR"):  # one source, several names that must stay absent
+        elif kind in (GuardKind.NO_KEY, GuardKind.NO_ATTR):  # one source, several names that must stay absent
             key = (source.name(), f"{kind} {value!r}")
         else:
             key = (source.name(), kind)
@@ -81,75 +92,98 @@ class GuardSet:
         root = source.root()
         if isinstance(root, ConstSource):
             self.constants.setdefault("K", {})[id(root.value)] = root.value
-        if kind in ("ID_MATCH", "FUNCTION_MATCH") and _weakrefable(value):
+        if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
             self.watched.append(value)
-        code = tuple(self._code(source.name(), kind, value, lambda other: other.name()))
-        self.records[key] = _Record(source, kind, value,
-                                    Guard(name=source.name(), kind=kind, code_list=code, source_kind=source.kind))
+        checks = tuple(self._checks(kind, value))
+        code = tuple(c.text(source.name(), _readable) for c in checks)
+        self.records[key] = _Record(source, kind, value, Guard(name=source.name(), kind=kind, code_list=code,
+                                                               source_kind=source.kind, checks=checks))
 
     def add_global_state(self) -> None:
-        for kind, check in (("GRAD_MODE", f"___is_grad_enabled() is {torch.is_grad_enabled()}"),
-                            ("DEFAULT_DTYPE", f"___get_default_dtype() is {self._const(torch.get_default_dtype())}"),
-                            ("DEFAULT_DEVICE", f"___get_default_device() == {_get_default_device()!r}"),
+        device = _get_default_device()
+        for kind, check in ((GuardKind.GRAD_MODE, _literal("___is_grad_enabled()", "is", torch.is_grad_enabled())),
+                            (GuardKind.DEFAULT_DTYPE, self._is("___get_default_dtype()", torch.get_default_dtype())),
+                            (GuardKind.DEFAULT_DEVICE, _literal("___get_default_device()", "==", device)),
                             # one C call when autocast is off, the usual case; the full state when it is on
-                            ("AUTOCAST", "___any_autocast() is False" if not torch._C._is_any_autocast_enabled()
-                             else f"___autocast_state() == {self._const(_autocast_state())}")):
-            self.records[("", kind)] = _Record(None, kind, None, Guard(name="", kind=kind, code_list=(check,),
-                                                                       source_kind="global"))
+                            (GuardKind.AUTOCAST, _literal("___any_autocast()", "is", False)
+                             if not torch._C._is_any_autocast_enabled()
+                             else self._equal("___autocast_state()", _autocast_state()))):
+            self._add_global(kind, kind, "", check)
 
     def add_query(self, fn: Callable[..., Any], args: tuple, result: Any) -> None:
         """A query of global state folded to `result` at trace time (torch.get_autocast_dtype("cpu")...): the
         entry holds only while the query still answers the same."""
         call = f"{self._const(fn)}(*{self._const(args)})"
-        self.records[("", f"QUERY {call}")] = _Record(None, "GLOBAL_QUERY", None, Guard(
-            name=f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", kind="GLOBAL_QUERY",
-            code_list=(f"{call} == {self._const(result)}",), source_kind="global"))
+        self._add_global(f"QUERY {call}", GuardKind.GLOBAL_QUERY,
+                         f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", self._equal(call, result))
 
-    def _code(self, x: str, kind: str, value: Any, render: Callable[[Source], str]) -> list[str]:
-        """The checks of one guard over the expression `x` (`render` writes other sources)."""
-        if kind == "TENSOR_MATCH":
-            return [f"type({x}) is {self._const(type(value))}", f"{x}.dtype is {self._const(value.dtype)}",
-                    f"{x}.device == {self._const(value.device)}", f"{x}.requires_grad is {value.requires_grad}",
-                    f"{x}.shape == {tuple(value.shape)!r}", f"{x}.stride() == {tuple(value.stride())!r}",
-                    f"{x}.storage_offset() == {value.storage_offset()}",
-                    f"___dispatch_keys({x}) == {self._const(_dispatch_keys(value))}"]
-        if kind in ("ID_MATCH", "FUNCTION_MATCH"):
-            return [f"id({x}) == {id(value)}"] if _weakrefable(value) else [f"{x} is {self._const(value)}"]
-        if kind == "EQUALS":
-            if isinstance(value, float) and value != value:
-                return [f"type({x}) is float", f"{x} != {x}"]
-            checks = [f"type({x}) is {self._const(type(value))}",
-                      f"{x} == {repr(value) if type(value) in _INLINE_TYPES else self._const(value)}"]
-            if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
-                checks.append(f"___copysign(1.0, {x}) == {math.copysign(1.0, value)}")
-            return checks
-        if kind == "CODE_MATCH":  # a function by its code: closures made anew each call still match
-            return [f"type({x}) is {self._const(type(value))}", f"{x}.__code__ is {self._const(value.__code__)}"]
-        if kind == "TYPE_MATCH":
-            return [f"type({x}) is {self._const(type(value))}"]
-        if kind == "LEN_MATCH":
-            return [f"type({x}) is {self._const(type(value))}", f"len({x}) == {len(value)}"]
-        if kind == "DICT_KEYS":
-            return [f"type({x}) is {self._const(type(value))}", f"list({x}) == {list(value)!r}"]
-        if kind == "NO_HOOKS":  # a module called: still no hooks (nor an instance `forward`); one check per module
-            dicts, forward_from_class = value
-            parts = [f"{x}.{d}" for d in dicts] + ([f"'forward' in {x}.__dict__"] if forward_from_class else [])
-            return [f"not ({' or '.join(parts)})"]
-        if kind == "NO_ATTR":
-            return [f"not hasattr({x}, {value!r})"]
-        if kind == "NO_KEY":
-            return [f"{value!r} not in {x}"]
-        if kind == "ALIAS":
-            return [f"{x} is {render(value)}"]
-        if kind == "NOT_ALIAS":
-            return [f"{x} is not {render(value)}"]
+    def _add_global(self, key: str, kind: GuardKind, name: str, check: Check) -> None:
+        """A guard on torch's state rather than on a source: its check reads no guarded value."""
+        self.records[("", key)] = _Record(None, kind, None, Guard(
+            name=name, kind=kind, code_list=(check.text("", _readable),), source_kind="global", checks=(check,)))
+
+    def _is(self, expr: str, expected: Any, field: str = "") -> Check:
+        return Check(expr, op="is", expected=expected, expected_text=self._const(expected), field=field)
+
+    def _equal(self, expr: str, expected: Any, field: str = "") -> Check:
+        return Check(expr, op="==", expected=expected, expected_text=self._const(expected), field=field)
+
+    def _checks(self, kind: GuardKind, value: Any) -> list[Check]:
+        """The checks of one guard, over the guarded value written X."""
+        match kind:
+            case GuardKind.TENSOR_MATCH:
+                return self._tensor_checks(value)
+            case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH:
+                return [_literal(f"id({X})", "==", id(value))] if _weakrefable(value) else [self._is(X, value)]
+            case GuardKind.EQUALS:
+                return self._equals_checks(value)
+            case GuardKind.CODE_MATCH:  # a function by its code: closures made anew each call still match
+                return [self._is(f"type({X})", type(value)), self._is(f"{X}.__code__", value.__code__)]
+            case GuardKind.TYPE_MATCH:
+                return [self._is(f"type({X})", type(value))]
+            case GuardKind.LEN_MATCH:
+                return [self._is(f"type({X})", type(value)), _literal(f"len({X})", "==", len(value))]
+            case GuardKind.DICT_KEYS:
+                return [self._is(f"type({X})", type(value)), _literal(f"list({X})", "==", list(value))]
+            case GuardKind.NO_HOOKS:  # a module called: still no hooks (nor an instance `forward`); one check
+                dicts, forward_from_class = value
+                parts = [Check(f"{X}.{d}", field=d) for d in dicts]
+                if forward_from_class:
+                    parts.append(Check(f"'forward' in {X}.__dict__", field="forward"))
+                return [Check.none_of(parts)]
+            case GuardKind.NO_ATTR:
+                return [Check(f"not hasattr({X}, {value!r})")]
+            case GuardKind.NO_KEY:
+                return [Check(f"{value!r} not in {X}")]
+            case GuardKind.ALIAS:
+                return [Check(X, op="is", expected=value, expected_text=None)]
+            case GuardKind.NOT_ALIAS:
+                return [Check(X, op="is not", expected=value, expected_text=None)]
         raise AssertionError(f"unknown guard kind {kind}")
+
+    def _tensor_checks(self, t: torch.Tensor) -> list[Check]:
+        return [self._is(f"type({X})", type(t), "type"), self._is(f"{X}.dtype", t.dtype, "dtype"),
+                self._equal(f"{X}.device", t.device, "device"),
+                _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"),
+                _literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
+                _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride"),
+                _literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset"),
+                self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys")]
+
+    def _equals_checks(self, value: Any) -> list[Check]:
+        if isinstance(value, float) and value != value:
+            return [Check(f"type({X})", op="is", expected=float, expected_text="float"), Check(f"{X} != {X}")]
+        checks = [self._is(f"type({X})", type(value)),
+                  _literal(X, "==", value) if type(value) in _INLINE_TYPES else self._equal(X, value)]
+        if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
+            checks.append(_literal(f"___copysign(1.0, {X})", "==", math.copysign(1.0, value)))
+        return checks
 
     def identity(self) -> tuple[tuple[str, int], ...]:
         """(argument name, id) of the arguments guarded by identity (a module's `self`): which objects an entry
         is for. Their checks run first, and the cache size limit counts entries per such objects."""
         return tuple((r.source.local_name, id(r.value)) for r in self.records.values()
-                     if r.kind == "ID_MATCH" and isinstance(r.source, LocalSource) and _weakrefable(r.value))
+                     if r.kind == GuardKind.ID_MATCH and isinstance(r.source, LocalSource) and _weakrefable(r.value))
 
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]
@@ -164,7 +198,10 @@ def _weakrefable(value: Any) -> bool:
 
 
 class _Renderer:
-    """Sources as expressions over the guard function's parameters; shared ones hoisted into locals."""
+    """Sources as expressions over the guard function's parameters; shared ones hoisted into locals.
+
+    Each source writes its own expression (`Source.guard_expr`) in terms of this scope (contracts.GuardScope).
+    """
 
     def __init__(self, guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...],
                  sources: list[Source]) -> None:
@@ -185,7 +222,7 @@ class _Renderer:
     def __call__(self, source: Source) -> str:
         if source in self.memo:
             return self.memo[source]
-        expr = self._expr(source)
+        expr = source.guard_expr(self)
         if self.uses[source] > 1 and not expr.isidentifier():
             local = f"___s{len(self.prologue)}"
             self.prologue.append(f"    {local} = {expr}")
@@ -193,28 +230,21 @@ class _Renderer:
         self.memo[source] = expr
         return expr
 
-    def _expr(self, source: Source) -> str:
-        if isinstance(source, AttrSource):
-            return f"{self(source.base)}.{source.attr}"
-        if isinstance(source, ItemSource):
-            return f"{self(source.base)}[{source.key!r}]"
-        if isinstance(source, ReduceSource):
-            return f"{self(source.base)}.__reduce__()"
-        if isinstance(source, WeakrefCallSource):
-            return f"{self(source.base)}()"
-        if isinstance(source, LocalSource):
-            return f"___a{self.slot_of[source.local_name]}"
-        if isinstance(source, GlobalSource):
-            return f"___G[{source.global_name!r}]"
-        if isinstance(source, GlobalsDictSource):
-            return "___G"
-        if isinstance(source, ClosureSource):
-            return f"___fn.__closure__[{self.freevars.index(source.var_name)}].cell_contents"
-        if isinstance(source, ModuleGlobalsSource):
-            return self.guard_set._const(vars(sys.modules[source.module]))
-        if isinstance(source, ConstSource):
-            return self.guard_set._const(source.value)
-        raise AssertionError(f"no guard expression for {source}")
+    def argument(self, local_name: str) -> str:
+        return f"___a{self.slot_of[local_name]}"
+
+    def closure_cell(self, var_name: str) -> str:
+        return f"___fn.__closure__[{self.freevars.index(var_name)}].cell_contents"
+
+    def globals_dict(self) -> str:
+        return "___G"  # set from ___fn.__globals__ by the function's prologue
+
+    def const(self, value: Any) -> str:
+        return self.guard_set._const(value)
+
+    def checks(self, record: _Record) -> list[str]:
+        """A guard's checks over this function's expressions."""
+        return [c.text(self(record.source), self) for c in record.guard.checks]
 
 
 def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
@@ -224,18 +254,18 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     sources = [r.source for r in records if r.source is not None]
     sources += [r.value for r in records if isinstance(r.value, Source)]
     render = _Renderer(guard_set, code, argnames, sources)
-    tensors = [r for r in records if r.kind == "TENSOR_MATCH"]
+    tensors = [r for r in records if r.kind == GuardKind.TENSOR_MATCH]
     # identity checks of arguments first: one compare rejects the entries of other module instances
-    first = [r for r in records if r.kind == "ID_MATCH" and isinstance(r.source, LocalSource)]
-    exprs = [e for r in first for e in guard_set._code(render(r.source), r.kind, r.value, render)]
+    first = [r for r in records if r.kind == GuardKind.ID_MATCH and isinstance(r.source, LocalSource)]
+    exprs = [e for r in first for e in render.checks(r)]
     done = {id(r) for r in first}
     if tensors:
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors]))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
-        if r.kind == "TENSOR_MATCH" or id(r) in done:
+        if r.kind == GuardKind.TENSOR_MATCH or id(r) in done:
             continue
-        exprs += r.guard.code_list if r.source is None else guard_set._code(render(r.source), r.kind, r.value, render)
+        exprs += r.guard.code_list if r.source is None else render.checks(r)
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
     body = " and ".join(f"({e})" for e in exprs) or "True"
     prologue = ["    ___G = ___fn.__globals__"] if "___G" in body + "".join(render.prologue) else []
@@ -247,19 +277,26 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
 
 def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.FunctionType,
                     argnames: tuple[str, ...], args: tuple) -> tuple[Guard, str] | None:
-    """The first guard that fails for these arguments, with a readable reason (slow path)."""
+    """The first guard that fails for these arguments, with a readable reason (slow path): each check's
+    expression is evaluated over the readable names and compared with what it expects."""
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     ns = dict(_HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
               C=_CellContents(closure), M=_ModuleDicts())
     for guard in guards:
-        for check in guard.code_list:
+        for check, text in zip(guard.checks, guard.code_list, strict=True):
             try:
-                ok = bool(eval(check, ns))
+                actual = eval(check.over(guard.name), ns)
+                expected = eval(check.expected.name(), ns) if isinstance(check.expected, Source) else check.expected
+                ok = bool(_HOLDS[check.op](actual, expected))
             except Exception as e:  # a missing name or attribute is a failed guard
                 return guard, f"{guard.name or guard.kind}: {type(e).__name__}: {e}"
             if not ok:
-                return guard, _describe(guard, check, ns)
+                return guard, _describe(guard, check, text, actual, ns)
     return None
+
+
+_HOLDS: dict[str, Callable[[Any, Any], Any]] = {"is": operator.is_, "is not": operator.is_not, "==": operator.eq,
+                                                "": lambda actual, expected: actual}
 
 
 class _ModuleDicts(dict):
@@ -280,41 +317,37 @@ def _has_contents(cell: Any) -> bool:
     return True
 
 
-_TENSOR_FIELDS = ("dtype", "device", "requires_grad", "shape", "stride", "storage_offset")
-
-
-def _describe(guard: Guard, check: str, ns: dict[str, Any]) -> str:
-    if guard.kind == "GRAD_MODE":
-        return f"grad mode changed to {torch.is_grad_enabled()}"
-    if guard.kind == "DEFAULT_DTYPE":
-        return f"default dtype changed to {torch.get_default_dtype()}"
-    if guard.kind == "DEFAULT_DEVICE":
-        return f"default device changed to {_get_default_device()!r}"
-    if guard.kind == "GLOBAL_QUERY":
-        return f"{guard.name} now returns {eval(check.rsplit(' == ', 1)[0], ns)!r}"
-    if guard.kind == "AUTOCAST":
-        on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
-        return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"
-    try:
-        actual = eval(guard.name, ns)
-    except Exception as e:
-        return f"{guard.name}: {type(e).__name__}: {e}"
-    if guard.kind == "TENSOR_MATCH":
-        if check.startswith("type("):
-            return f"{guard.name}: expected a {eval(check.split(' is ')[1], ns).__name__}, got {type(actual).__name__}"
-        if check.startswith("___dispatch_keys"):
-            return f"{guard.name}: dispatch keys changed to {_dispatch_keys(actual)}"
-        field = next(f for f in _TENSOR_FIELDS if f".{f}" in check)
-        expected = eval(check.rsplit(" is " if " is " in check else " == ", 1)[1], ns)
-        got = getattr(actual, field)
-        return f"{guard.name}: {field} mismatch, expected {expected}, got {got() if callable(got) else got}"
-    if guard.kind in ("ID_MATCH", "FUNCTION_MATCH"):
-        return f"{guard.name}: a different object ({type(actual).__name__}) than when compiled"
-    if guard.kind == "EQUALS":
-        return f"{guard.name}: value changed to {actual!r} (failed `{check}`)"
-    if guard.kind == "NO_HOOKS":
-        added = [d for d in check.removeprefix("not (").rstrip(")").split(" or ") if eval(d, ns)]
-        if any(d.startswith("'forward' in") for d in added):
-            return f"{guard.name}: forward was replaced on the instance"
-        return f"{guard.name}: hooks were registered ({', '.join(d.rsplit('.', 1)[1] for d in added)})"
-    return f"{guard.name}: failed `{check}`"
+def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, Any]) -> str:
+    """Why `check` (written `text`) failed, `actual` being what its expression evaluates to now."""
+    match guard.kind:
+        case GuardKind.GRAD_MODE:
+            return f"grad mode changed to {actual}"
+        case GuardKind.DEFAULT_DTYPE:
+            return f"default dtype changed to {actual}"
+        case GuardKind.DEFAULT_DEVICE:
+            return f"default device changed to {actual!r}"
+        case GuardKind.GLOBAL_QUERY:
+            return f"{guard.name} now returns {actual!r}"
+        case GuardKind.AUTOCAST:
+            on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
+            return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"
+        case GuardKind.TENSOR_MATCH if check.field == "type":
+            return f"{guard.name}: expected a {check.expected.__name__}, got {actual.__name__}"
+        case GuardKind.TENSOR_MATCH if check.field == "dispatch_keys":
+            return f"{guard.name}: dispatch keys changed to {actual}"
+        case GuardKind.TENSOR_MATCH:
+            return f"{guard.name}: {check.field} mismatch, expected {check.expected}, got {actual}"
+        case GuardKind.NO_HOOKS:
+            added = [part.field for part in check.parts if eval(part.over(guard.name), ns)]
+            if "forward" in added:
+                return f"{guard.name}: forward was replaced on the instance"
+            return f"{guard.name}: hooks were registered ({', '.join(added)})"
+        case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH | GuardKind.EQUALS:
+            try:  # it was read within the check, but reading it again (a property, a call) may raise
+                value = eval(guard.name, ns)
+            except Exception as e:
+                return f"{guard.name}: {type(e).__name__}: {e}"
+            if guard.kind == GuardKind.EQUALS:
+                return f"{guard.name}: value changed to {value!r} (failed `{text}`)"
+            return f"{guard.name}: a different object ({type(value).__name__}) than when compiled"
+    return f"{guard.name}: failed `{text}`"

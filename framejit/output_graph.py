@@ -20,6 +20,7 @@ from framejit._C import _hook
 from framejit.codegen import PyCodegen
 from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
+from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
 from framejit.guards import GuardSet
 from framejit.side_effects import SideEffects
@@ -82,7 +83,7 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
-        self.guards.add(source, "TENSOR_MATCH", value)
+        self.guards.add(source, GuardKind.TENSOR_MATCH, value)
         return TensorVariable(node, fake, source, type(value))
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:

@@ -2,7 +2,8 @@
 
 `name()` is the expression guards are written in (L['x'] for arguments, G['x']
 for globals, C['x'] for closure cells of the captured function, M['mod'] for
-the globals dict of another module);
+the globals dict of another module); `guard_expr(scope)` is the same value's
+expression in the generated guard function;
 `reconstruct(cg)` emits the bytecode that loads the same value in the
 transformed code.
 """
@@ -13,13 +14,17 @@ import re
 import sys
 from typing import Any, ClassVar
 
-from framejit.contracts import Emitter
+from framejit.contracts import Emitter, GuardScope
 
 
 
 @dataclasses.dataclass(frozen=True)
 class Source:
     def name(self) -> str:
+        raise NotImplementedError
+
+    def guard_expr(self, scope: GuardScope) -> str:
+        """This value's expression in the generated guard function."""
         raise NotImplementedError
 
     def reconstruct(self, cg: Emitter) -> None:
@@ -38,6 +43,16 @@ class DerivedSource(Source):
 
     base: Source
 
+    def wrap(self, base: str) -> str:
+        """This value's expression, given its base's (the same in guard text and in the guard function)."""
+        raise NotImplementedError
+
+    def name(self) -> str:
+        return self.wrap(self.base.name())
+
+    def guard_expr(self, scope: GuardScope) -> str:
+        return self.wrap(scope(self.base))
+
     @property
     def kind(self) -> str:  # type: ignore[override]
         return self.base.kind
@@ -53,6 +68,9 @@ class LocalSource(Source):
     def name(self) -> str:
         return f"L[{self.local_name!r}]"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        return scope.argument(self.local_name)
+
     def reconstruct(self, cg: Emitter) -> None:
         # an argument captured by an inner function is a cell once the frame starts
         cg.emit("LOAD_DEREF" if self.local_name in cg.cell_names else "LOAD_FAST", self.local_name)
@@ -67,6 +85,9 @@ class GlobalSource(Source):
     def name(self) -> str:
         return f"G[{self.global_name!r}]"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        return f"{scope.globals_dict()}[{self.global_name!r}]"
+
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_GLOBAL", (False, self.global_name))
 
@@ -79,6 +100,9 @@ class GlobalsDictSource(Source):
 
     def name(self) -> str:
         return "G"
+
+    def guard_expr(self, scope: GuardScope) -> str:
+        return scope.globals_dict()
 
     def reconstruct(self, cg: Emitter) -> None:
         raise NotImplementedError("the globals dict is never reloaded")
@@ -94,6 +118,9 @@ class ModuleGlobalsSource(Source):
 
     def name(self) -> str:
         return f"M[{self.module!r}]"
+
+    def guard_expr(self, scope: GuardScope) -> str:
+        return scope.const(vars(sys.modules[self.module]))
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(vars(sys.modules[self.module]))
@@ -111,6 +138,9 @@ class ClosureSource(Source):
     def name(self) -> str:
         return f"C[{self.var_name!r}]"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        return scope.closure_cell(self.var_name)
+
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_DEREF", self.var_name)
 
@@ -127,6 +157,9 @@ class ConstSource(Source):
     def name(self) -> str:
         return f"K[{id(self.value)}]"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        return scope.const(self.value)
+
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(self.value)
 
@@ -137,8 +170,8 @@ class ConstSource(Source):
 class AttrSource(DerivedSource):
     attr: str
 
-    def name(self) -> str:
-        return f"{self.base.name()}.{self.attr}"
+    def wrap(self, base: str) -> str:
+        return f"{base}.{self.attr}"
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -149,8 +182,8 @@ class AttrSource(DerivedSource):
 class ReduceSource(DerivedSource):
     """base.__reduce__(): how an iterator a continuation receives says what it has left."""
 
-    def name(self) -> str:
-        return f"{self.base.name()}.__reduce__()"
+    def wrap(self, base: str) -> str:
+        return f"{base}.__reduce__()"
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -162,8 +195,8 @@ class ReduceSource(DerivedSource):
 class WeakrefCallSource(DerivedSource):
     """base(): the object a weak reference points to (nn.RNN keeps its flat weights through weakrefs)."""
 
-    def name(self) -> str:
-        return f"{self.base.name()}()"
+    def wrap(self, base: str) -> str:
+        return f"{base}()"
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
@@ -177,8 +210,8 @@ class ItemSource(DerivedSource):
 
     key: Any
 
-    def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+    def wrap(self, base: str) -> str:
+        return f"{base}[{self.key!r}]"
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from framejit.codeobj import Inst
+from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.cells import CellVariable
 from framejit.trace.opcode_table import handles
@@ -84,7 +85,7 @@ class BasicOps:
         elif name in self.f_builtins:
             globals_dict = self.globals_dict_source()
             if globals_dict is not None:  # a global of that name defined later would shadow the builtin
-                self.output.guards.add(globals_dict, "NO_KEY", name)
+                self.output.guards.add(globals_dict, GuardKind.NO_KEY, name)
             self.push(self.wrap(self.f_builtins[name], None))
         else:
             unsupported(f"name {name!r} is not defined", BreakCode.UNBOUND)

@@ -15,7 +15,7 @@ import weakref
 from typing import Any
 
 from framejit.codeobj import Inst, arg_slot_names, original_code, read_instructions
-from framejit.contracts import TraceOutput
+from framejit.contracts import GuardKind, TraceOutput
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
                               ModuleGlobalsSource, Source)
@@ -202,7 +202,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
             if isinstance(e, Unsupported) and e.code != BreakCode.MISSING_ATTR:
                 raise
             if obj.source is not None:  # the answer "missing" is guarded like any other read
-                self.output.guards.add(obj.source, "NO_ATTR", name)
+                self.output.guards.add(obj.source, GuardKind.NO_ATTR, name)
             raise AttributeError(name) from e
 
     def store_attr(self, obj: Variable, name: str, value: Variable) -> None:

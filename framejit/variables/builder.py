@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from framejit import policy
-from framejit.contracts import Tracer
+from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
 from framejit.variables.base import Variable
@@ -62,13 +62,13 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if _aliasable(value):
         seen = tx.output.wrapped_by_id.get(id(value))
         if seen is not None and seen.source is not None:  # the same object through another path
-            tx.output.guards.add(source, "ALIAS", seen.source)
+            tx.output.guards.add(source, GuardKind.ALIAS, seen.source)
             cache[key] = seen
             return seen
         if not isinstance(value, torch.Tensor):  # a later call passing one object twice must not hit
             for other in tx.output.wrapped_by_id.values():
                 if other.source is not None and other.python_type() is type(value):
-                    tx.output.guards.add(source, "NOT_ALIAS", other.source)
+                    tx.output.guards.add(source, GuardKind.NOT_ALIAS, other.source)
     cache[key] = var = _wrap(tx, value, source)
     if _aliasable(value):
         tx.output.wrapped_by_id[id(value)] = var
@@ -82,7 +82,7 @@ def _aliasable(value: Any) -> bool:
                                types.MethodType)) and not is_literal(value) and hasattr(value, "__dict__"))
 
 
-def _guard(tx: Tracer, source: Source | None, kind: str, value: Any) -> None:
+def _guard(tx: Tracer, source: Source | None, kind: GuardKind, value: Any) -> None:
     if source is not None:
         tx.output.guards.add(source, kind, value)
 
@@ -93,8 +93,8 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
             unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
     if is_literal(value):
-        _guard(tx, source, "ID_MATCH" if value is None or isinstance(value, (bool, type(Ellipsis))) else "EQUALS",
-               value)
+        singleton = value is None or isinstance(value, (bool, type(Ellipsis)))
+        _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)
         return ConstantVariable(value, source)
     if isinstance(value, nn.Module):
         # A module without state (a loss, an activation, often made anew in every forward) is guarded by its
@@ -102,17 +102,17 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         # identity (its parameters are read through it).
         stateless = not (value._modules or any(v is not None for v in (*value._parameters.values(),
                                                                       *value._buffers.values())))
-        _guard(tx, source, "TYPE_MATCH" if stateless else "ID_MATCH", value)
+        _guard(tx, source, GuardKind.TYPE_MATCH if stateless else GuardKind.ID_MATCH, value)
         return NNModuleVariable(value, source)
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
-        _guard(tx, source, "LEN_MATCH", value)
+        _guard(tx, source, GuardKind.LEN_MATCH, value)
         items = [wrap_value(tx, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
         return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
             () if type(value) is list else (type(value),)))
     if type(value) in (dict, collections.OrderedDict):
         if not all(is_literal(k) for k in value):
             unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
-        _guard(tx, source, "DICT_KEYS", value)
+        _guard(tx, source, GuardKind.DICT_KEYS, value)
         return DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source else None)
                              for k, v in value.items()}, source, type(value))
     return _wrap_callable_or_object(tx, value, source)
@@ -120,39 +120,39 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
 
 def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if isinstance(value, types.ModuleType):
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return ObjectVariable(value, source)
     if policy.is_disallowed(value):
         return DisallowedVariable(value)
     if policy.is_constant_result(value):
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return ConstantResultVariable(value)
     is_query, answer = policy.compile_query_answer(value)
     if is_query:
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return ConstantResultVariable(value, answer)
     if is_constant_query(value):  # a Python function of torch's that reads global state (folded, guarded)
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return TorchVariable(value, source)
     if value in GRAD_MODE_CTORS:
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return GradModeCtorVariable(value)
     if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math":
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
     if is_torch_op(value):
-        _guard(tx, source, "FUNCTION_MATCH", value)
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return TorchVariable(value, source)
     if isinstance(value, types.FunctionType):
         if policy.is_disabled(value):
             return DisallowedVariable(value, reason="framejit.disable")
-        _guard(tx, source, "CODE_MATCH", value)  # closure contents and defaults are guarded when read
+        _guard(tx, source, GuardKind.CODE_MATCH, value)  # closure contents and defaults are guarded when read
         return UserFunctionVariable(value, source)
     if type(value) in _SEQUENCE_ITERATORS and source is not None:
         return _wrap_iterator(tx, value, source)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
             and source is not None:
-        _guard(tx, AttrSource(source, "__name__"), "EQUALS", value.__name__)
+        _guard(tx, AttrSource(source, "__name__"), GuardKind.EQUALS, value.__name__)
         return BoundMethod(wrap_value(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
             and value.__func__.__name__ == "__exit__" and source is not None:
@@ -162,24 +162,24 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn, obj, source)
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__"):
-        _guard(tx, source, "ID_MATCH", value)
+        _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if isinstance(value, enum.Enum):
-        _guard(tx, source, "ID_MATCH", value)
+        _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if source is None:
         unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
-    _guard(tx, source, "TYPE_MATCH", value)
+    _guard(tx, source, GuardKind.TYPE_MATCH, value)
     return UserObjectVariable(value, source)
 
 
 def _wrap_entered_grad_mode(tx: Tracer, exit_method: Any, source: Source) -> Variable:
     """The __exit__ of an entered no_grad/enable_grad/set_grad_enabled, as a continuation receives it."""
     ctx_source = AttrSource(source, "__self__")
-    _guard(tx, ctx_source, "TYPE_MATCH", exit_method.__self__)
-    _guard(tx, AttrSource(ctx_source, "prev"), "EQUALS", exit_method.__self__.prev)
+    _guard(tx, ctx_source, GuardKind.TYPE_MATCH, exit_method.__self__)
+    _guard(tx, AttrSource(ctx_source, "prev"), GuardKind.EQUALS, exit_method.__self__.prev)
     if isinstance(exit_method.__self__, torch.set_grad_enabled):
-        _guard(tx, AttrSource(ctx_source, "mode"), "EQUALS", exit_method.__self__.mode)
+        _guard(tx, AttrSource(ctx_source, "mode"), GuardKind.EQUALS, exit_method.__self__.mode)
     return WithExitVariable(GradModeVariable.from_entered(exit_method.__self__), source)
 
 
@@ -188,7 +188,7 @@ _SEQUENCE_ITERATORS = (type(iter(())), type(iter([])), type(iter(range(0))))
 
 def _wrap_iterator(tx: Tracer, iterator: Any, source: Source) -> Variable:
     """An iterator over a tuple, list or range (a for loop a continuation resumes): its remaining items."""
-    _guard(tx, source, "TYPE_MATCH", iterator)
+    _guard(tx, source, GuardKind.TYPE_MATCH, iterator)
     reduced = iterator.__reduce__()  # (iter, (sequence,), index); no index once exhausted
     if len(reduced) < 3:
         return IteratorVariable([], source)

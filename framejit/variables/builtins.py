@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Sequence
 
-from framejit.contracts import Tracer
+from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
@@ -29,7 +29,7 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         if a.example is b.example:
             return True
         if a.source is not None and b.source is not None:  # distinct inputs: guard that they stay distinct
-            tx.output.guards.add(a.source, "NOT_ALIAS", b.source)
+            tx.output.guards.add(a.source, GuardKind.NOT_ALIAS, b.source)
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False  # a tensor is never a constant / container

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from torch import nn
 
-from framejit.contracts import Tracer
+from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, lookup_class_attr
@@ -71,12 +71,12 @@ class NNModuleVariable(Variable):
         `forward` was set on the instance since."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
-            tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), "DICT_KEYS",
+            tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), GuardKind.DICT_KEYS,
                                  module_dicts[name])
         if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(self.module).__name__} has hooks", BreakCode.MODULE_HOOKS)
         if self.source is not None and all(hasattr(self.module, d) for d in _HOOK_DICTS):
-            tx.output.guards.add(self.source, "NO_HOOKS", (_HOOK_DICTS, "forward" not in vars(self.module)))
+            tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (_HOOK_DICTS, "forward" not in vars(self.module)))
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
@@ -96,7 +96,7 @@ class NNModuleVariable(Variable):
         return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
 
     def child_modules(self, tx: Tracer) -> list[Variable]:
-        tx.output.guards.add(AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
+        tx.output.guards.add(AttrSource(self.source, "_modules"), GuardKind.DICT_KEYS, self.module._modules)
         return [self._child(tx, "_modules", k) for k in self.module._modules]
 
     def submodules(self, tx: Tracer) -> list[tuple[str, NNModuleVariable]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import types
 from typing import Any, Sequence
 
-from framejit.contracts import Emitter, Tracer
+from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import Variable, lookup_class_attr
@@ -63,7 +63,7 @@ class UserObjectVariable(Variable):
             return tx.wrap(inst[name], AttrSource(self.source, name))
         if found:
             if isinstance(inst, dict):  # an instance attribute set later would shadow the class's
-                tx.output.guards.add(AttrSource(self.source, "__dict__"), "NO_KEY", name)
+                tx.output.guards.add(AttrSource(self.source, "__dict__"), GuardKind.NO_KEY, name)
             return class_attribute(tx, self, attr, AttrSource(AttrSource(self.source, "__class__"), name))
         if lookup_class_attr(cls, "__getattr__")[0]:
             unsupported(f"{cls.__name__} defines __getattr__", BreakCode.GETATTR)
