@@ -81,12 +81,13 @@ class GuardSet:
 
     def add(self, source: Source, kind: GuardKind, value: Any) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
+        name = source.name()
         if isinstance(value, Source):
-            key = (source.name(), f"{kind} {value.name()}")
+            key = (name, f"{kind} {value.name()}")
         elif kind in (GuardKind.NO_KEY, GuardKind.NO_ATTR):  # one source, several names that must stay absent
-            key = (source.name(), f"{kind} {value!r}")
+            key = (name, f"{kind} {value!r}")
         else:
-            key = (source.name(), kind)
+            key = (name, kind)
         if key in self.records:
             return
         root = source.root()
@@ -95,8 +96,8 @@ class GuardSet:
         if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
             self.watched.append(value)
         checks = tuple(self._checks(kind, value))
-        code = tuple(c.text(source.name(), _readable) for c in checks)
-        self.records[key] = _Record(source, kind, value, Guard(name=source.name(), kind=kind, code_list=code,
+        code = tuple(c.text(name, _readable) for c in checks)
+        self.records[key] = _Record(source, kind, value, Guard(name=name, kind=kind, code_list=code,
                                                                source_kind=source.kind, checks=checks))
 
     def add_global_state(self) -> None:
@@ -208,26 +209,35 @@ class _Renderer:
         self.guard_set = guard_set
         self.slot_of = {name: i for i, name in enumerate(argnames)}
         self.freevars = code.co_freevars
-        self.uses: Counter[Source] = Counter()
+        # keyed by name (a memoised string, hashed once) rather than by the Source (a dataclass whose hash
+        # walks its whole chain on every lookup)
+        self.uses: Counter[str] = Counter()
         for source in sources:
             self._count(source)
-        self.memo: dict[Source, str] = {}
+        self.memo: dict[str, str] = {}
         self.prologue: list[str] = []
 
     def _count(self, source: Source) -> None:
-        self.uses[source] += 1
-        if isinstance(source, DerivedSource):
-            self._count(source.base)
+        """Count the uses of `source` and of the sources it is reached from. A source met again is hoisted
+        into a local, so its own bases are evaluated once whatever their count: stop there."""
+        while True:
+            name = source.name()
+            self.uses[name] += 1
+            if self.uses[name] > 1 or not isinstance(source, DerivedSource):
+                return
+            source = source.base
 
     def __call__(self, source: Source) -> str:
-        if source in self.memo:
-            return self.memo[source]
+        name = source.name()
+        expr = self.memo.get(name)
+        if expr is not None:
+            return expr
         expr = source.guard_expr(self)
-        if self.uses[source] > 1 and not expr.isidentifier():
+        if self.uses[name] > 1 and not expr.isidentifier():
             local = f"___s{len(self.prologue)}"
             self.prologue.append(f"    {local} = {expr}")
             expr = local
-        self.memo[source] = expr
+        self.memo[name] = expr
         return expr
 
     def argument(self, local_name: str) -> str:

@@ -48,7 +48,13 @@ class DerivedSource(Source):
         raise NotImplementedError
 
     def name(self) -> str:
-        return self.wrap(self.base.name())
+        # memoised: guards, the wrap cache and graph input names all key on it, and a deep source (a
+        # parameter of a submodule) would otherwise rebuild its whole chain each time
+        text = self.__dict__.get("_name")
+        if text is None:
+            text = self.wrap(self.base.name())
+            object.__setattr__(self, "_name", text)
+        return text
 
     def guard_expr(self, scope: GuardScope) -> str:
         return self.wrap(scope(self.base))
