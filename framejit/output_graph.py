@@ -28,6 +28,7 @@ from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
+from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
@@ -180,37 +181,44 @@ class OutputGraph:
         """The frame returned: compile and generate the replacement body; None if nothing is worth compiling."""
         if self.count_ops() == 0 and self.side_effects.is_empty():
             return None
-        cg = self.emit_graph_call(tx, [return_value, *self.side_effects.values()], compile_graph)
+        roots = [return_value, *self.side_effects.values()]
+        cg = self.emit_graph_call(tx, roots, compile_graph)
         result = cg.store_temp(lambda: cg.load(return_value))
         self.side_effects.codegen(cg)
+        # a function made in the trace that outlives the frame closes over the frame's own cells: they must hold
+        # what the trace stored in them (the trace kept those writes to itself)
+        frame_cells = {id(cell): name for name, cell in tx.cells.items() if name in tx.code.co_cellvars}
+        made_here = [v for v in _reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
+        for fn in made_here:
+            for cell in fn.closure:
+                if id(cell) in frame_cells and cell.value is not None:
+                    cg.load(cell.value)
+                    cg.emit("STORE_DEREF", frame_cells.pop(id(cell)))
         cg.emit("LOAD_FAST", result)
         cg.emit("RETURN_VALUE")
         return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
     def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable]:
         """Tensors the Python side needs from the graph (inputs are reloaded from their sources)."""
-        seen: dict[int, TensorVariable] = {}
-        visited: set[int] = set()
-
-        def visit(var: Variable) -> None:
-            if id(var) in visited:
-                return
-            visited.add(id(var))
-            if isinstance(var, TensorVariable):
-                if var.node.op != "placeholder":
-                    seen.setdefault(id(var), var)
-            for child in var.children():
-                visit(child)
-
-        for root in roots:
-            visit(root)
-        return list(seen.values())
+        return [v for v in _reachable(roots) if isinstance(v, TensorVariable) and v.node.op != "placeholder"]
 
     def _remove_unused_inputs(self) -> None:
         for graph_input in list(self.inputs):
             if not graph_input.node.users:
                 self.graph.erase_node(graph_input.node)
                 self.inputs.remove(graph_input)
+
+
+def _reachable(roots: list[Variable]) -> list[Variable]:
+    """Every Variable the roots hold, directly or through containers, closures and methods; each once."""
+    seen: dict[int, Variable] = {}
+    pending = list(reversed(roots))
+    while pending:
+        var = pending.pop()
+        if id(var) not in seen:
+            seen[id(var)] = var
+            pending.extend(reversed(var.children()))
+    return list(seen.values())
 
 
 class FinishedTrace:
