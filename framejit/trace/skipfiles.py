@@ -7,6 +7,9 @@ guarded global rather than a call that stops the trace).
 """
 from __future__ import annotations
 
+import collections
+import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
@@ -42,6 +45,12 @@ _THIRD_PARTY = tuple(filter(None, map(_package_dir, (
 # Code torch and framejit generate (FX graphs, guards); other "<...>" files (exec'd user code) are captured.
 _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
 
+# Standard-library code that model code leans on, written in Python with no effects beyond its arguments:
+# traced when user code calls it (Mapping.get / __contains__, dataclasses.fields, functools helpers), though
+# never captured as a frame of its own.
+_TRACED_STDLIB = frozenset({"<frozen _collections_abc>", collections.__file__, dataclasses.__file__,
+                            functools.__file__})
+
 # Code objects captured even though their file is skipped (e.g. nn.Linear.forward of an optimized module).
 forced_capture: "set[types.CodeType]" = set()
 
@@ -75,4 +84,6 @@ def capture_refusal(code: types.CodeType) -> str | None:
 
 def inline_refusal(code: types.CodeType) -> str | None:
     """Why a call to `code` cannot be traced into, or None."""
+    if code.co_filename in _TRACED_STDLIB:
+        return None
     return _skipped_file(code.co_filename)

@@ -16,7 +16,7 @@ from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
 from framejit.variables.base import Variable
-from framejit.variables.builtins import BuiltinVariable
+from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
@@ -28,7 +28,7 @@ from framejit.variables.user_object import UserObjectVariable
 
 
 _BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
-    {id(v) for v in vars(operator).values() if callable(v)}
+    {id(v) for v in vars(operator).values() if callable(v)} | {id(fn) for fn in TRACED_BUILTINS}
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -39,7 +39,7 @@ def wrap_constant_result(value: Any) -> Variable:
         return TupleVariable([wrap_constant_result(v) for v in value], py_type=type(value))
     if isinstance(value, list):
         return ListVariable([wrap_constant_result(v) for v in value])
-    if isinstance(value, dict):
+    if isinstance(value, (dict, types.MappingProxyType)):  # a read-only view computed now is a copy
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if isinstance(value, (torch.finfo, torch.iinfo, enum.Enum)):
         return ObjectVariable(value)
@@ -51,7 +51,7 @@ def wrap_constant_result(value: Any) -> Variable:
 def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     """Wrap a real value read from `source`, guarding what the trace relies on."""
     if source is None:
-        if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
+        if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.CodeType,
                                                    type, torch.Tensor)):
             return _wrap(tx, value, None)
         source = ConstSource(value)  # mutable: it needs a name so that reads are guarded and writes replayed
@@ -110,11 +110,7 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
             () if type(value) is list else (type(value),)))
     if type(value) in (dict, collections.OrderedDict):
-        if not all(is_literal(k) for k in value):
-            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
-        _guard(tx, source, GuardKind.DICT_KEYS, value)
-        return DictVariable({k: wrap_value(tx, v, ItemSource(source, k) if source else None)
-                             for k, v in value.items()}, source, type(value))
+        return DictVariable.read(tx, value, source)
     return _wrap_callable_or_object(tx, value, source)
 
 
@@ -162,6 +158,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn, obj, source)
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__"):
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        return ObjectVariable(value, source)
+    if isinstance(value, types.CodeType):  # immutable: what is read from it needs no further guard
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if isinstance(value, enum.Enum):

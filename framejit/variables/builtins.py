@@ -1,6 +1,7 @@
 """Python builtins and operators applied to Variables: folded on constants, graph ops on tensors."""
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable, Sequence
 
@@ -8,10 +9,12 @@ from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
-from framejit.variables.constant import ConstantVariable, ObjectVariable
+from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
+from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
 from framejit.variables.tensor import TensorVariable
+from framejit.variables.user_object import python_class_method
 
 
 
@@ -40,6 +43,9 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
+    overloaded = _python_operator(tx, fn, args)
+    if overloaded is not None:
+        return overloaded
     if fn in (operator.is_, operator.is_not):
         same = _same_object(tx, *args)
         if same is None:
@@ -63,6 +69,40 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
         except Exception as e:  # the same error would be raised by the original code
             unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", BreakCode.CONSTANT_ERROR)
     return _sequence_operator(tx, fn, args)
+
+
+# operator -> (method on the first operand, reflected method on the second); `in` asks the container (second)
+_DUNDERS: dict[Callable[..., Any], tuple[str, str | None]] = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"), operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"), operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"), operator.pow: ("__pow__", "__rpow__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"), operator.and_: ("__and__", "__rand__"),
+    operator.or_: ("__or__", "__ror__"), operator.xor: ("__xor__", "__rxor__"),
+    operator.lshift: ("__lshift__", "__rlshift__"), operator.rshift: ("__rshift__", "__rrshift__"),
+    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
+    operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
+    operator.getitem: ("__getitem__", None), operator.contains: ("__contains__", None),
+}
+
+
+def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
+    """An operator on an object whose class defines it in Python: the method is traced, then the reflected one
+    on the other operand if the first gives NotImplemented (as Python does). None if neither is Python code."""
+    names = _DUNDERS.get(fn)
+    if names is None:
+        return None
+    attempts = [(args[0], names[0], args[1:])]  # operator.contains(container, item): the container is first
+    if names[1] is not None and len(args) == 2:
+        attempts.append((args[1], names[1], args[:1]))
+    for obj, name, rest in attempts:
+        method = python_class_method(tx, obj, name)
+        if method is None:
+            continue
+        result = method.call(tx, rest, {})
+        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+            return result
+    return None
 
 
 _OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -181,7 +221,7 @@ class BuiltinVariable(KnownValueVariable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         args = list(args)
-        traced = _TRACED_BUILTINS.get(self.fn)
+        traced = TRACED_BUILTINS.get(self.fn)
         if traced is not None:
             return traced(tx, args, kwargs)
         if getattr(self.fn, "__module__", None) == "_operator" or self.fn in vars(operator).values():
@@ -205,15 +245,29 @@ class BuiltinVariable(KnownValueVariable):
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
-_TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
+TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
 
 
 def _traces(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Variable]]:
     def register(trace_call: Callable[..., Variable]) -> Callable[..., Variable]:
         for fn in fns:
-            _TRACED_BUILTINS[fn] = trace_call
+            TRACED_BUILTINS[fn] = trace_call
         return trace_call
     return register
+
+
+@_traces(inspect.signature)
+def _signature(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """inspect.signature of a function the trace knows (guarded by its code): computed now, a constant."""
+    fn, drop_self = args[0], False
+    if isinstance(fn, UserMethodVariable):
+        fn, drop_self = fn.fn, True
+    if not isinstance(fn, UserFunctionVariable) or kwargs:
+        unsupported(f"inspect.signature of {fn}", BreakCode.CALL)
+    signature = inspect.signature(fn.fn)
+    if drop_self:  # a bound method's signature has no `self`
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return ObjectVariable(signature)
 
 
 @_traces(len)
@@ -223,8 +277,11 @@ def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         if obj.example.dim() == 0:
             unsupported("len() of a 0-d tensor", BreakCode.BUILTIN)
         return ConstantVariable(obj.example.shape[0])
-    if obj.is_python_constant() and isinstance(obj, ConstantVariable):
+    if obj.is_python_constant() and isinstance(obj, ConstantVariable) or is_immutable(obj):
         return ConstantVariable(len(obj.as_python_constant()))
+    method = python_class_method(tx, obj, "__len__")
+    if method is not None:
+        return method.call(tx, [], {})
     return obj.call_method(tx, "__len__", [], {})
 
 
@@ -262,6 +319,14 @@ def _getattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return obj.var_getattr(tx, name)
 
 
+@_traces(object.__getattribute__)
+def _object_getattribute(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """The lookup a custom __getattribute__ defers to (`super().__getattribute__(name)`)."""
+    obj, name = args[0], args[1].as_python_constant()
+    generic = getattr(obj, "generic_getattr", None)
+    return generic(tx, name) if generic is not None else obj.var_getattr(tx, name)
+
+
 @_traces(hasattr)
 def _hasattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()
@@ -286,8 +351,8 @@ def _make_sequence(ctor: type) -> Callable[..., Variable]:
     return trace_call
 
 
-_TRACED_BUILTINS[tuple] = _make_sequence(tuple)
-_TRACED_BUILTINS[list] = _make_sequence(list)
+TRACED_BUILTINS[tuple] = _make_sequence(tuple)
+TRACED_BUILTINS[list] = _make_sequence(list)
 
 
 @_traces(dict)
@@ -416,8 +481,8 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
     return trace_call
 
 
-_TRACED_BUILTINS[min] = _min_max(min)
-_TRACED_BUILTINS[max] = _min_max(max)
+TRACED_BUILTINS[min] = _min_max(min)
+TRACED_BUILTINS[max] = _min_max(max)
 
 
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
@@ -426,8 +491,8 @@ def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
     return trace_call
 
 
-_TRACED_BUILTINS[all] = _all_any(all)
-_TRACED_BUILTINS[any] = _all_any(any)
+TRACED_BUILTINS[all] = _all_any(all)
+TRACED_BUILTINS[any] = _all_any(any)
 
 
 def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
@@ -441,7 +506,7 @@ def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
 
 
 for _fn in (int, float, bool, str, complex):
-    _TRACED_BUILTINS[_fn] = _scalar_ctor(_fn)
+    TRACED_BUILTINS[_fn] = _scalar_ctor(_fn)
 
 
 @_traces(print, input, open, id)

@@ -78,6 +78,8 @@ class UserFunctionVariable(Variable):
         return self.fn
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name == "__code__":  # the function is guarded by its code already (CODE_MATCH)
+            return tx.wrap(self.fn.__code__, None)
         return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:

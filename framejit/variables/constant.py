@@ -1,6 +1,7 @@
 """Python literals and opaque Python objects that are used as constants during tracing."""
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 import weakref
@@ -69,6 +70,14 @@ class ConstantMethodVariable(Variable):
         return tx.wrap_constant(result)
 
 
+# objects that never change once made: what is read from them is a constant, with no guard of its own
+_IMMUTABLE_OBJECTS = (types.CodeType, inspect.Signature, inspect.Parameter)
+
+
+def is_immutable(var: Variable) -> bool:
+    return isinstance(var, ObjectVariable) and isinstance(var.value, _IMMUTABLE_OBJECTS)
+
+
 class ObjectVariable(KnownValueVariable):
     """An opaque Python object used by identity: a Python module, a class, a C function...
 
@@ -82,6 +91,8 @@ class ObjectVariable(KnownValueVariable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
 
         value = getattr(self.value, name)
+        if is_immutable(self):
+            return tx.wrap_constant(value)
         if self.source is not None:
             source = AttrSource(self.source, name)
         elif isinstance(self.value, types.ModuleType) and sys.modules.get(self.value.__name__) is self.value \

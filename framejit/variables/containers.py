@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from framejit.contracts import Emitter, Tracer
+from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-from framejit.variables.constant import ConstantVariable
+from framejit.sources import ItemSource
+from framejit.variables.constant import ConstantVariable, is_literal
 
 
 
@@ -197,6 +198,16 @@ class DictVariable(Variable):
         self.items = dict(items)
         self.source = source
         self.py_type = py_type
+
+    @classmethod
+    def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
+        """A real dict read from `source`: its keys guarded (they must be constants), each value wrapped."""
+        if not all(is_literal(k) for k in value):
+            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
+        if source is not None:
+            tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
+        return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
+                   type(value))
 
     def python_type(self) -> type:
         return self.py_type

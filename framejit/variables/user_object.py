@@ -1,13 +1,24 @@
 """Instances of user classes read during tracing: attribute reads are guarded, writes replayed."""
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any, Sequence
 
+from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import Variable, lookup_class_attr
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import BoundMethod, DictVariable
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not written in C)
+# builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
+_GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
+    object, dict, list, tuple, set, frozenset, int, float, str, bytes, collections.defaultdict))
+# what a dict subclass's own dict methods may do through the trace: read (writes may be overridden)
+_DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__"})
 
 
 def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable | None:
@@ -27,6 +38,11 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
     if isinstance(attr, classmethod):
         cls_source = AttrSource(obj.source, "__class__") if source is not None else None
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), tx.wrap(obj.python_type(), cls_source))
+    if isinstance(attr, types.MethodDescriptorType) and attr.__objclass__ is dict and attr.__name__ in _DICT_READS \
+            and isinstance(obj, UserObjectVariable) and isinstance(obj.value, dict):
+        return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
+    if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
+        return UserMethodVariable(tx.wrap(attr, source), obj)
     return None
 
 
@@ -40,34 +56,87 @@ def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variab
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
 
 
+def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None:
+    """obj.<name> bound, when obj is a user object whose class defines <name> as a Python function (a dunder an
+    operator or builtin calls); else None."""
+    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
+        return None
+    attr = lookup_class_attr(obj.python_type(), name)[1]
+    return class_attribute(tx, obj, attr, obj.class_source(name)) if isinstance(attr, types.FunctionType) else None
+
+
 class UserObjectVariable(Variable):
     """An object of a user-defined class that exists outside the frame (it has a source)."""
 
     def __init__(self, value: Any, source: Any) -> None:
         self.value = value
         self.source = source
+        self._contents: DictVariable | None = None
 
     def python_type(self) -> type:
         return type(self.value)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        """obj.name as Python does it: type(obj).__getattribute__, then __getattr__ if that finds nothing.
+        A __getattribute__ or __getattr__ written in Python is traced like any method."""
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
         cls = type(self.value)
-        if lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__:
-            unsupported(f"{cls.__name__} defines __getattribute__", BreakCode.GETATTR)
+        getattribute = lookup_class_attr(cls, "__getattribute__")[1]
+        try:
+            if isinstance(getattribute, types.FunctionType):
+                return self._call_class_method(tx, "__getattribute__", name)
+            if getattribute in _GENERIC_GETATTRIBUTE:
+                return self.generic_getattr(tx, name)
+            if cls.__flags__ & _HEAPTYPE:
+                unsupported(f"{cls.__name__} has a __getattribute__ that is not Python code", BreakCode.GETATTR)
+            # a type written in C with its own lookup (code objects...): its getters only read
+            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+        except Unsupported as e:
+            if e.code != BreakCode.MISSING_ATTR or not isinstance(lookup_class_attr(cls, "__getattr__")[1],
+                                                                  types.FunctionType):
+                raise
+        return self._call_class_method(tx, "__getattr__", name)
+
+    def _call_class_method(self, tx: Tracer, method: str, name: str) -> Variable:
+        """type(obj).<method>(obj, name), traced. A missing attribute it reports is trusted only when the method
+        cannot catch it itself (it has no try block): the trace does not follow exceptions."""
+        fn = lookup_class_attr(type(self.value), method)[1]
+        bound = class_attribute(tx, self, fn, self.class_source(method))
+        try:
+            return bound.call(tx, [ConstantVariable(name)], {})
+        except Unsupported as e:
+            if e.code == BreakCode.MISSING_ATTR and exception_table(fn.__code__):
+                unsupported(f"{type(self.value).__name__}.{method} may catch the AttributeError of {name!r}",
+                            BreakCode.GETATTR)
+            raise
+
+    def class_source(self, name: str) -> AttrSource:
+        return AttrSource(AttrSource(self.source, "__class__"), name)
+
+    def dict_contents(self, tx: Tracer) -> DictVariable:
+        """What an instance of a dict subclass holds as a dict, read (and guarded) through its source."""
+        if self._contents is None:
+            self._contents = DictVariable.read(tx, self.value, self.source)
+        return self._contents
+
+    def generic_getattr(self, tx: Tracer, name: str) -> Variable:
+        """object.__getattribute__(obj, name): data descriptors of the class, the instance dict, then the class."""
+        cls = type(self.value)
         found, attr = lookup_class_attr(cls, name)
+        if found and hasattr(type(attr), "__set__") and not isinstance(attr, property):
+            if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+                return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # a slot, a C getter
+            unsupported(f"attribute {name!r} implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
         inst = getattr(self.value, "__dict__", {})
-        if name in inst and not (found and hasattr(type(attr), "__set__")):
+        if name in inst and not (found and isinstance(attr, property)):
             return tx.wrap(inst[name], AttrSource(self.source, name))
         if found:
             if isinstance(inst, dict):  # an instance attribute set later would shadow the class's
                 tx.output.guards.add(AttrSource(self.source, "__dict__"), GuardKind.NO_KEY, name)
-            return class_attribute(tx, self, attr, AttrSource(AttrSource(self.source, "__class__"), name))
-        if lookup_class_attr(cls, "__getattr__")[0]:
-            unsupported(f"{cls.__name__} defines __getattr__", BreakCode.GETATTR)
-        raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
+            return class_attribute(tx, self, attr, self.class_source(name))
+        unsupported(f"{cls.__name__!r} object has no attribute {name!r}", BreakCode.MISSING_ATTR)
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
@@ -138,6 +207,9 @@ class NewObjectVariable(Variable):
         cg.emit_const(object.__new__)
         cg.load(self.cls_var)
         cg.call(1)
+
+    def class_source(self, name: str) -> AttrSource:
+        return AttrSource(self.cls_var.source, name)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"

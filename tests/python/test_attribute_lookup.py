@@ -1,0 +1,155 @@
+"""Attribute lookup as Python does it: a __getattribute__ or __getattr__ written in Python is traced, slots and
+C getters are read, dict subclasses are read as dicts, and every value read is guarded."""
+import pytest
+import torch
+
+import framejit
+from framejit.testing import CompileCounter, same
+
+
+class Config:
+    """A config in the style of model libraries: aliases resolved by a custom __getattribute__."""
+
+    attribute_map = {"hidden": "hidden_size"}
+
+    def __init__(self, hidden_size, scale):
+        self.hidden_size = hidden_size
+        self.scale = scale
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+class Defaults:
+    """Missing attributes come from __getattr__."""
+
+    def __init__(self):
+        self.present = 2.0
+
+    def __getattr__(self, name):
+        return 10.0 if name.startswith("opt_") else 0.0
+
+
+class Slotted:
+    __slots__ = ("weight",)
+
+    def __init__(self, weight):
+        self.weight = weight
+
+
+def test_a_custom_getattribute_is_traced_in_one_graph():
+    cfg = Config(4, 3.0)
+
+    def fn(x):
+        return x[..., : cfg.hidden] * cfg.scale
+
+    cnt = CompileCounter()
+    x = torch.randn(2, 6)
+    assert same(framejit.optimize(cnt, nopython=True)(fn)(x), fn(x))
+    assert cnt.frame_count == 1
+
+
+def test_a_changed_value_behind_a_custom_getattribute_recompiles():
+    cfg = Config(4, 3.0)
+
+    def fn(x):
+        return x * cfg.scale
+
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt)(fn)
+    x = torch.randn(3)
+    assert same(f(x), fn(x))
+    cfg.scale = 5.0
+    assert same(f(x), fn(x))
+    assert cnt.frame_count == 2
+
+
+def test_getattr_with_a_default_through_a_custom_getattribute():
+    cfg = Config(4, 3.0)
+
+    def fn(x):
+        return x * getattr(cfg, "missing", 7.0) + getattr(cfg, "scale", 0.0)
+
+    x = torch.randn(3)
+    assert same(framejit.optimize(CompileCounter(), nopython=True)(fn)(x), fn(x))
+
+
+def test_getattr_fallback_is_traced():
+    obj = Defaults()
+
+    def fn(x):
+        return x * obj.present + obj.opt_lr + obj.other
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.optimize(cnt, nopython=True)(fn)(x), fn(x))
+    assert cnt.frame_count == 1
+
+
+def test_a_getattribute_that_raises_behaves_as_in_eager():
+    class Strict:
+        def __getattribute__(self, name):
+            raise RuntimeError(f"no reading {name}")
+
+    obj = Strict()
+
+    def fn(x):
+        return x + obj.anything
+
+    with pytest.raises(RuntimeError, match="no reading anything"):
+        framejit.optimize(CompileCounter())(fn)(torch.randn(2))
+
+
+def test_a_slot_is_read_and_guarded():
+    obj = Slotted(2.0)
+
+    def fn(x):
+        return x * obj.weight
+
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(3)
+    assert same(f(x), fn(x))
+    obj.weight = 3.0
+    assert same(f(x), fn(x))
+    assert cnt.frame_count == 2
+
+
+def test_a_functions_code_is_read_as_a_constant():
+    def helper(a, b):
+        return a + b
+
+    def fn(x):
+        if "b" in helper.__code__.co_varnames:
+            return x * helper.__code__.co_argcount
+        return x
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.optimize(cnt, nopython=True)(fn)(x), fn(x))
+    assert cnt.frame_count == 1
+
+
+class Registry(dict):
+    """A dict subclass with its own `get`, which reads through dict's."""
+
+    def get(self, key):
+        return super().get(str(key)) or {}
+
+
+def test_a_dict_subclass_is_read_as_a_dict():
+    registry = Registry({"1": {"scale": 2.0}})
+
+    def fn(x):
+        entry = registry.get(1)
+        return x * entry["scale"] + len(registry.get(2))
+
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(3)
+    assert same(f(x), fn(x))
+    registry["1"] = {"scale": 4.0}  # a guarded read: the next call recompiles
+    assert same(f(x), fn(x))
+    assert cnt.frame_count == 2

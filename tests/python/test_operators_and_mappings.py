@@ -1,0 +1,129 @@
+"""Operators on user objects call their Python dunders (reflected ones too); Mapping's mixin methods from
+collections.abc are traced; inspect.signature of a known function is a constant."""
+import collections.abc
+import inspect
+
+import torch
+
+import framejit
+from framejit.testing import CompileCounter, same
+
+
+class Vec:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        if isinstance(other, Vec):
+            return Vec(self.t + other.t)
+        return NotImplemented
+
+    def __radd__(self, other):
+        return Vec(self.t + other)
+
+    def __mul__(self, k):
+        return Vec(self.t * k)
+
+    def __neg__(self):
+        return Vec(-self.t)
+
+    def __eq__(self, other):
+        return isinstance(other, Vec) and self.t is other.t
+
+    def __len__(self):
+        return self.t.shape[0]
+
+    def __getitem__(self, i):
+        return self.t[i]
+
+    def __contains__(self, value):
+        return value == "t"
+
+
+def run_fullgraph(fn, *args):
+    cnt = CompileCounter()
+    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
+    assert cnt.frame_count == 1
+    return out
+
+
+def test_binary_unary_and_reflected_operators_of_a_user_class():
+    def fn(x):
+        a, b = Vec(x), Vec(x * 2)
+        c = -(a + b) * 3
+        d = 1.5 + a
+        return c.t, d.t
+
+    x = torch.randn(3)
+    for got, want in zip(run_fullgraph(fn, x), fn(x)):
+        assert same(got, want)
+
+
+def test_len_getitem_and_contains_of_a_user_class():
+    v = Vec(torch.arange(4.0))
+
+    def fn(x):
+        return x * len(v) + v[1] + int("t" in v) - int("u" in v)
+
+    x = torch.randn(4)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+class Table(collections.abc.Mapping):
+    """A read-only mapping: get, __contains__, keys... come from collections.abc.Mapping."""
+
+    _shared = {"relu": torch.relu, "tanh": torch.tanh}
+
+    def __init__(self):
+        self._local = {}
+
+    def __getitem__(self, key):
+        if key in self._local:
+            return self._local[key]
+        return self._shared[key]
+
+    def __iter__(self):
+        return iter(self._shared)
+
+    def __len__(self):
+        return len(self._shared)
+
+
+def test_mapping_mixin_methods_are_traced():
+    table = Table()
+
+    def fn(x):
+        act = table.get("tanh", torch.sigmoid)
+        if "relu" in table:
+            x = table["relu"](x)
+        return act(x)
+
+    x = torch.randn(5)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+def test_a_missing_mapping_key_behaves_as_in_eager():
+    table = Table()
+
+    def fn(x):
+        return table.get("gelu", torch.sigmoid)(x)  # Mapping.get catches the KeyError
+
+    x = torch.randn(5)
+    assert same(framejit.optimize(CompileCounter())(fn)(x), fn(x))
+
+
+def test_inspect_signature_of_a_known_function_is_a_constant():
+    class Block(torch.nn.Module):
+        def chunk(self, hidden, extra=None):
+            return hidden * 2
+
+        def forward(self, x):
+            n = len(inspect.signature(self.chunk).parameters)
+            names = list(inspect.signature(self.chunk).parameters)
+            return x * n, names
+
+    block = Block()
+    x = torch.randn(3)
+    got, names = run_fullgraph(block, x)
+    want, want_names = block(x)
+    assert same(got, want) and names == want_names == ["hidden", "extra"]
