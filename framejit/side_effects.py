@@ -17,6 +17,7 @@ class AttrWrite(NamedTuple):
     obj: Variable
     name: str
     value: Variable
+    generic: bool  # object.__setattr__ (the class's own __setattr__, traced, asked for it): replayed the same way
 
 
 class SideEffects:
@@ -47,12 +48,14 @@ class SideEffects:
         if var.source is not None:
             self.containers[id(var)] = var
 
-    def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
+    def store_attr(self, obj: Variable, name: str, value: Variable, generic: bool = False) -> None:
+        """obj.name = value; `generic`: by object.__setattr__, which a class's own __setattr__ defers to."""
         if isinstance(obj, NewObjectVariable):  # made in the trace: a plain class (user_object.constructible)
             descriptor = lookup_class_attr(obj.cls, name)[1]
             if hasattr(type(descriptor), "__set__"):
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
-            self.attrs[(id(obj), name)] = AttrWrite(obj, name, value)
+            custom = lookup_class_attr(obj.cls, "__setattr__")[1] is not object.__setattr__
+            self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, custom)
             self.mutations += 1
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
@@ -65,11 +68,15 @@ class SideEffects:
         descriptor = lookup_class_attr(cls, name)[1]
         if setattr_impl is torch.nn.RNNBase.__setattr__ and name not in getattr(obj.module, "_flat_weights_names", ()):
             setattr_impl = torch.nn.Module.__setattr__  # what RNNBase's does for anything but a weight
-        if setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
+        if not generic and setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
-        self.attrs[(id(obj), name)] = AttrWrite(obj, name, value)
+        self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, generic)
         self.mutations += 1
+
+    def attribute_names(self, obj: Variable) -> list[str]:
+        """The attributes written on `obj` so far, in the order first written."""
+        return [write.name for write in self.attrs.values() if write.obj is obj]
 
     def pending_attr(self, obj: Variable, name: str) -> Variable | None:
         entry = self.attrs.get((id(obj), name))
@@ -98,8 +105,8 @@ class SideEffects:
         writes: list[tuple[str, Any, str]] = []
         for var in self.containers.values():
             writes.append(("container", var, cg.store_temp(lambda v=var: cg.build_fresh(v))))
-        for obj, name, value in self.attrs.values():
-            writes.append(("attr", (obj, name), cg.store_temp(lambda v=value: cg.load(v))))
+        for write in self.attrs.values():
+            writes.append(("attr", write, cg.store_temp(lambda v=write.value: cg.load(v))))
         for name, value in self.globals.items():
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
@@ -111,10 +118,19 @@ class SideEffects:
             if kind == "container":
                 target.replace_contents(cg, temp)
                 continue
+            if kind == "attr" and target.generic:  # object.__setattr__(obj, name, value): no custom __setattr__
+                cg.emit("PUSH_NULL")
+                cg.emit_const(object.__setattr__)
+                cg.load(target.obj)
+                cg.emit_const(target.name)
+                cg.emit("LOAD_FAST", temp)
+                cg.call(3)
+                cg.emit("POP_TOP")
+                continue
             cg.emit("LOAD_FAST", temp)
             if kind == "attr":
-                cg.load(target[0])  # its source, or an object made in the trace (built once)
-                cg.emit("STORE_ATTR", target[1])
+                cg.load(target.obj)  # its source, or an object made in the trace (built once)
+                cg.emit("STORE_ATTR", target.name)
             elif kind == "global":
                 cg.emit("STORE_GLOBAL", target)
             else:

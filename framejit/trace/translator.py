@@ -29,6 +29,8 @@ from framejit.trace.ops_flow import FlowOps
 from framejit.variables.base import LazyArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import SuperVariable
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.user_object import python_class_method
 
 _INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
 
@@ -205,8 +207,14 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
                 self.output.guards.add(obj.source, GuardKind.NO_ATTR, name)
             raise AttributeError(name) from e
 
-    def store_attr(self, obj: Variable, name: str, value: Variable) -> None:
-        self.output.side_effects.store_attr(obj, name, value)
+    def store_attr(self, obj: Variable, name: str, value: Variable, generic: bool = False) -> None:
+        """obj.name = value: a __setattr__ the class defines in Python is traced (it ends in a generic store)."""
+        if not generic:
+            custom = python_class_method(self, obj, "__setattr__")
+            if custom is not None:
+                custom.call(self, [ConstantVariable(name), value], {})
+                return
+        self.output.side_effects.store_attr(obj, name, value, generic)
 
     def zero_arg_super(self) -> Variable:
         if "__class__" not in self.cells or not self.code.co_argcount:

@@ -327,6 +327,14 @@ def _object_getattribute(tx: Tracer, args: list[Variable], kwargs: dict) -> Vari
     return generic(tx, name) if generic is not None else obj.var_getattr(tx, name)
 
 
+@_traces(object.__setattr__)
+def _object_setattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """The store a custom __setattr__ defers to (`super().__setattr__(name, value)`)."""
+    obj, name, value = args
+    tx.store_attr(obj, name.as_python_constant(), value, generic=True)
+    return ConstantVariable(None)
+
+
 @_traces(hasattr)
 def _hasattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, name = args[0], args[1].as_python_constant()

@@ -189,15 +189,21 @@ class ListVariable(BaseListVariable):
         return f"ListVariable({self.items})"
 
 
+_DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
+                         "copy"})
+
+
 class DictVariable(Variable):
     """A dict whose keys are Python constants (str, int, ...), values Variables."""
 
     rebuilt_once = True
 
-    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict) -> None:
+    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict,
+                 read_only: bool = False) -> None:
         self.items = dict(items)
         self.source = source
         self.py_type = py_type
+        self.read_only = read_only  # a snapshot standing for something else (an object's __dict__): no writes
 
     @classmethod
     def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
@@ -262,6 +268,8 @@ class DictVariable(Variable):
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
+        if self.read_only and name not in _DICT_READS:
+            unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
         if name == "__getitem__":
             return self.getitem(tx, args[0])
         if name == "__len__":

@@ -38,9 +38,12 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
     if isinstance(attr, classmethod):
         cls_source = AttrSource(obj.source, "__class__") if source is not None else None
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), tx.wrap(obj.python_type(), cls_source))
-    if isinstance(attr, types.MethodDescriptorType) and attr.__objclass__ is dict and attr.__name__ in _DICT_READS \
-            and isinstance(obj, UserObjectVariable) and isinstance(obj.value, dict):
-        return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
+            and attr.__objclass__ in (dict, collections.OrderedDict):
+        if isinstance(obj, NewObjectVariable) and obj.dict_part is not None:  # made here: any dict method
+            return BoundMethod(obj.dict_part, attr.__name__)
+        if attr.__name__ in _DICT_READS and isinstance(obj, UserObjectVariable) and isinstance(obj.value, dict):
+            return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
     return None
@@ -150,14 +153,19 @@ class UserObjectVariable(Variable):
 
 
 def constructible(cls: Any) -> bool:
-    """A plain user class whose instances the trace can make: object's __new__, __setattr__ and
-    __getattribute__, no __slots__, and a Python (or object's) __init__."""
-    if type(cls) is not type or cls.__module__ == "builtins" or "__slots__" in vars(cls):
+    """A user class whose instances the trace can make: made by type's __call__ (a metaclass may add other
+    things), object's or dict's __new__ (a dict subclass: a record that is also a mapping), the generic
+    __getattribute__, a Python (or the base's) __init__ and __setattr__, no __slots__."""
+    if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ or cls.__module__ == "builtins" \
+            or "__slots__" in vars(cls):
         return False
     init = lookup_class_attr(cls, "__init__")[1]
-    return (cls.__new__ is object.__new__ and lookup_class_attr(cls, "__setattr__")[1] is object.__setattr__
-            and lookup_class_attr(cls, "__getattribute__")[1] is object.__getattribute__
-            and (init is object.__init__ or isinstance(init, types.FunctionType)))
+    setattr_ = lookup_class_attr(cls, "__setattr__")[1]
+    return ((cls.__new__ is object.__new__ or issubclass(cls, dict) and cls.__new__ is dict.__new__)
+            and lookup_class_attr(cls, "__getattribute__")[1] in _GENERIC_GETATTRIBUTE
+            and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
+            and (init in (object.__init__, dict.__init__, collections.OrderedDict.__init__)
+                 or isinstance(init, types.FunctionType)))
 
 
 def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -165,9 +173,9 @@ def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: d
     cls = cls_var.as_python_constant()
     obj = NewObjectVariable(cls, cls_var)
     init = lookup_class_attr(cls, "__init__")[1]
-    if init is object.__init__:
+    if init in (object.__init__, dict.__init__, collections.OrderedDict.__init__):
         if args or kwargs:
-            unsupported(f"{cls.__name__}() takes no arguments", BreakCode.CALL)
+            unsupported(f"{cls.__name__}() with arguments and no __init__ of its own", BreakCode.CALL)
     else:
         tx.wrap(init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
     return obj
@@ -184,6 +192,8 @@ class NewObjectVariable(Variable):
     def __init__(self, cls: type, cls_var: Variable) -> None:
         self.cls = cls
         self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
+        # an instance of a dict subclass is also a dict: its items, set through dict's own methods
+        self.dict_part = DictVariable({}, None, dict) if issubclass(cls, dict) else None
 
     def python_type(self) -> type:
         return self.cls
@@ -197,16 +207,40 @@ class NewObjectVariable(Variable):
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
+        if name == "__dict__":  # a snapshot of the attributes written so far (read, not written through)
+            return DictVariable({n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
+                                None, dict, read_only=True)
         found, attr = lookup_class_attr(self.cls, name)
         if not found or isinstance(attr, classmethod):
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.GETATTR)
         return class_attribute(tx, self, attr, AttrSource(self.cls_var.source, name))
 
+    def attribute_names(self, tx: Tracer) -> list[str]:
+        return [name for name in tx.output.side_effects.attribute_names(self)]
+
+    def children(self) -> list[Variable]:
+        return [self.dict_part] if self.dict_part is not None else []
+
     def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
         cg.emit("PUSH_NULL")
-        cg.emit_const(object.__new__)
+        cg.emit_const(self.cls.__new__)  # object's or dict's: neither runs __init__
         cg.load(self.cls_var)
         cg.call(1)
+        if self.dict_part is None:
+            return
+        # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)
+        setitem = next(vars(k)["__setitem__"] for k in self.cls.__mro__
+                       if not k.__flags__ & _HEAPTYPE and "__setitem__" in vars(k))
+        for key, value in self.dict_part.items.items():
+            cg.emit("COPY", 1)
+            cg.emit("PUSH_NULL")
+            cg.emit("SWAP", 2)
+            cg.emit_const(setitem)
+            cg.emit("SWAP", 2)
+            cg.emit_const(key)
+            cg.load(value)
+            cg.call(3)
+            cg.emit("POP_TOP")
 
     def class_source(self, name: str) -> AttrSource:
         return AttrSource(self.cls_var.source, name)
