@@ -119,7 +119,7 @@ class OutputGraph:
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
         if not has_tensor or op_name(target).endswith("_"):
-            self.side_effects.mutations += 1
+            self.side_effects.note_write()
         return self.wrap_result(tx, node, result)
 
     def wrap_result(self, tx: Translator, node: torch.fx.Node, result: Any) -> Variable:

@@ -8,6 +8,7 @@ import torch
 from framejit.codegen import PyCodegen
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable, lookup_class_attr
+from framejit.variables.containers import birth_mark
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
@@ -23,7 +24,9 @@ class AttrWrite(NamedTuple):
 class SideEffects:
     def __init__(self, f_globals: dict) -> None:
         self.f_globals = f_globals
-        self.mutations = 0  # every write the trace made, local or not (see inline of generator expressions)
+        # every write the trace made, local or not, as the birth mark of what was written (-1: state that existed
+        # before the trace); lazy constructs evaluated at once (generator expressions, map) check it
+        self.write_log: list[int] = []
         self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
         self.attrs: dict[tuple[int, str], AttrWrite] = {}  # by (id(obj), name): the last write wins
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
@@ -39,12 +42,25 @@ class SideEffects:
         """A real iterator the trace reads: the replay advances it past the items the trace consumed."""
         self.iterators.append(iterator)
 
+    def note_write(self, born: int = -1) -> None:
+        """A write to something made at birth mark `born` (containers.birth_mark), or to older state (-1)."""
+        self.write_log.append(born)
+
+    def checkpoint(self) -> tuple[int, int]:
+        return len(self.write_log), birth_mark()
+
+    def wrote_older_state(self, checkpoint: tuple[int, int]) -> bool:
+        """Whether a write since `checkpoint` touched something that existed before it (a visible side effect)."""
+        start, mark = checkpoint
+        return any(born < mark for born in self.write_log[start:])
+
     def restore_exc_info(self, saved: Variable) -> None:
         self.exc_info = saved
-        self.mutations += 1
+        self.note_write()
 
     def mutated_container(self, var: Variable) -> None:
-        self.mutations += 1
+        # a container read from outside the frame existed before any checkpoint, whenever the trace first read it
+        self.note_write(-1 if var.source is not None else getattr(var, "born", -1))
         if var.source is not None:
             self.containers[id(var)] = var
 
@@ -56,7 +72,7 @@ class SideEffects:
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
             custom = lookup_class_attr(obj.cls, "__setattr__")[1] is not object.__setattr__
             self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, custom)
-            self.mutations += 1
+            self.note_write()
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
             unsupported(f"setting attribute {name!r} on {obj}", BreakCode.SIDE_EFFECT)
@@ -72,7 +88,7 @@ class SideEffects:
                 or hasattr(type(descriptor), "__set__"):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
         self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, generic)
-        self.mutations += 1
+        self.note_write()
 
     def attribute_names(self, obj: Variable) -> list[str]:
         """The attributes written on `obj` so far, in the order first written."""
@@ -84,14 +100,14 @@ class SideEffects:
 
     def store_global(self, f_globals: dict, name: str, value: Variable) -> None:
         self.globals[name] = value
-        self.mutations += 1
+        self.note_write()
 
     def pending_global(self, f_globals: dict, name: str) -> Variable | None:
         return self.globals.get(name) if f_globals is self.f_globals else None
 
     def store_cell(self, name: str, value: Variable) -> None:
         self.cells[name] = value
-        self.mutations += 1
+        self.note_write()
 
     def values(self) -> list[Variable]:
         """Every value the replay will need (to decide graph outputs)."""

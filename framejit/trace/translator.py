@@ -167,9 +167,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
         cells = self._make_cells(code, bound, closure, fn_source)
         child = Translator(self.output, code, f_globals, bound, cells, parent=self,
                            globals_source=globals_source)
-        mutations = self.output.side_effects.mutations
+        checkpoint = self.output.side_effects.checkpoint()
         result = child.run()
-        if code.co_name == "<genexpr>" and self.output.side_effects.mutations != mutations:
+        if code.co_name == "<genexpr>" and self.output.side_effects.wrote_older_state(checkpoint):
             # its items were produced eagerly; a consumer that stops early would not see all these writes
             unsupported("a generator expression with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
         return result

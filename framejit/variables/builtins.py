@@ -151,7 +151,7 @@ def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
         if a.source is not None:
             unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
         getattr(a.values, _SET_INPLACE[fn])(v.as_python_constant() for v in b.unpack(tx))
-        tx.output.side_effects.mutations += 1
+        tx.output.side_effects.note_write(a.born)
         return a
     if fn in (operator.add, operator.mul) and isinstance(a, BaseListVariable):
         return _sequence_operator(tx, fn, args)
@@ -433,9 +433,9 @@ def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
     """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function has no
     side effects (else it would run for items never taken): those run as Python (a graph break)."""
-    before = tx.output.side_effects.mutations
+    checkpoint = tx.output.side_effects.checkpoint()
     result = evaluate()
-    if tx.output.side_effects.mutations != before:
+    if tx.output.side_effects.wrote_older_state(checkpoint):
         unsupported(f"{what}() with a function that has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT)
     return result
 

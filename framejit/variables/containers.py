@@ -22,12 +22,26 @@ def const_args(args: Sequence[Variable], what: str) -> list[Any]:
     return [a.as_python_constant() for a in args]
 
 
+_births = [0]
+
+
+def birth_mark() -> int:
+    """A counter that grows with every container made in a trace: what is made after a mark is newer."""
+    return _births[0]
+
+
+def _born() -> int:
+    _births[0] += 1
+    return _births[0]
+
+
 class BaseListVariable(Variable):
     """Shared behaviour of tuples and lists."""
 
     def __init__(self, items: list[Variable], source: Any = None) -> None:
         self.items = list(items)
         self.source = source
+        self.born = _born()
 
     def unpack(self, tx: Tracer) -> list[Variable]:
         return list(self.items)
@@ -203,6 +217,7 @@ class DictVariable(Variable):
         self.items = dict(items)
         self.source = source
         self.py_type = py_type
+        self.born = _born()
         self.read_only = read_only  # a snapshot standing for something else (an object's __dict__): no writes
 
     @classmethod
@@ -374,6 +389,7 @@ class SetVariable(Variable):
     def __init__(self, items: list[Variable], source: Any = None) -> None:
         self.values: set[Any] = set(const_args(items, "set"))
         self.source = source
+        self.born = _born()
 
     def python_type(self) -> type:
         return set
@@ -402,7 +418,7 @@ class SetVariable(Variable):
         if name in ("add", "discard", "remove", "update", "clear"):
             if self.source is not None:
                 unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
-            tx.output.side_effects.mutations += 1
+            tx.output.side_effects.note_write(self.born)
             if name == "update":
                 for arg in args:
                     self.values.update(v.as_python_constant() for v in arg.unpack(tx))

@@ -127,3 +127,38 @@ def test_inspect_signature_of_a_known_function_is_a_constant():
     got, names = run_fullgraph(block, x)
     want, want_names = block(x)
     assert same(got, want) and names == want_names == ["hidden", "extra"]
+
+
+class Pairs(dict):
+    """A dict subclass whose records are read back as a tuple by a generator expression."""
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+    def __getitem__(self, k):
+        inner = dict(self.items())  # a dict made and filled inside the generator: no side effect outside it
+        return inner[k]
+
+
+def test_a_generator_expression_may_fill_containers_it_makes():
+    def fn(x):
+        p = Pairs()
+        p["a"] = x + 1
+        p["b"] = x * 2
+        first, second = p.to_tuple()
+        return first - second
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+def test_a_generator_expression_that_writes_outside_state_runs_lazily():
+    log = []
+
+    def fn(x):
+        return next(log.append(i) or x * i for i in range(3))
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    got = framejit.optimize(cnt)(fn)(x)
+    assert same(got, x * 0) and log == [0]
