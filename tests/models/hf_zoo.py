@@ -1,0 +1,87 @@
+"""Hugging Face transformers models built from small configs with random weights (nothing is downloaded).
+
+Each entry: the model type AutoConfig knows, the config overrides that make it small, and its inputs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+TEXT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+            max_position_embeddings=64)
+VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, image_size=32,
+              patch_size=8)
+STAGES = dict(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1])
+
+
+def token_ids(batch: int = 2, length: int = 8) -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.randint(0, 99, (batch, length)),
+            "attention_mask": torch.ones(batch, length, dtype=torch.long)}
+
+
+def encoder_decoder_ids() -> dict[str, torch.Tensor]:
+    return {**token_ids(), "decoder_input_ids": torch.randint(0, 99, (2, 5))}
+
+
+def pixels() -> dict[str, torch.Tensor]:
+    return {"pixel_values": torch.randn(2, 3, 32, 32)}
+
+
+# model type -> (config overrides, inputs); all of these are one graph under fullgraph=True
+ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]]] = {
+    # encoders
+    "bert": (TEXT, token_ids),
+    "distilbert": (dict(vocab_size=99, dim=32, n_layers=2, n_heads=2, hidden_dim=37, max_position_embeddings=64),
+                   token_ids),
+    "albert": (dict(TEXT, embedding_size=16), token_ids),
+    "roberta": (TEXT, token_ids),
+    "xlm-roberta": (TEXT, token_ids),
+    "camembert": (TEXT, token_ids),
+    "electra": (dict(TEXT, embedding_size=16), token_ids),
+    "deberta": (TEXT, token_ids),
+    "deberta-v2": (TEXT, token_ids),
+    "mpnet": (TEXT, token_ids),
+    "ernie": (TEXT, token_ids),
+    "roformer": (dict(TEXT, embedding_size=32), token_ids),
+    "megatron-bert": (TEXT, token_ids),
+    "nystromformer": (TEXT, token_ids),
+    "mobilebert": (dict(TEXT, embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16,
+                        num_feedforward_networks=1), token_ids),
+    "data2vec-text": (TEXT, token_ids),
+    "luke": (TEXT, token_ids),
+    # vision
+    "vit": (VISION, pixels),
+    "deit": (VISION, pixels),
+    "beit": (VISION, pixels),
+    "dinov2": (VISION, pixels),
+    "vit_msn": (VISION, pixels),
+    "data2vec-vision": (VISION, pixels),
+    "convnext": (dict(STAGES, num_channels=3), pixels),
+    "resnet": (dict(STAGES, embedding_size=8), pixels),
+    "regnet": (dict(STAGES, embedding_size=8, groups_width=8), pixels),
+    "mobilenet_v2": (dict(image_size=32), pixels),
+    "swin": (dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4), pixels),
+    "poolformer": (dict(STAGES, num_encoder_blocks=4), pixels),
+    "segformer": (dict(STAGES, num_attention_heads=[1, 1, 2, 2], decoder_hidden_size=32), pixels),
+}
+
+# Models that still run in several graphs, each with the reason of its first break. They must match eager.
+WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]], str]] = {
+    "gpt2": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64), token_ids,
+             "iterating over"),  # its cache iterates a config view by the old sequence protocol (IndexError)
+    "llama": (dict(TEXT, num_key_value_heads=1), token_ids, "iterating over"),
+    "qwen2": (dict(TEXT, num_key_value_heads=1), token_ids, "iterating over"),
+    "t5": (dict(vocab_size=99, d_model=32, d_kv=16, d_ff=37, num_layers=2, num_heads=2, decoder_start_token_id=0),
+           encoder_decoder_ids, "deepcopy"),  # its cache deep-copies the config
+    "bart": (dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                  decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64),
+             encoder_decoder_ids, "deepcopy"),
+}
+
+
+def build(model_type: str, overrides: dict[str, Any], train: bool) -> torch.nn.Module:
+    from transformers import AutoConfig, AutoModel
+    torch.manual_seed(0)
+    model = AutoModel.from_config(AutoConfig.for_model(model_type, **overrides))
+    return model.train(train)
