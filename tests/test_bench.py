@@ -121,3 +121,17 @@ def test_cold_rows_start_without_memos_of_an_earlier_compile():
     with _compile_caches("inductor", cold=True):
         assert sizevars.stride_at.cache_info().currsize == 0
         assert FakeTensorMode.cache_info().size == 0
+
+
+def test_hf_suite_runs_transformers_models_in_one_graph(tmp_path):
+    assert main(["bench", "--suite", "hf", "--quick", "--models", "bert,resnet", "--backend", "eager",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path)
+    assert [(r["model"], r["mode"]) for r in rows] == [("bert", "infer"), ("bert", "train"), ("resnet", "infer"),
+                                                       ("resnet", "train")]
+    assert all(r["status"] == "ok" and r["graphs"] == "1" and r["breaks"] == "0" for r in rows), rows
+
+
+def test_unknown_model_of_the_hf_suite_names_the_choices():
+    with pytest.raises(SystemExit, match="choose from bert, roberta"):
+        main(["bench", "--suite", "hf", "--models", "mlp"])

@@ -24,8 +24,11 @@ def _names(values: list[str] | None) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", action="append", metavar="NAME",
                         help="backend(s) to compile with; repeatable or comma-separated (default: inductor)")
+    parser.add_argument("--suite", choices=("builtin", "hf"), default="builtin",
+                        help="builtin: framejit's own models; hf: Hugging Face transformers models (the hf extra)")
     parser.add_argument("--models", action="append", metavar="NAMES",
-                        help=f"subset of the suite, comma-separated (default: all of {', '.join(models.SUITE)})")
+                        help=f"subset of the suite, comma-separated (default: all of it; builtin: "
+                             f"{', '.join(models.SUITE)})")
     parser.add_argument("--modes", default="infer,train", help="infer, train or both (default: infer,train)")
     parser.add_argument("--compare-torch", action="store_true",
                         help="add rows for torch.compile with the same backend")
@@ -44,11 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+def suite_of(args: argparse.Namespace) -> dict:
+    if getattr(args, "suite", "builtin") == "hf":
+        from framejit.bench.hf_models import HF_SUITE
+        return HF_SUITE
+    return models.SUITE
+
+
 def options_from(args: argparse.Namespace) -> BenchOptions:
-    chosen = _names(args.models) or list(models.SUITE)
-    unknown = [m for m in chosen if m not in models.SUITE]
+    suite = suite_of(args)
+    chosen = _names(args.models) or list(suite)
+    unknown = [m for m in chosen if m not in suite]
     if unknown:
-        raise SystemExit(f"framejit bench: unknown model(s) {', '.join(unknown)}; choose from {', '.join(models.SUITE)}")
+        raise SystemExit(f"framejit bench: unknown model(s) {', '.join(unknown)}; choose from {', '.join(suite)}")
     modes = _names([args.modes])
     if not modes or any(m not in MODES for m in modes):
         raise SystemExit(f"framejit bench: --modes takes {' and/or '.join(MODES)}, got {args.modes!r}")
@@ -72,7 +83,7 @@ def _loadavg() -> list[float] | None:
 def run(args: argparse.Namespace) -> int:
     opts = options_from(args)
     load_before = _loadavg()
-    results = run_suite(opts)
+    results = run_suite(opts, suite_of(args))
     print(f"framejit bench: torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"{'quick' if opts.quick else 'full'} sizes, median of {opts.iters} iterations, "
           f"{'cold' if opts.cold else 'warm'} inductor caches, load average "

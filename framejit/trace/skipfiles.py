@@ -20,7 +20,8 @@ import torch
 
 _FRAMEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # this file is in framejit/trace
 # framejit's own example models (the demo, the bench suite): user-style code, captured like user code
-_USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py")))
+_USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"),
+                                                                   ("bench", "hf_models.py")))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _TORCH_TRACED_DIRS = tuple(os.path.join(_TORCH_DIR, *sub) + os.sep
                            for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha")))
