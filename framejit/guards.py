@@ -43,7 +43,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
                             "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
                             "___any_autocast": torch._C._is_any_autocast_enabled,
-                            "___autocast_state": _autocast_state}
+                            "___autocast_state": _autocast_state, "___object_getattr": object.__getattribute__}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +82,7 @@ class GuardSet:
     def add(self, source: Source, kind: GuardKind, value: Any) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
         name = source.name()
-        if isinstance(value, Source):
+        if issubclass(type(value), Source):  # not isinstance(): it may run a user __getattribute__
             key = (name, f"{kind} {value.name()}")
         elif kind in (GuardKind.NO_KEY, GuardKind.NO_ATTR):  # one source, several names that must stay absent
             key = (name, f"{kind} {value!r}")
@@ -262,7 +262,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     """Generate `guard(fn, *arg_slots) -> bool` for these guards; returns it and its source."""
     records = list(guard_set.records.values())
     sources = [r.source for r in records if r.source is not None]
-    sources += [r.value for r in records if isinstance(r.value, Source)]
+    sources += [r.value for r in records if issubclass(type(r.value), Source)]
     render = _Renderer(guard_set, code, argnames, sources)
     tensors = [r for r in records if r.kind == GuardKind.TENSOR_MATCH]
     # identity checks of arguments first: one compare rejects the entries of other module instances

@@ -51,6 +51,8 @@ _disabled = _IdSet()
 _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
     ("torch.compiler", "is_compiling"): True, ("torch.compiler", "is_dynamo_compiling"): True,
     ("torch.compiler", "is_exporting"): False, ("torch._utils", "is_compiling"): True,
+    # other tracers framejit is not
+    ("torch.fx._symbolic_trace", "is_fx_tracing"): False, ("torch.onnx", "is_in_onnx_export"): False,
 }
 
 

@@ -185,6 +185,24 @@ class AttrSource(DerivedSource):
 
 
 @dataclasses.dataclass(frozen=True)
+class GenericAttrSource(DerivedSource):
+    """object.__getattribute__(base, attr): an attribute read past the class's own __getattribute__, so that
+    checking a guard or reloading the value never runs the user's lookup (it may count, log or raise)."""
+
+    attr: str
+
+    def wrap(self, base: str) -> str:
+        return f"___object_getattr({base}, {self.attr!r})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(object.__getattribute__)
+        self.base.reconstruct(cg)
+        cg.emit_const(self.attr)
+        cg.call(2)
+
+
+@dataclasses.dataclass(frozen=True)
 class ReduceSource(DerivedSource):
     """base.__reduce__(): how an iterator a continuation receives says what it has left."""
 

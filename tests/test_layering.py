@@ -8,8 +8,9 @@ import sys
 import framejit
 
 ROOT = pathlib.Path(framejit.__file__).parent
-VALUE_KINDS = {f"framejit.variables.{k}" for k in
-               ("builtins", "callables", "constant", "containers", "tensor", "torch_special", "user_object")}
+# the value kinds may call each other (the double dispatch TorchDynamo has too); the builder that wraps real
+# values and the base every kind derives from stay out of that circle
+OUTSIDE_THE_CIRCLE = {"framejit.variables", "framejit.variables.base", "framejit.variables.builder"}
 # what each low layer may never import (directly or inside functions)
 ABOVE = {
     "framejit.variables": ("framejit.trace", "framejit.output_graph", "framejit.codegen", "framejit.graph_break",
@@ -110,7 +111,8 @@ def test_no_import_cycle_at_load_time():
 
 def test_the_only_import_circle_is_the_value_kinds():
     _, every = import_graph()
-    assert [c for c in circles(every) if not c <= VALUE_KINDS] == []
+    kinds = {m for m in every if m.startswith("framejit.variables.")} - OUTSIDE_THE_CIRCLE
+    assert [c for c in circles(every) if not c <= kinds] == []
 
 
 def test_lower_layers_import_nothing_above_them():

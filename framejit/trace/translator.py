@@ -30,7 +30,7 @@ from framejit.variables.base import LazyArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import SuperVariable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.user_object import python_class_method
+from framejit.variables.user_object import UserObjectVariable, has_custom_lookup, python_class_method
 
 _INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
 
@@ -203,7 +203,10 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
         except (AttributeError, Unsupported) as e:
             if isinstance(e, Unsupported) and e.code != BreakCode.MISSING_ATTR:
                 raise
-            if obj.source is not None:  # the answer "missing" is guarded like any other read
+            if isinstance(obj, UserObjectVariable) and has_custom_lookup(obj.python_type()):
+                # checked without running the user's lookup: not in the instance dict (the class is guarded)
+                self.output.guards.add(obj.attr_source("__dict__"), GuardKind.NO_KEY, name)
+            elif obj.source is not None:  # the answer "missing" is guarded like any other read
                 self.output.guards.add(obj.source, GuardKind.NO_ATTR, name)
             raise AttributeError(name) from e
 

@@ -21,14 +21,14 @@ from framejit.variables.callables import (ConstantResultVariable, DisallowedVari
                                           UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
-from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
                                              is_constant_query, is_torch_op)
-from framejit.variables.user_object import UserObjectVariable
+from framejit.variables.user_object import UserObjectVariable, has_custom_lookup
 
 
 _BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
-    {id(v) for v in vars(operator).values() if callable(v)} | {id(fn) for fn in TRACED_BUILTINS}
+    {id(v) for v in vars(operator).values() if callable(v)}
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -59,6 +59,10 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     key = source.name()
     if key in cache:
         return cache[key]
+    if has_custom_lookup(type(value)):  # look no further: isinstance() and hasattr() would run its lookup
+        _guard(tx, source, GuardKind.TYPE_MATCH, value)
+        cache[key] = var = UserObjectVariable(value, source)
+        return tx.output.wrapped_by_id.setdefault(id(value), var)
     if _aliasable(value):
         seen = tx.output.wrapped_by_id.get(id(value))
         if seen is not None and seen.source is not None:  # the same object through another path
@@ -100,9 +104,7 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         # A module without state (a loss, an activation, often made anew in every forward) is guarded by its
         # type and the attributes the trace reads, so a fresh instance reuses the graph; any other module by
         # identity (its parameters are read through it).
-        stateless = not (value._modules or any(v is not None for v in (*value._parameters.values(),
-                                                                      *value._buffers.values())))
-        _guard(tx, source, GuardKind.TYPE_MATCH if stateless else GuardKind.ID_MATCH, value)
+        _guard(tx, source, GuardKind.TYPE_MATCH if is_stateless(value) else GuardKind.ID_MATCH, value)
         return NNModuleVariable(value, source)
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         _guard(tx, source, GuardKind.LEN_MATCH, value)
@@ -133,7 +135,7 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return GradModeCtorVariable(value)
-    if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math":
+    if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math" or _has_traced_rule(value):
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
     if is_torch_op(value):
@@ -170,6 +172,15 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
     _guard(tx, source, GuardKind.TYPE_MATCH, value)
     return UserObjectVariable(value, source)
+
+
+def _has_traced_rule(value: Any) -> bool:
+    """A function the trace evaluates by a rule of its own (inspect.signature, itertools.chain.from_iterable: a
+    bound method made anew at each read, equal but not identical)."""
+    try:
+        return value in TRACED_BUILTINS
+    except Exception:  # unhashable, or an __eq__ that does not answer a bool
+        return False
 
 
 def _wrap_entered_grad_mode(tx: Tracer, exit_method: Any, source: Source) -> Variable:

@@ -5,12 +5,15 @@ import inspect
 import operator
 from typing import Any, Callable, Sequence
 
+import torch
+
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
+from framejit.variables import iteration
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
 from framejit.variables.tensor import TensorVariable
@@ -199,6 +202,8 @@ def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
 
 
 def _getitem(tx: Tracer, obj: Variable, key: Variable) -> Variable:
+    if _is_type_hint(obj) and key.is_python_constant():  # list[torch.Tensor], typing.Optional[int]
+        return tx.wrap_constant(obj.as_python_constant()[key.as_python_constant()])
     if isinstance(obj, TensorVariable):
         return tx.output.call_graph_op(tx, "call_function", operator.getitem, [obj, key], {})
     if hasattr(obj, "getitem"):
@@ -206,6 +211,15 @@ def _getitem(tx: Tracer, obj: Variable, key: Variable) -> Variable:
     if obj.is_python_constant() and key.is_python_constant() and isinstance(obj, ConstantVariable):
         return tx.wrap_constant(obj.as_python_constant()[key.as_python_constant()])
     return obj.call_method(tx, "__getitem__", [key], {})
+
+
+def _is_type_hint(obj: Variable) -> bool:
+    """A class or a typing construct: subscripting it makes a type hint and runs nothing of the user's."""
+    if not isinstance(obj, KnownValueVariable):
+        return False
+    value = obj.value
+    return isinstance(value, type) and "__class_getitem__" in dir(value) or \
+        getattr(type(value), "__module__", None) == "typing"
 
 
 def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
@@ -218,6 +232,11 @@ class BuiltinVariable(KnownValueVariable):
     @property
     def fn(self) -> Any:
         return self.value
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if isinstance(self.value, type) and not self.value.__flags__ & _HEAPTYPE:
+            return tx.wrap(getattr(self.value, name), None)  # a builtin type never changes (chain.from_iterable)
+        return super().var_getattr(tx, name)
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         args = list(args)
@@ -243,6 +262,8 @@ class BuiltinVariable(KnownValueVariable):
 
 
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
@@ -517,9 +538,34 @@ for _fn in (int, float, bool, str, complex):
     TRACED_BUILTINS[_fn] = _scalar_ctor(_fn)
 
 
-@_traces(print, input, open, id)
+@_traces(id)
+def _id(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """id() of an object the entry is guarded on by identity (a module with state, a class, a module of code)."""
+    (obj,) = args
+    if isinstance(obj, ObjectVariable) and obj.source is not None:  # read from a source: guarded by identity
+        return ConstantVariable(id(obj.value))
+    if getattr(obj, "guarded_by_identity", False):
+        return ConstantVariable(id(obj.module))
+    unsupported(f"id() of {obj}, whose identity the entry does not guard", BreakCode.BUILTIN_IO)
+
+
+@_traces(torch.jit.annotate)
+def _annotate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    return args[1]  # a TorchScript type hint: the value itself
+
+
+@_traces(torch.overrides.is_tensor_like)
+def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    cls = args[0].python_type()  # the type is guarded: a tensor's by TENSOR_MATCH, an object's by TYPE_MATCH
+    return ConstantVariable(cls is torch.Tensor or hasattr(cls, "__torch_function__"))
+
+
+TRACED_BUILTINS.update(iteration.RULES)
+
+
+@_traces(print, input, open)
 def _io(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    unsupported("call to a builtin with I/O or identity semantics (print/input/open/id)", BreakCode.BUILTIN_IO)
+    unsupported("call to a builtin with I/O (print/input/open)", BreakCode.BUILTIN_IO)
 
 
 @_traces(super)

@@ -6,6 +6,7 @@ frees it, and guards cover only the modules read, never each parameter.
 """
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any, Sequence
 
@@ -29,6 +30,13 @@ _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_gl
                       "_global_backward_pre_hooks")
 
 
+def is_stateless(module: nn.Module) -> bool:
+    """No parameters, buffers or children (a loss, an activation, often made anew in every forward): guarded by
+    its type and the attributes the trace reads, so that a fresh instance reuses the graph."""
+    return not (module._modules or any(v is not None for v in (*module._parameters.values(),
+                                                                *module._buffers.values())))
+
+
 class NNModuleVariable(Variable):
     def __init__(self, module: nn.Module, source: Any) -> None:
         self.module = module
@@ -39,6 +47,10 @@ class NNModuleVariable(Variable):
 
     def is_python_constant(self) -> bool:
         return False
+
+    @property
+    def guarded_by_identity(self) -> bool:
+        return self.source is not None and not is_stateless(self.module)
 
     def _child(self, tx: Tracer, dict_name: str, key: str) -> Variable:
         value = getattr(self.module, dict_name)[key]
@@ -172,20 +184,30 @@ class NNModuleVariable(Variable):
         def named(pairs: Any) -> list[Variable]:
             return [TupleVariable([ConstantVariable(k), v]) for k, v in pairs] if name.startswith("named") \
                 else [v for _, v in pairs]
-        if args or kwargs:
-            unsupported(f"nn.Module.{name}() with arguments", BreakCode.MODULE_CALL)
-        if name in ("children", "named_children"):
-            return named(zip(self.module._modules, self.child_modules(tx)))
-        if name in ("modules", "named_modules"):
+        if name in ("children", "named_children", "modules", "named_modules"):
+            if args or kwargs:
+                unsupported(f"nn.Module.{name}() with arguments", BreakCode.MODULE_CALL)
+            if name in ("children", "named_children"):
+                return named(zip(self.module._modules, self.child_modules(tx)))
             return named(self.submodules(tx))
+        # parameters(recurse=True), named_parameters(prefix="", recurse=True, remove_duplicate=True), buffers...
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"nn.Module.{name}() with arguments known only at run time", BreakCode.MODULE_CALL)
+        options = inspect.signature(getattr(nn.Module, name)).bind(
+            self.module, *[a.as_python_constant() for a in args],
+            **{k: v.as_python_constant() for k, v in kwargs.items()}).arguments
+        start = options.get("prefix", "")
         dict_name = "_parameters" if "parameters" in name else "_buffers"
+        owners = self.submodules(tx) if options.get("recurse", True) else [("", self)]
         seen: set[int] = set()
         found = []
-        for prefix, owner in self.submodules(tx):
+        for prefix, owner in owners:
             for key, value in getattr(owner.module, dict_name).items():
-                if value is not None and id(value) not in seen:  # a tied weight is listed once
-                    seen.add(id(value))
-                    found.append((f"{prefix}.{key}" if prefix else key, owner._child(tx, dict_name, key)))
+                if value is None or (options.get("remove_duplicate", True) and id(value) in seen):
+                    continue  # a tied weight is listed once
+                seen.add(id(value))
+                path = ".".join(p for p in (start, prefix, key) if p)
+                found.append((path, owner._child(tx, dict_name, key)))
         return named(found)
 
     def __repr__(self) -> str:

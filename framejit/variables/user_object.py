@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, Unsupported, unsupported
-from framejit.sources import AttrSource
+from framejit.sources import AttrSource, GenericAttrSource, Source
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, DictVariable
@@ -36,13 +36,14 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
     if isinstance(attr, staticmethod):
         return tx.wrap(attr.__func__, source)
     if isinstance(attr, classmethod):
-        cls_source = AttrSource(obj.source, "__class__") if source is not None else None
-        return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), tx.wrap(obj.python_type(), cls_source))
+        cls_var = obj.class_var(tx) if source is not None and hasattr(obj, "class_var") \
+            else tx.wrap(obj.python_type(), None)
+        return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), cls_var)
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
             and attr.__objclass__ in (dict, collections.OrderedDict):
         if isinstance(obj, NewObjectVariable) and obj.dict_part is not None:  # made here: any dict method
             return BoundMethod(obj.dict_part, attr.__name__)
-        if attr.__name__ in _DICT_READS and isinstance(obj, UserObjectVariable) and isinstance(obj.value, dict):
+        if attr.__name__ in _DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
             return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
@@ -57,6 +58,23 @@ def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variab
     if not hasattr(type(attr), "__get__"):
         return tx.wrap(attr, source)
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
+
+
+def has_custom_lookup(cls: type) -> bool:
+    """Whether reading an attribute of a `cls` instance runs a __getattribute__ written in Python. framejit then
+    inspects such objects only through their type and object's own lookup: isinstance(), hasattr() and getattr()
+    on them would run the user's code at compile time."""
+    return type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__ and \
+        isinstance(lookup_class_attr(cls, "__getattribute__")[1], types.FunctionType)
+
+
+def instance_dict(value: Any) -> dict:
+    """value.__dict__ as object's lookup finds it ({} for objects without one), never running user code."""
+    try:
+        found = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return {}
+    return found if type(found) is dict else {}
 
 
 def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None:
@@ -115,8 +133,17 @@ class UserObjectVariable(Variable):
                             BreakCode.GETATTR)
             raise
 
+    def attr_source(self, name: str) -> Source:
+        """Where obj.name is read from in guards and reloads: past a __getattribute__ of the class's own."""
+        if lookup_class_attr(type(self.value), "__getattribute__")[1] in _GENERIC_GETATTRIBUTE:
+            return AttrSource(self.source, name)
+        return GenericAttrSource(self.source, name)
+
     def class_source(self, name: str) -> AttrSource:
-        return AttrSource(AttrSource(self.source, "__class__"), name)
+        return AttrSource(self.attr_source("__class__"), name)
+
+    def class_var(self, tx: Tracer) -> Variable:
+        return tx.wrap(type(self.value), self.attr_source("__class__"))
 
     def dict_contents(self, tx: Tracer) -> DictVariable:
         """What an instance of a dict subclass holds as a dict, read (and guarded) through its source."""
@@ -130,14 +157,14 @@ class UserObjectVariable(Variable):
         found, attr = lookup_class_attr(cls, name)
         if found and hasattr(type(attr), "__set__") and not isinstance(attr, property):
             if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)):
-                return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))  # a slot, a C getter
+                return tx.wrap(attr.__get__(self.value, cls), self.attr_source(name))  # a slot, a C getter
             unsupported(f"attribute {name!r} implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
-        inst = getattr(self.value, "__dict__", {})
+        inst = instance_dict(self.value)
         if name in inst and not (found and isinstance(attr, property)):
-            return tx.wrap(inst[name], AttrSource(self.source, name))
+            return tx.wrap(inst[name], self.attr_source(name))
         if found:
             if isinstance(inst, dict):  # an instance attribute set later would shadow the class's
-                tx.output.guards.add(AttrSource(self.source, "__dict__"), GuardKind.NO_KEY, name)
+                tx.output.guards.add(self.attr_source("__dict__"), GuardKind.NO_KEY, name)
             return class_attribute(tx, self, attr, self.class_source(name))
         unsupported(f"{cls.__name__!r} object has no attribute {name!r}", BreakCode.MISSING_ATTR)
 
@@ -211,9 +238,9 @@ class NewObjectVariable(Variable):
             return DictVariable({n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
                                 None, dict, read_only=True)
         found, attr = lookup_class_attr(self.cls, name)
-        if not found or isinstance(attr, classmethod):
-            unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.GETATTR)
-        return class_attribute(tx, self, attr, AttrSource(self.cls_var.source, name))
+        if not found:
+            unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.MISSING_ATTR)
+        return class_attribute(tx, self, attr, self.class_source(name))
 
     def attribute_names(self, tx: Tracer) -> list[str]:
         return [name for name in tx.output.side_effects.attribute_names(self)]
@@ -244,6 +271,9 @@ class NewObjectVariable(Variable):
 
     def class_source(self, name: str) -> AttrSource:
         return AttrSource(self.cls_var.source, name)
+
+    def class_var(self, tx: Tracer) -> Variable:
+        return self.cls_var
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"

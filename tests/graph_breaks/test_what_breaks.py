@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import math
 import operator
 import zlib
@@ -131,19 +132,27 @@ def test_print_output_is_the_same(capsys):
     assert out.count("b_print says 42\n") == 2  # once eager, once compiled
 
 
-def test_functools_reduce_with_tensor_lambda():
+def test_functools_reduce_with_tensor_lambda_is_traced():
     def fn(x):
         y = x + 1
         z = functools.reduce(lambda p, q: p * q, [x, y, y])
         return z + 1
 
     cnt = differential(fn, (torch.randn(3),))
-    # [add] before the break; the lambda's own frame, called from reduce, is captured: [mul]
-    # (its second call hits the same entry); [add] after the break
-    assert cnt.frame_count == 3
-    assert [targets(g) for g in cnt.graphs] == [[operator.add], [operator.mul], [operator.add]]
+    # reduce over a list folds now, calling the lambda on each pair: one graph, no break
+    assert cnt.frame_count == 1
+    assert [targets(g) for g in cnt.graphs] == [[operator.add, operator.mul, operator.mul, operator.add]]
     out = framejit.explain(fn)(torch.randn(3))
-    assert out.graph_break_count == 1 and "reduce" in out.break_reasons[0].reason
+    assert out.graph_break_count == 0
+
+
+def test_itertools_chain_over_an_iterator_breaks_the_graph():
+    def fn(x):
+        return sum(itertools.chain(iter([x, x + 1]), [x * 2]))
+
+    cnt = differential(fn, (torch.randn(3),))
+    out = framejit.explain(fn)(torch.randn(3))
+    assert out.graph_break_count >= 1 and "itertools.chain over an iterator" in out.break_reasons[0].reason
 
 
 def test_methodcaller_is_a_break():

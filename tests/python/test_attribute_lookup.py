@@ -153,3 +153,29 @@ def test_a_dict_subclass_is_read_as_a_dict():
     registry["1"] = {"scale": 4.0}  # a guarded read: the next call recompiles
     assert same(f(x), fn(x))
     assert cnt.frame_count == 2
+
+
+class Counting:
+    """A __getattribute__ with a side effect: it counts the reads of other attributes."""
+
+    def __init__(self):
+        object.__setattr__(self, "reads", 0)
+        object.__setattr__(self, "scale", 2.0)
+
+    def __getattribute__(self, name):
+        if name != "reads":
+            object.__setattr__(self, "reads", object.__getattribute__(self, "reads") + 1)
+        return object.__getattribute__(self, name)
+
+
+def test_a_getattribute_with_side_effects_behaves_as_in_eager():
+    eager_obj, jit_obj = Counting(), Counting()
+
+    def fn(obj, x):
+        return x * obj.scale
+
+    f = framejit.optimize(CompileCounter())(fn)
+    x = torch.randn(3)
+    for _ in range(3):  # guards read past the counting lookup: checking them counts nothing
+        assert same(f(jit_obj, x), fn(eager_obj, x))
+    assert object.__getattribute__(jit_obj, "reads") == object.__getattribute__(eager_obj, "reads") == 3

@@ -1,0 +1,111 @@
+"""Helpers that model code calls: tracer queries that answer as under torch.compile, TorchScript hints,
+module listings with their arguments, id() of objects guarded by identity, itertools and functools over
+containers, classmethods of objects made in the trace."""
+import functools
+import itertools
+
+import torch
+import torch.fx
+import torch.onnx
+import torch.overrides
+
+import framejit
+from framejit.testing import CompileCounter, same
+
+
+def run_fullgraph(fn, *args):
+    cnt = CompileCounter()
+    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
+    assert cnt.frame_count == 1
+    return out
+
+
+def test_tracer_queries_answer_as_they_do_in_a_compiled_region():
+    def fn(x):
+        if torch.fx._symbolic_trace.is_fx_tracing() or torch.onnx.is_in_onnx_export():
+            return x - 1
+        return x + 1 if torch.overrides.is_tensor_like(x) else x
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), x + 1)
+
+
+def test_a_torchscript_annotation_is_its_value():
+    def fn(x):
+        ys = torch.jit.annotate(list[torch.Tensor], [])
+        ys.append(x * 2)
+        return torch.jit.annotate(torch.Tensor, ys[0])
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 3)
+        self.scale = torch.nn.Parameter(torch.ones(3))
+        self.register_buffer("shift", torch.zeros(3))
+
+    def forward(self, x):
+        own = [name for name, _ in self.named_parameters(recurse=False)]
+        every = [name for name, _ in self.named_parameters(prefix="block")]
+        total = sum(p.sum() for p in self.parameters(recurse=False))
+        return x * total + len(every), own, every, [n for n, _ in self.named_buffers(prefix="b")]
+
+
+def test_module_listings_take_recurse_and_prefix():
+    block = Block()
+    x = torch.randn(3)
+    got, want = run_fullgraph(block, x), block(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert want[1] == ["scale"] and want[2] == ["block.scale", "block.proj.weight", "block.proj.bias"]
+
+
+def test_id_of_a_module_with_state_is_a_constant():
+    block = Block()
+
+    def fn(x):
+        return x + (1.0 if id(block) == id(block.proj) else 2.0), id(block)
+
+    x = torch.randn(3)
+    got = run_fullgraph(fn, x)
+    assert same(got[0], x + 2.0) and got[1] == id(block)
+
+
+def test_id_of_a_value_made_in_the_trace_runs_as_python():
+    def fn(x):
+        return x + 1, id([])
+
+    cnt = CompileCounter()
+    out, _ = framejit.optimize(cnt)(fn)(torch.ones(2))
+    assert same(out, torch.full((2,), 2.0))
+
+
+def test_itertools_and_functools_over_containers():
+    def fn(x):
+        parts = [x, x + 1, x + 2]
+        total = functools.reduce(lambda a, b: a + b, itertools.chain(parts, (x * 10,)))
+        first_two = sum(itertools.islice(parts, 2))
+        flat = list(itertools.chain.from_iterable([[x], [x * 2]]))
+        return total + first_two + flat[1] + functools.reduce(torch.mul, parts[:1], torch.ones(3))
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+class Point:
+    def __init__(self, v):
+        self.v = v
+
+    @classmethod
+    def scale(cls, t):
+        return t * (3 if cls is Point else 1)
+
+
+def test_a_classmethod_called_on_an_object_made_in_the_trace():
+    def fn(x):
+        return Point(x).scale(x)
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
