@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import types
 from typing import Any, Sequence
 
@@ -170,10 +171,20 @@ class UserObjectVariable(Variable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
-        found, call = lookup_class_attr(type(self.value), "__call__")
+        cls = type(self.value)
+        found, call = lookup_class_attr(cls, "__call__")
         if found and isinstance(call, types.FunctionType):
             return UserFunctionVariable(call).call(tx, [self, *args], kwargs)
-        unsupported(f"calling a {type(self.value).__name__} object", BreakCode.CALL)
+        if issubclass(cls, functools.partial):  # partial(fn, *a, **k)(*args, **kwargs): fn(*a, *args, **k, **kwargs)
+            fn = tx.wrap(self.value.func, AttrSource(self.source, "func"))
+            bound = tx.wrap(self.value.args, AttrSource(self.source, "args")).unpack(tx)
+            keywords = tx.wrap(self.value.keywords, AttrSource(self.source, "keywords"))
+            return fn.call(tx, [*bound, *args], {**keywords.items, **kwargs})
+        if cls is functools._lru_cache_wrapper and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            # a memoised function of constants answers what its cache holds (computing it now if eager would)
+            return tx.wrap_constant(self.value(*[a.as_python_constant() for a in args],
+                                               **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        unsupported(f"calling a {cls.__name__} object", BreakCode.CALL)
 
     def __repr__(self) -> str:
         return f"UserObjectVariable({type(self.value).__name__})"

@@ -28,6 +28,24 @@ def pixels() -> dict[str, torch.Tensor]:
     return {"pixel_values": torch.randn(2, 3, 32, 32)}
 
 
+def waveform() -> dict[str, torch.Tensor]:
+    return {"input_values": torch.randn(2, 1600)}
+
+
+def text_and_pixels() -> dict[str, torch.Tensor]:
+    return {**token_ids(), **pixels()}
+
+
+def mel_and_decoder_ids() -> dict[str, torch.Tensor]:
+    return {"input_features": torch.randn(2, 8, 32), "decoder_input_ids": torch.randint(0, 99, (2, 4))}
+
+
+AUDIO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, conv_dim=[16, 16],
+             conv_stride=[5, 4], conv_kernel=[10, 4], num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+             layerdrop=0.0)  # no layer skipped at random: the gradients of every layer are compared
+TOWERS = dict(text_config=TEXT, vision_config=VISION)
+
+
 # model type -> (config overrides, inputs); all of these are one graph under fullgraph=True
 ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]]] = {
     # encoders
@@ -64,7 +82,19 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "swin": (dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4), pixels),
     "poolformer": (dict(STAGES, num_encoder_blocks=4), pixels),
     "segformer": (dict(STAGES, num_attention_heads=[1, 1, 2, 2], decoder_hidden_size=32), pixels),
+    # speech
+    "wav2vec2": (AUDIO, waveform),
+    "hubert": (AUDIO, waveform),
+    "data2vec-audio": (AUDIO, waveform),
+    "wavlm": (AUDIO, waveform),
+    # vision-language
+    "clip": (dict(TOWERS, projection_dim=16), text_and_pixels),
+    "siglip": (TOWERS, text_and_pixels),
 }
+
+# In a training step these break the graph, with this reason, and still match eager: their feature encoder sets
+# `requires_grad = True` on an intermediate tensor (for gradient checkpointing).
+TRAIN_BREAKS = {name: "setting attribute 'requires_grad'" for name in ("wav2vec2", "hubert", "data2vec-audio", "wavlm")}
 
 # Models that still run in several graphs, each with the reason of its first break. They must match eager.
 WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]], str]] = {
@@ -77,6 +107,10 @@ WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor
     "bart": (dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                   decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64),
              encoder_decoder_ids, "deepcopy"),
+    "whisper": (dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                     decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, num_mel_bins=8,
+                     max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
+                     eos_token_id=2, decoder_start_token_id=1), mel_and_decoder_ids, "deepcopy"),
 }
 
 

@@ -6,13 +6,14 @@ gradient equal to eager. Models that cannot be one graph yet are listed with the
 """
 import warnings
 
+import numpy
 import pytest
 import torch
 import transformers  # the test extras install it
 
 import framejit
 from framejit.testing import CompileCounter, CompileCounterWithBackend
-from tests.models.hf_zoo import ONE_GRAPH, WITH_BREAKS, build
+from tests.models.hf_zoo import ONE_GRAPH, TRAIN_BREAKS, WITH_BREAKS, build
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +51,7 @@ def test_inference_is_one_graph_equal_to_eager(model_type):
 def training_step(model, call, inputs):
     model.zero_grad(set_to_none=True)
     torch.manual_seed(1)  # dropout draws the same masks in both runs
+    numpy.random.seed(1)  # and so do speech models' time masks (SpecAugment), drawn with numpy
     loss = call(**inputs)[0].float().pow(2).mean()
     loss.backward()
     return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
@@ -61,8 +63,13 @@ def test_training_step_matches_eager(model_type):
     model, inputs = build(model_type, overrides, train=True), make_inputs()
     want_loss, want_grads = training_step(model, model, inputs)
     cnt = CompileCounterWithBackend("aot_eager")
-    got_loss, got_grads = training_step(model, framejit.optimize(cnt, nopython=True)(model), inputs)
-    assert cnt.frame_count == 1
+    fullgraph = model_type not in TRAIN_BREAKS
+    got_loss, got_grads = training_step(model, framejit.optimize(cnt, nopython=fullgraph)(model), inputs)
+    if fullgraph:
+        assert cnt.frame_count == 1
+    else:
+        reasons = [r.reason for r in framejit.explain(model)(**inputs).break_reasons]
+        assert any(TRAIN_BREAKS[model_type] in r for r in reasons), reasons
     torch.testing.assert_close(got_loss, want_loss)
     for name, want in want_grads.items():
         got = got_grads[name]

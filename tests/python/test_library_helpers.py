@@ -109,3 +109,31 @@ def test_a_classmethod_called_on_an_object_made_in_the_trace():
 
     x = torch.randn(3)
     assert same(run_fullgraph(fn, x), fn(x))
+
+
+class Act(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = functools.partial(torch.nn.functional.gelu, approximate="tanh")
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_a_functools_partial_is_called_with_its_bound_arguments():
+    act = Act()
+    x = torch.randn(4)
+    assert same(run_fullgraph(act, x), act(x))
+
+
+@functools.lru_cache
+def backend_available(name):
+    return name == "cpu"
+
+
+def test_a_memoised_function_of_constants_answers_from_its_cache():
+    def fn(x):
+        return x + 1 if backend_available("cpu") else x - 1
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), x + 1)
