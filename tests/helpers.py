@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import framejit
 from framejit.backends import make_boxed_func
 from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
@@ -84,6 +85,14 @@ def assert_equal(actual, expected, path="result"):
 
 # ---------------------------------------------------------------------------------------------
 # source lines and graphs
+
+
+def run_fullgraph(fn, *args):
+    """fn(*args) compiled under fullgraph: it must be one graph. Returns the result."""
+    cnt = CompileCounter()
+    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
+    assert cnt.frame_count == 1
+    return out
 
 
 def line_of(fn, text, nth=0):

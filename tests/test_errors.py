@@ -12,7 +12,6 @@ from framejit.trace import translator
 
 @pytest.fixture
 def broken_binary_op():
-    import framejit.convert  # noqa: F401  (registers the handlers)
 
     def boom(tx, inst):
         raise RuntimeError("boom in BINARY_OP")

@@ -11,13 +11,7 @@ import torch.overrides
 
 import framejit
 from framejit.testing import CompileCounter, same
-
-
-def run_fullgraph(fn, *args):
-    cnt = CompileCounter()
-    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
-    assert cnt.frame_count == 1
-    return out
+from tests.helpers import run_fullgraph
 
 
 def test_tracer_queries_answer_as_they_do_in_a_compiled_region():

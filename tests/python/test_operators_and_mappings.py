@@ -7,6 +7,7 @@ import torch
 
 import framejit
 from framejit.testing import CompileCounter, same
+from tests.helpers import run_fullgraph
 
 
 class Vec:
@@ -38,13 +39,6 @@ class Vec:
 
     def __contains__(self, value):
         return value == "t"
-
-
-def run_fullgraph(fn, *args):
-    cnt = CompileCounter()
-    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
-    assert cnt.frame_count == 1
-    return out
 
 
 def test_binary_unary_and_reflected_operators_of_a_user_class():

@@ -5,8 +5,8 @@ import dataclasses
 
 import torch
 
-import framejit
-from framejit.testing import CompileCounter, same
+from framejit.testing import same
+from tests.helpers import run_fullgraph
 
 
 class Record(collections.OrderedDict):
@@ -41,13 +41,6 @@ class Output(Record):
     hidden: torch.Tensor = None
     pooled: torch.Tensor = None
     extra: torch.Tensor = None
-
-
-def run_fullgraph(fn, *args):
-    cnt = CompileCounter()
-    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
-    assert cnt.frame_count == 1
-    return out
 
 
 def assert_same_record(got, want):
