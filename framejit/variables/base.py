@@ -9,6 +9,9 @@ from framejit.sources import Source
 
 
 
+HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not written in C)
+
+
 def lookup_class_attr(cls: type, name: str, after: type | None = None) -> tuple[type | None, Any]:
     """(the class on cls.__mro__ that defines `name`, its raw value) without running descriptors, or (None, None);
     with `after`, the search starts past that class (super())."""

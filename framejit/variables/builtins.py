@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import typing
 from typing import Any, Callable, Sequence
 
 import torch
@@ -10,7 +11,7 @@ import torch
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
-from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
+from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
 from framejit.variables import iteration
@@ -214,12 +215,15 @@ def _getitem(tx: Tracer, obj: Variable, key: Variable) -> Variable:
 
 
 def _is_type_hint(obj: Variable) -> bool:
-    """A class or a typing construct: subscripting it makes a type hint and runs nothing of the user's."""
+    """A builtin class, a typing.Generic class or a typing construct: subscripting it makes a type hint and runs
+    nothing of the user's (list[torch.Tensor], typing.Optional[int])."""
     if not isinstance(obj, KnownValueVariable):
         return False
     value = obj.value
-    return isinstance(value, type) and "__class_getitem__" in dir(value) or \
-        getattr(type(value), "__module__", None) == "typing"
+    if isinstance(value, type):
+        return not value.__flags__ & HEAPTYPE and hasattr(value, "__class_getitem__") or \
+            issubclass(value, typing.Generic)
+    return getattr(type(value), "__module__", None) == "typing"
 
 
 def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
@@ -234,7 +238,7 @@ class BuiltinVariable(KnownValueVariable):
         return self.value
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        if isinstance(self.value, type) and not self.value.__flags__ & _HEAPTYPE:
+        if isinstance(self.value, type) and not self.value.__flags__ & HEAPTYPE:
             return tx.wrap(getattr(self.value, name), None)  # a builtin type never changes (chain.from_iterable)
         return super().var_getattr(tx, name)
 
@@ -262,8 +266,6 @@ class BuiltinVariable(KnownValueVariable):
 
 
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}

@@ -203,7 +203,8 @@ class ListVariable(BaseListVariable):
         return f"ListVariable({self.items})"
 
 
-_DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
+# dict methods that only read: what a dict standing for another object, or a dict subclass's, may do
+DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
                          "copy"})
 
 
@@ -283,7 +284,7 @@ class DictVariable(Variable):
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
-        if self.read_only and name not in _DICT_READS:
+        if self.read_only and name not in DICT_READS:
             unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
         if name == "__getitem__":
             return self.getitem(tx, args[0])

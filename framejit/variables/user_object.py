@@ -10,16 +10,13 @@ from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, Source
-from framejit.variables.base import Variable, lookup_class_attr
+from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import BoundMethod, DictVariable
+from framejit.variables.containers import DICT_READS, BoundMethod, DictVariable
 
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not written in C)
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
     object, dict, list, tuple, set, frozenset, int, float, str, bytes, collections.defaultdict))
-# what a dict subclass's own dict methods may do through the trace: read (writes may be overridden)
-_DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__"})
 
 
 def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable | None:
@@ -44,7 +41,7 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
             and attr.__objclass__ in (dict, collections.OrderedDict):
         if isinstance(obj, NewObjectVariable) and obj.dict_part is not None:  # made here: any dict method
             return BoundMethod(obj.dict_part, attr.__name__)
-        if attr.__name__ in _DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
+        if attr.__name__ in DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
             return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
@@ -111,7 +108,7 @@ class UserObjectVariable(Variable):
                 return self._call_class_method(tx, "__getattribute__", name)
             if getattribute in _GENERIC_GETATTRIBUTE:
                 return self.generic_getattr(tx, name)
-            if cls.__flags__ & _HEAPTYPE:
+            if cls.__flags__ & HEAPTYPE:
                 unsupported(f"{cls.__name__} has a __getattribute__ that is not Python code", BreakCode.GETATTR)
             # a type written in C with its own lookup (code objects...): its getters only read
             return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
@@ -268,7 +265,7 @@ class NewObjectVariable(Variable):
             return
         # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)
         setitem = next(vars(k)["__setitem__"] for k in self.cls.__mro__
-                       if not k.__flags__ & _HEAPTYPE and "__setitem__" in vars(k))
+                       if not k.__flags__ & HEAPTYPE and "__setitem__" in vars(k))
         for key, value in self.dict_part.items.items():
             cg.emit("COPY", 1)
             cg.emit("PUSH_NULL")
