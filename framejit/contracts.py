@@ -202,6 +202,8 @@ class TraceOutput(Protocol):
 
     def set_grad_mode(self, mode: bool) -> None: ...
 
+    def create_node(self, tx: "Tracer", op: str, target: Any, args: tuple, kwargs: dict) -> Any: ...
+
 
 class Tracer(Protocol):
     """The translator of the frame being traced (trace.translator.Translator), as the value kinds use it."""

@@ -30,6 +30,7 @@ from framejit.variables.base import LazyArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import SuperVariable
 from framejit.variables.constant import ConstantVariable
+from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import UserObjectVariable, has_custom_lookup, python_class_method
 
 _INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
@@ -212,6 +213,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
 
     def store_attr(self, obj: Variable, name: str, value: Variable, generic: bool = False) -> None:
         """obj.name = value: a __setattr__ the class defines in Python is traced (it ends in a generic store)."""
+        if isinstance(obj, TensorVariable) and name == "requires_grad":
+            obj.set_requires_grad(self, value)
+            return
         if not generic:
             custom = python_class_method(self, obj, "__setattr__")
             if custom is not None:

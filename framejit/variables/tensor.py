@@ -44,6 +44,21 @@ class TensorVariable(Variable):
     def python_type(self) -> type:
         return self.py_type
 
+    def set_requires_grad(self, tx: Tracer, value: Variable) -> None:
+        """t.requires_grad = flag for a tensor the graph computes: an in-place op of the graph, whose result later
+        ops use. On a graph input it would change the caller's tensor, which the graph must not do."""
+        flag = value.as_python_constant() if value.is_python_constant() else None
+        if self.node.op == "placeholder" or not isinstance(flag, bool):
+            unsupported("setting requires_grad on a tensor from outside the graph (or to a value known only at run "
+                        "time)", BreakCode.SIDE_EFFECT)
+        try:
+            self.example.requires_grad_(flag)  # what eager refuses (a non-leaf set to False) is refused here
+        except RuntimeError as e:
+            unsupported(f"setting requires_grad raised {e}", BreakCode.OP_ERROR)
+        node = tx.output.create_node(tx, "call_method", "requires_grad_", (self.node, flag), {})
+        node.meta["example_value"] = self.example
+        self.node = node
+
     def as_node_arg(self) -> Any:
         return self.node
 

@@ -131,3 +131,31 @@ def test_a_memoised_function_of_constants_answers_from_its_cache():
 
     x = torch.randn(3)
     assert same(run_fullgraph(fn, x), x + 1)
+
+
+def test_requires_grad_set_on_a_tensor_the_graph_computes():
+    w = torch.randn(3, requires_grad=True)
+
+    def fn(x):
+        h = x[:, None]
+        h.requires_grad = True  # as feature encoders do for gradient checkpointing
+        return (h * w).sum(), h.requires_grad
+
+    x = torch.randn(2, 3)
+    loss, flag = run_fullgraph(fn, x)
+    loss.backward()
+    want_w = w.grad.clone()
+    w.grad = None
+    ref_loss, ref_flag = fn(x)
+    ref_loss.backward()
+    assert flag is ref_flag is True and same(loss, ref_loss) and same(want_w, w.grad)
+
+
+def test_requires_grad_set_on_an_input_runs_as_python():
+    def fn(x):
+        x.requires_grad = True
+        return x * 2
+
+    x = torch.randn(3)
+    out = framejit.optimize(CompileCounter())(fn)(x)
+    assert x.requires_grad and out.requires_grad
