@@ -5,6 +5,7 @@ from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.containers import DictVariable, IteratorVariable, ListVariable
+from framejit.variables.user_object import iterate_user_object
 
 
 class FlowOps:
@@ -61,6 +62,10 @@ class FlowOps:
             self.push(IteratorVariable([], live=value))
         elif isinstance(value, DictVariable):
             self.push(IteratorVariable.over(self, value))
+        elif (iterator := iterate_user_object(self, value)) is not None:
+            if not isinstance(iterator, IteratorVariable):
+                unsupported(f"__iter__ of {value} gave {iterator}, not an iterator the trace follows", BreakCode.ITER)
+            self.push(iterator)
         else:
             self.push(IteratorVariable(value.unpack(self)))
 

@@ -5,6 +5,7 @@ import builtins
 import collections
 import enum
 import operator
+import os
 import types
 from typing import Any
 
@@ -24,7 +25,7 @@ from framejit.variables.containers import BoundMethod, DictVariable, IteratorVar
 from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
                                              is_constant_query, is_torch_op)
-from framejit.variables.user_object import UserObjectVariable, has_custom_lookup
+from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
 
 
 _BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
@@ -59,6 +60,8 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     key = source.name()
     if key in cache:
         return cache[key]
+    if value is os.environ:
+        return EnvironVariable(source)
     if has_custom_lookup(type(value)):  # look no further: isinstance() and hasattr() would run its lookup
         _guard(tx, source, GuardKind.TYPE_MATCH, value)
         cache[key] = var = UserObjectVariable(value, source)

@@ -117,8 +117,8 @@ _OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, opera
 
 
 def _as_tuple_variable(value: Variable) -> Variable:
-    if isinstance(value, ConstantVariable) and type(value.value) is tuple:
-        return TupleVariable([ConstantVariable(v) for v in value.value])
+    if isinstance(value, ConstantVariable) and type(value.value) in (tuple, torch.Size):
+        return TupleVariable([ConstantVariable(v) for v in value.value], py_type=type(value.value))
     return value
 
 
@@ -170,6 +170,8 @@ def _sequence_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable])
         if fn is operator.iadd and isinstance(a, ListVariable):
             a.call_method(tx, "extend", [b], {})
             return a
+        if isinstance(a, TupleVariable):  # tuple.__add__ gives a tuple; torch.Size's gives a Size
+            return TupleVariable(a.items + b.items, py_type=torch.Size if a.py_type is torch.Size else tuple)
         return type(a)(a.items + b.items)
     if fn in (operator.mul, operator.imul) and isinstance(a, BaseListVariable) and b.is_python_constant():
         return type(a)(a.items * b.as_python_constant())
@@ -183,7 +185,7 @@ def _sequence_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable])
 
 
 def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
-    if isinstance(container, (DictVariable, SetVariable)):
+    if isinstance(container, (DictVariable, SetVariable)) or getattr(container, "answers_contains", False):
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable):
         unsupported("`in` on a tensor (data-dependent)", BreakCode.DATA_DEPENDENT)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
+import torch
+
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
@@ -105,7 +107,8 @@ class TupleVariable(BaseListVariable):
         return self.py_type
 
     def as_python_constant(self) -> Any:
-        return tuple(i.as_python_constant() for i in self.items)
+        values = tuple(i.as_python_constant() for i in self.items)
+        return torch.Size(values) if self.py_type is torch.Size else values
 
     def as_node_arg(self) -> Any:
         return tuple(i.as_node_arg() for i in self.items)

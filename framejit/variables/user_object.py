@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
+import os
 import types
 from typing import Any, Sequence
 
@@ -12,7 +14,7 @@ from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DICT_READS, BoundMethod, DictVariable
+from framejit.variables.containers import DICT_READS, BoundMethod, DictVariable, IteratorVariable
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
@@ -84,6 +86,32 @@ def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None
     return class_attribute(tx, obj, attr, obj.class_source(name)) if isinstance(attr, types.FunctionType) else None
 
 
+def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
+    """iter(obj) for a user object: its Python __iter__ traced (it must give an iterator the trace knows), or, for a
+    collections.abc.Sequence keeping the mixin's __iter__ (a generator walking obj[0], obj[1]... until IndexError),
+    the items obj[i] for i in range(len(obj)), which the Sequence contract makes the same. None if neither."""
+    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
+        return None
+    cls = obj.python_type()
+    if issubclass(cls, collections.abc.Sequence) and lookup_class_attr(cls, "__iter__")[1] is \
+            collections.abc.Sequence.__iter__:
+        length = python_class_method(tx, obj, "__len__")
+        getitem = python_class_method(tx, obj, "__getitem__")
+        if length is None or getitem is None:
+            return None
+        n = length.call(tx, [], {}).as_python_constant()
+        return IteratorVariable([getitem.call(tx, [ConstantVariable(i)], {}) for i in range(n)])
+    method = python_class_method(tx, obj, "__iter__")
+    return method.call(tx, [], {}) if method is not None else None
+
+
+def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
+    iterator = iterate_user_object(tx, obj)
+    if iterator is None:
+        unsupported(f"iterating over {obj}", BreakCode.ITER)
+    return iterator.unpack(tx)
+
+
 class UserObjectVariable(Variable):
     """An object of a user-defined class that exists outside the frame (it has a source)."""
 
@@ -94,6 +122,9 @@ class UserObjectVariable(Variable):
 
     def python_type(self) -> type:
         return type(self.value)
+
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        return _unpack_user_object(tx, self)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         """obj.name as Python does it: type(obj).__getattribute__, then __getattr__ if that finds nothing.
@@ -233,6 +264,9 @@ class NewObjectVariable(Variable):
     def python_type(self) -> type:
         return self.cls
 
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        return _unpack_user_object(tx, self)
+
     def truth(self, tx: Tracer) -> bool:
         if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
             unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
@@ -285,3 +319,36 @@ class NewObjectVariable(Variable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+class EnvironVariable(Variable):
+    """os.environ: reading a variable is a query of global state, folded to its answer and guarded on it (the
+    entry holds only while os.environ.get(name) still answers the same)."""
+
+    answers_contains = True
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(os.environ)
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name in ("get", "__getitem__", "__contains__"):
+            return BoundMethod(self, name)
+        unsupported(f"os.environ.{name}", BreakCode.GETATTR)
+
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name not in ("get", "__getitem__", "__contains__") or kwargs or not args[0].is_python_constant():
+            unsupported(f"os.environ.{name} with these arguments", BreakCode.CALL)
+        key = args[0].as_python_constant()
+        value = os.environ.get(key)
+        tx.output.guards.add_query(os.environ.get, (key,), value)
+        if name == "__contains__":
+            return ConstantVariable(value is not None)
+        if value is not None:
+            return ConstantVariable(value)
+        if name == "get":
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        unsupported(f"os.environ[{key!r}]: no such variable (KeyError)", BreakCode.DICT_KEY)

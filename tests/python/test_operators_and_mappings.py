@@ -156,3 +156,59 @@ def test_a_generator_expression_that_writes_outside_state_runs_lazily():
     x = torch.randn(3)
     got = framejit.optimize(cnt)(fn)(x)
     assert same(got, x * 0) and log == [0]
+
+
+class Layers(collections.abc.Sequence):
+    """A read-only sequence: iteration comes from collections.abc.Sequence (obj[0], obj[1]... until IndexError)."""
+
+    def __init__(self, scales):
+        self._scales = scales
+
+    def __len__(self):
+        return len(self._scales)
+
+    def __getitem__(self, i):
+        if i >= len(self._scales):
+            raise IndexError(i)
+        return self._scales[i]
+
+
+def test_a_sequence_is_iterated_by_its_length_and_items():
+    def fn(x):
+        layers = Layers([1.0, 2.0, 3.0])
+        for scale in layers:
+            x = x * scale
+        return x + sum(s for s in layers) + len(list(zip(layers, "ab")))
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+def test_environment_reads_are_guarded(monkeypatch):
+    import os
+
+    def fn(x):
+        if os.environ.get("FRAMEJIT_TEST_FLAG", "0") == "1":
+            return x + 1
+        return x - 1 if "FRAMEJIT_TEST_OTHER" in os.environ else x * 2
+
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(3)
+    monkeypatch.delenv("FRAMEJIT_TEST_FLAG", raising=False)
+    monkeypatch.delenv("FRAMEJIT_TEST_OTHER", raising=False)
+    assert same(f(x), x * 2)
+    monkeypatch.setenv("FRAMEJIT_TEST_FLAG", "1")
+    assert same(f(x), x + 1)  # the changed variable fails the guard: compiled again
+    assert cnt.frame_count == 2
+
+
+def test_a_tuple_plus_a_size_and_a_size_plus_a_tuple():
+    def fn(x):
+        shape = (1,) + x.shape
+        grown = x.shape + (1,)
+        return x.reshape(shape), x.reshape(grown), type(grown) is torch.Size
+
+    x = torch.randn(2, 3)
+    got, want = run_fullgraph(fn, x), fn(x)
+    assert same(got[0], want[0]) and same(got[1], want[1]) and got[2] is want[2] is True
