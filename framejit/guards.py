@@ -145,7 +145,10 @@ class GuardSet:
             case GuardKind.LEN_MATCH:
                 return [self._is(f"type({X})", type(value)), _literal(f"len({X})", "==", len(value))]
             case GuardKind.DICT_KEYS:
-                return [self._is(f"type({X})", type(value)), _literal(f"list({X})", "==", list(value))]
+                keys = list(value)  # written inline when every key is; else compared with the list it was
+                inline = all(type(k) in (str, int, bool, type(None)) for k in keys)
+                return [self._is(f"type({X})", type(value)),
+                        _literal(f"list({X})", "==", keys) if inline else self._equal(f"list({X})", keys)]
             case GuardKind.NO_HOOKS:  # a module called: still no hooks (nor an instance `forward`); one check
                 dicts, forward_from_class = value
                 parts = [Check(f"{X}.{d}", field=d) for d in dicts]

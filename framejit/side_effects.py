@@ -90,6 +90,13 @@ class SideEffects:
         self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, generic)
         self.note_write()
 
+    def delete_attr(self, obj: NewObjectVariable, name: str) -> bool:
+        """del obj.name of an object made in the trace: its write is dropped (False if it has none)."""
+        if self.attrs.pop((id(obj), name), None) is None:
+            return False
+        self.note_write()
+        return True
+
     def attribute_names(self, obj: Variable) -> list[str]:
         """The attributes written on `obj` so far, in the order first written."""
         return [write.name for write in self.attrs.values() if write.obj is obj]

@@ -237,10 +237,22 @@ class ItemSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"{base}[{self.key!r}]"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        if _written_inline(self.key):
+            return self.wrap(scope(self.base))
+        return f"{scope(self.base)}[{scope.const(self.key)}]"  # a class or other object key: held by the guard
+
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.emit_const(self.key)
         cg.emit("BINARY_SUBSCR")
+
+
+def _written_inline(key: Any) -> bool:
+    """Whether repr(key) is Python that evaluates to the key."""
+    if isinstance(key, tuple):
+        return all(map(_written_inline, key))
+    return type(key) in (str, int, bool, bytes, type(None))
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]+")

@@ -9,6 +9,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.trace.cells import CellVariable
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, LazyArg
+from framejit.variables.user_object import delete_attribute
 
 
 class BasicOps:
@@ -113,7 +114,7 @@ class BasicOps:
 
     @handles("DELETE_ATTR")
     def DELETE_ATTR(self, inst: Inst) -> None:
-        unsupported("del of an attribute", BreakCode.SIDE_EFFECT)
+        delete_attribute(self, self.pop(), inst.argval)
 
     @handles("IMPORT_NAME")
     def IMPORT_NAME(self, inst: Inst) -> None:

@@ -25,6 +25,9 @@ _USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.p
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _TORCH_TRACED_DIRS = tuple(os.path.join(_TORCH_DIR, *sub) + os.sep
                            for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha")))
+# torch files traced when user code calls into them (never captured as frames): the wrapper that
+# `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it
+_TORCH_TRACED_FILES = frozenset({os.path.join(_TORCH_DIR, "utils", "_contextlib.py")})
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
@@ -85,6 +88,6 @@ def capture_refusal(code: types.CodeType) -> str | None:
 
 def inline_refusal(code: types.CodeType) -> str | None:
     """Why a call to `code` cannot be traced into, or None."""
-    if code.co_filename in _TRACED_STDLIB:
+    if code.co_filename in _TRACED_STDLIB or code.co_filename in _TORCH_TRACED_FILES:
         return None
     return _skipped_file(code.co_filename)

@@ -20,7 +20,7 @@ from framejit.variables.base import Variable
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable)
-from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
+from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
@@ -168,7 +168,7 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if isinstance(value, types.CodeType):  # immutable: what is read from it needs no further guard
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
-    if isinstance(value, enum.Enum):
+    if isinstance(value, (enum.Enum, TYPE_HINTS)):
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if source is None:

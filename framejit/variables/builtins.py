@@ -14,11 +14,11 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
-from framejit.variables import iteration
+from framejit.variables import copying, iteration, pure_functions
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import python_class_method
+from framejit.variables.user_object import delete_attribute, python_class_method
 
 
 
@@ -377,6 +377,13 @@ def _setattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return ConstantVariable(None)
 
 
+@_traces(delattr, object.__delattr__)
+def _delattr(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    obj, name = args
+    delete_attribute(tx, obj, name.as_python_constant())
+    return ConstantVariable(None)
+
+
 def _make_sequence(ctor: type) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if args else []
@@ -565,6 +572,8 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 TRACED_BUILTINS.update(iteration.RULES)
+TRACED_BUILTINS.update(copying.RULES)
+TRACED_BUILTINS.update(pure_functions.RULES)
 
 
 @_traces(print, input, open)

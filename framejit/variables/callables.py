@@ -68,6 +68,9 @@ class UserFunctionVariable(Variable):
         self.fn = fn
         self.source = source
 
+    def truth(self, tx: Tracer) -> bool:  # a function is true (it has no __bool__ or __len__)
+        return True
+
     def python_type(self) -> type:
         return types.FunctionType
 
@@ -110,6 +113,9 @@ class NestedFunctionVariable(Variable):
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.closure = closure  # list of framejit.trace.cells.Cell
+
+    def truth(self, tx: Tracer) -> bool:  # a function is true (it has no __bool__ or __len__)
+        return True
 
     def python_type(self) -> type:
         return types.FunctionType
@@ -165,6 +171,9 @@ class UserMethodVariable(Variable):
 
     def python_type(self) -> type:
         return types.MethodType
+
+    def truth(self, tx: Tracer) -> bool:
+        return True
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return self.fn.call(tx, [self.obj, *args], kwargs)

@@ -1,9 +1,11 @@
 """Python literals and opaque Python objects that are used as constants during tracing."""
 from __future__ import annotations
 
+import enum
 import inspect
 import sys
 import types
+import typing
 import weakref
 from typing import Any, Sequence
 
@@ -20,10 +22,27 @@ LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsi
                  torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size, range, slice)
 
 
+# type hints (`int | None`, `list[int]`, `Optional[T]`, `Union`, forward references): immutable, used by identity
+TYPE_HINTS = (types.UnionType, types.GenericAlias, type(typing.Optional[int]), type(typing.List[int]),
+              type(typing.Union), typing.ForwardRef, typing.TypeVar)
+
+
 def is_literal(value: Any) -> bool:
     if isinstance(value, (tuple, frozenset)):
         return all(is_literal(v) for v in value)
     return isinstance(value, LITERAL_TYPES)
+
+
+def is_constant_key(value: Any) -> bool:
+    """A dict key the trace can hold: a literal, or an object hashed by identity that never changes (a class, a
+    function, a type hint, an enum member; registries keyed by type)."""
+    return is_literal(value) or isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, enum.Enum,
+                                                   TYPE_HINTS))
+
+
+def key_variable(key: Any) -> Variable:
+    """The Variable of a dict key the trace holds (is_constant_key)."""
+    return ConstantVariable(key) if is_literal(key) else ObjectVariable(key)
 
 
 class ConstantVariable(KnownValueVariable):

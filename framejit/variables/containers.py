@@ -14,7 +14,7 @@ from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.sources import ItemSource
-from framejit.variables.constant import ConstantVariable, is_literal
+from framejit.variables.constant import ConstantVariable, is_constant_key, key_variable
 
 
 
@@ -227,7 +227,7 @@ class DictVariable(Variable):
     @classmethod
     def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
         """A real dict read from `source`: its keys guarded (they must be constants), each value wrapped."""
-        if not all(is_literal(k) for k in value):
+        if not all(is_constant_key(k) for k in value):
             unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
         if source is not None:
             tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
@@ -241,7 +241,7 @@ class DictVariable(Variable):
         return bool(self.items)
 
     def unpack(self, tx: Tracer) -> list[Variable]:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_variable(k) for k in self.items]
 
     def children(self) -> list[Variable]:
         return list(self.items.values())
@@ -354,10 +354,10 @@ class DictViewVariable(Variable):
     def _now(self) -> list[Variable]:
         items = self.dict_var.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_variable(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_variable(k), v]) for k, v in items.items()]
 
     def unpack(self, tx: Tracer) -> list[Variable]:
         return self._now()

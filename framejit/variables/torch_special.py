@@ -108,6 +108,8 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
         if name not in _GUARDED_EVERYWHERE:
             tx.output.guards.add_query(fn, values, result)
         return tx.wrap_constant(result)  # the dispatch mode stack is a list
+    if fn is torch.is_tensor and len(args) == 1 and not kwargs:  # isinstance(obj, Tensor): the type is guarded
+        return ConstantVariable(issubclass(args[0].python_type(), torch.Tensor))
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
         plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)

@@ -105,6 +105,71 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     return method.call(tx, [], {}) if method is not None else None
 
 
+
+def python_getattr(tx: Tracer, obj: Variable, name: str) -> Variable:
+    """obj.name as Python does it: type(obj).__getattribute__, then __getattr__ if that finds nothing. A
+    __getattribute__ or __getattr__ written in Python is traced like any method; its super().__getattribute__
+    is the kind's generic_getattr."""
+    cls = obj.python_type()
+    getattribute = lookup_class_attr(cls, "__getattribute__")[1]
+    try:
+        if isinstance(getattribute, types.FunctionType):
+            return _call_lookup_method(tx, obj, "__getattribute__", name)
+        if getattribute in _GENERIC_GETATTRIBUTE:
+            return obj.generic_getattr(tx, name)
+        return obj.native_getattr(tx, name)
+    except Unsupported as e:
+        if e.code != BreakCode.MISSING_ATTR or not isinstance(lookup_class_attr(cls, "__getattr__")[1],
+                                                              types.FunctionType):
+            raise
+    return _call_lookup_method(tx, obj, "__getattr__", name)
+
+
+def _call_lookup_method(tx: Tracer, obj: Variable, method: str, name: str) -> Variable:
+    """type(obj).<method>(obj, name), traced. A missing attribute it reports is trusted only when the method
+    cannot catch it itself (it has no try block): the trace does not follow exceptions."""
+    fn = lookup_class_attr(obj.python_type(), method)[1]
+    bound = class_attribute(tx, obj, fn, obj.class_source(method))
+    try:
+        return bound.call(tx, [ConstantVariable(name)], {})
+    except Unsupported as e:
+        if e.code == BreakCode.MISSING_ATTR and exception_table(fn.__code__):
+            unsupported(f"{obj.python_type().__name__}.{method} may catch the AttributeError of {name!r}",
+                        BreakCode.GETATTR)
+        raise
+
+
+def delete_attribute(tx: Tracer, obj: Variable, name: str) -> None:
+    """del obj.name on an object made in the trace: its class's Python __delattr__ traced, object's forgets the
+    write (the object is made after the graph, so there is nothing to undo). Elsewhere a graph break."""
+    if not isinstance(obj, NewObjectVariable):
+        unsupported(f"del of attribute {name!r} of {obj}", BreakCode.SIDE_EFFECT)
+    custom = python_class_method(tx, obj, "__delattr__")
+    if custom is not None:
+        custom.call(tx, [ConstantVariable(name)], {})
+    elif not tx.output.side_effects.delete_attr(obj, name):
+        unsupported(f"{obj.cls.__name__!r} object has no attribute {name!r} to delete", BreakCode.MISSING_ATTR)
+
+
+def python_truth(tx: Tracer, obj: Variable) -> bool:
+    """bool(obj) as Python decides it: the class's __bool__, else its __len__ (traced when written in Python; a
+    dict subclass's C __len__ counts the items the trace holds), else True. The answer must be a constant."""
+    cls = obj.python_type()
+    for name in ("__bool__", "__len__"):
+        impl = lookup_class_attr(cls, name)[1]
+        if impl is None:
+            continue
+        if isinstance(impl, types.FunctionType):
+            result = class_attribute(tx, obj, impl, obj.class_source(name)).call(tx, [], {})
+            if not result.is_python_constant():
+                unsupported(f"bool() of a {cls.__name__}: its {name} gives {result}", BreakCode.TRUTH)
+            return bool(result.as_python_constant())
+        if name == "__len__" and impl is dict.__len__:
+            part = obj.dict_part if isinstance(obj, NewObjectVariable) else obj.dict_contents(tx)
+            return bool(part.items)
+        unsupported(f"bool() of a {cls.__name__} (its {name} is not Python code)", BreakCode.TRUTH)
+    return True
+
 def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
     iterator = iterate_user_object(tx, obj)
     if iterator is None:
@@ -126,41 +191,18 @@ class UserObjectVariable(Variable):
     def unpack(self, tx: Tracer) -> list[Variable]:
         return _unpack_user_object(tx, self)
 
-    def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        """obj.name as Python does it: type(obj).__getattribute__, then __getattr__ if that finds nothing.
-        A __getattribute__ or __getattr__ written in Python is traced like any method."""
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is not None:
-            return pending
-        cls = type(self.value)
-        getattribute = lookup_class_attr(cls, "__getattribute__")[1]
-        try:
-            if isinstance(getattribute, types.FunctionType):
-                return self._call_class_method(tx, "__getattribute__", name)
-            if getattribute in _GENERIC_GETATTRIBUTE:
-                return self.generic_getattr(tx, name)
-            if cls.__flags__ & HEAPTYPE:
-                unsupported(f"{cls.__name__} has a __getattribute__ that is not Python code", BreakCode.GETATTR)
-            # a type written in C with its own lookup (code objects...): its getters only read
-            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
-        except Unsupported as e:
-            if e.code != BreakCode.MISSING_ATTR or not isinstance(lookup_class_attr(cls, "__getattr__")[1],
-                                                                  types.FunctionType):
-                raise
-        return self._call_class_method(tx, "__getattr__", name)
+    def truth(self, tx: Tracer) -> bool:
+        return python_truth(tx, self)
 
-    def _call_class_method(self, tx: Tracer, method: str, name: str) -> Variable:
-        """type(obj).<method>(obj, name), traced. A missing attribute it reports is trusted only when the method
-        cannot catch it itself (it has no try block): the trace does not follow exceptions."""
-        fn = lookup_class_attr(type(self.value), method)[1]
-        bound = class_attribute(tx, self, fn, self.class_source(method))
-        try:
-            return bound.call(tx, [ConstantVariable(name)], {})
-        except Unsupported as e:
-            if e.code == BreakCode.MISSING_ATTR and exception_table(fn.__code__):
-                unsupported(f"{type(self.value).__name__}.{method} may catch the AttributeError of {name!r}",
-                            BreakCode.GETATTR)
-            raise
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return python_getattr(tx, self, name)
+
+    def native_getattr(self, tx: Tracer, name: str) -> Variable:
+        """A type written in C with its own lookup (code objects...): its getters only read."""
+        cls = type(self.value)
+        if cls.__flags__ & HEAPTYPE:
+            unsupported(f"{cls.__name__} has a __getattribute__ that is not Python code", BreakCode.GETATTR)
+        return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
 
     def attr_source(self, name: str) -> Source:
         """Where obj.name is read from in guards and reloads: past a __getattribute__ of the class's own."""
@@ -182,6 +224,9 @@ class UserObjectVariable(Variable):
 
     def generic_getattr(self, tx: Tracer, name: str) -> Variable:
         """object.__getattribute__(obj, name): data descriptors of the class, the instance dict, then the class."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:  # written by the trace (a data descriptor would have refused the write)
+            return pending
         cls = type(self.value)
         found, attr = lookup_class_attr(cls, name)
         if found and hasattr(type(attr), "__set__") and not isinstance(attr, property):
@@ -227,8 +272,9 @@ def constructible(cls: Any) -> bool:
         return False
     init = lookup_class_attr(cls, "__init__")[1]
     setattr_ = lookup_class_attr(cls, "__setattr__")[1]
+    getattribute = lookup_class_attr(cls, "__getattribute__")[1]
     return ((cls.__new__ is object.__new__ or issubclass(cls, dict) and cls.__new__ is dict.__new__)
-            and lookup_class_attr(cls, "__getattribute__")[1] in _GENERIC_GETATTRIBUTE
+            and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
             and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
             and (init in (object.__init__, dict.__init__, collections.OrderedDict.__init__)
                  or isinstance(init, types.FunctionType)))
@@ -268,14 +314,21 @@ class NewObjectVariable(Variable):
         return _unpack_user_object(tx, self)
 
     def truth(self, tx: Tracer) -> bool:
-        if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
-            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
-        return True
+        return python_truth(tx, self)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return python_getattr(tx, self, name)
+
+    def native_getattr(self, tx: Tracer, name: str) -> Variable:
+        unsupported(f"{self.cls.__name__} has a __getattribute__ that is not Python code", BreakCode.GETATTR)
+
+    def generic_getattr(self, tx: Tracer, name: str) -> Variable:
+        """object.__getattribute__: what the trace wrote on it, its __dict__ and __class__, then the class."""
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
             return pending
+        if name == "__class__":
+            return self.cls_var
         if name == "__dict__":  # a snapshot of the attributes written so far (read, not written through)
             return DictVariable({n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
                                 None, dict, read_only=True)

@@ -81,9 +81,9 @@ def b_disallowed(x):
     return z * 2
 
 
-def b_stdlib_copy(x):
+def b_deepcopy_of_tensors(x):
     y = x + 1
-    pair = copy.copy([y, x])  # break-here
+    pair = copy.deepcopy([y, x])  # break-here: a tensor's deep copy is an autograd-aware clone
     return pair[0] * pair[1]
 
 
@@ -105,7 +105,7 @@ SIMPLE_BREAKS = [
     (b_math_floor, "floor"),
     (b_c_function, "crc32"),
     (b_disallowed, "plus100"),
-    (b_stdlib_copy, "copy"),
+    (b_deepcopy_of_tensors, "copying"),
     (b_if_tensor, "tensor"),
 ]
 

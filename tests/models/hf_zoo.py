@@ -44,6 +44,9 @@ AUDIO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, interme
              conv_stride=[5, 4], conv_kernel=[10, 4], num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
              layerdrop=0.0)  # no layer skipped at random: the gradients of every layer are compared
 TOWERS = dict(text_config=TEXT, vision_config=VISION)
+T5 = dict(vocab_size=99, d_model=32, d_kv=16, d_ff=37, num_layers=2, num_heads=2, decoder_start_token_id=0)
+BART = dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64)
 
 
 # model type -> (config overrides, inputs); all of these are one graph under fullgraph=True
@@ -91,6 +94,17 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "gpt2": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64), token_ids),
     "llama": (dict(TEXT, num_key_value_heads=1), token_ids),
     "qwen2": (dict(TEXT, num_key_value_heads=1), token_ids),
+    # encoder-decoders (each makes its cache: the decoder's config is a deep copy of the model's, adjusted)
+    "t5": (T5, encoder_decoder_ids),
+    "mt5": (T5, encoder_decoder_ids),
+    "bart": (BART, encoder_decoder_ids),
+    "mbart": (BART, encoder_decoder_ids),
+    "pegasus": (BART, encoder_decoder_ids),
+    "marian": (dict(BART, pad_token_id=0, decoder_start_token_id=0), encoder_decoder_ids),
+    "blenderbot-small": (BART, encoder_decoder_ids),
+    "m2m_100": (BART, encoder_decoder_ids),
+    "whisper": (dict(BART, num_mel_bins=8, max_source_positions=16, max_target_positions=32, pad_token_id=0,
+                     bos_token_id=1, eos_token_id=2, decoder_start_token_id=1), mel_and_decoder_ids),
     # vision-language
     "clip": (dict(TOWERS, projection_dim=16), text_and_pixels),
     "siglip": (TOWERS, text_and_pixels),
@@ -99,19 +113,11 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
 # In a training step these break the graph, with this reason, and still match eager: SpecAugment draws its time
 # masks with numpy's random generator, which runs as Python (a real reason: numpy is not in a torch graph).
 TRAIN_BREAKS = {name: "cython_function_or_method" for name in ("wav2vec2", "hubert", "data2vec-audio", "wavlm")}
+# M2M100's LayerDrop draws a random number per layer in training and skips the layer on its value
+TRAIN_BREAKS["m2m_100"] = "branching on the value of a tensor"
 
 # Models that still run in several graphs, each with the reason of its first break. They must match eager.
-WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]], str]] = {
-    "t5": (dict(vocab_size=99, d_model=32, d_kv=16, d_ff=37, num_layers=2, num_heads=2, decoder_start_token_id=0),
-           encoder_decoder_ids, "deepcopy"),  # its cache deep-copies the config
-    "bart": (dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                  decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, max_position_embeddings=64),
-             encoder_decoder_ids, "deepcopy"),
-    "whisper": (dict(vocab_size=99, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                     decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, num_mel_bins=8,
-                     max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
-                     eos_token_id=2, decoder_start_token_id=1), mel_and_decoder_ids, "deepcopy"),
-}
+WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]], str]] = {}
 
 
 def build(model_type: str, overrides: dict[str, Any], train: bool) -> torch.nn.Module:
