@@ -124,11 +124,11 @@ def test_cold_rows_start_without_memos_of_an_earlier_compile():
 
 
 def test_hf_suite_runs_transformers_models_in_one_graph(tmp_path):
-    assert main(["bench", "--suite", "hf", "--quick", "--models", "bert,resnet", "--backend", "eager",
+    assert main(["bench", "--suite", "hf", "--quick", "--models", "bert,t5,resnet", "--backend", "eager",
                  "--no-progress", "--out", str(tmp_path)]) == 0
     rows = _rows(tmp_path)
-    assert [(r["model"], r["mode"]) for r in rows] == [("bert", "infer"), ("bert", "train"), ("resnet", "infer"),
-                                                       ("resnet", "train")]
+    assert [(r["model"], r["mode"]) for r in rows] == [(m, mode) for m in ("bert", "t5", "resnet")
+                                                       for mode in ("infer", "train")]
     assert all(r["status"] == "ok" and r["graphs"] == "1" and r["breaks"] == "0" for r in rows), rows
 
 

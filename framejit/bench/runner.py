@@ -183,6 +183,7 @@ def _bench_infer(case: models.Case, jit: Any, opts: BenchOptions, result: Result
             eager(x)
             got = compiled(x)
         eager_ms, compiled_ms = _timed([lambda: eager(x), lambda: compiled(x)], opts, result)
+    got, want = case.compared(got), case.compared(want)
     _finish(result, eager_ms, compiled_ms, max_error(got, want), close(got, want, opts.tol), opts.tol)
 
 
@@ -196,6 +197,7 @@ def _bench_train(case: models.Case, jit: Any, opts: BenchOptions, result: Result
     losses: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
 
     def step(fn: Callable[..., torch.Tensor], opt: torch.optim.Optimizer, out: list[torch.Tensor]) -> None:
+        torch.manual_seed(len(out))  # the n-th step of each side draws the same dropout masks (where it can)
         opt.zero_grad(set_to_none=True)
         loss = fn(case.x, case.target)
         loss.backward()
