@@ -16,6 +16,8 @@ from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
+from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
+                                                  is_bound_apply)
 from framejit.variables.base import Variable
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
@@ -138,6 +140,12 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return GradModeCtorVariable(value)
+    if is_autograd_function_class(value):
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        return AutogradFunctionClassVariable(value, source)
+    if is_bound_apply(value):  # `MyFn.apply` read from a global or an attribute: guarded through its class
+        cls = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        return cls.var_getattr(tx, "apply")
     if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math" or _has_traced_rule(value):
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
