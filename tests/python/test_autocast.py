@@ -186,3 +186,18 @@ def test_deprecated_cpu_amp_autocast():
         warnings.simplefilter("ignore", FutureWarning)
         cnt = _differential(fn, "eager", x, w, grads=False)
     assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_two_breaks_in_one_block_and_code_after_it(backend):
+    def fn(x, w):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            a = x @ w
+            print("first")
+            b = a @ w
+            print("second")  # the continuation breaks again inside the block it was handed entered
+            c = b @ w
+        return a, b, c, x @ w  # the last one runs after the block, in float32
+
+    cnt = _differential(fn, backend, torch.randn(3, 4), torch.randn(4, 4, requires_grad=True), exact=False)
+    assert cnt.frame_count == 3
