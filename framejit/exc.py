@@ -77,6 +77,10 @@ class BreakCode(enum.StrEnum):
     TORCH_FUNCTION = "torch_function"
     NON_TENSOR_OP = "non_tensor_op"
     GRAD_MODE = "grad_mode"
+    AUTOGRAD_FUNCTION = ("autograd_function", "The forward of this torch.autograd.Function must run on fake tensors "
+                         "(tensor ops only: no .item(), .tolist(), numpy); move the data-dependent part out of it, or "
+                         "call the Function outside the compiled function.")
+    AUTOCAST = "autocast"
     FAKE_ERROR = "fake_error"
     OP_ERROR = "op_error"
     OP_RESULT = "op_result"

@@ -25,7 +25,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
-from framejit.variables.torch_special import WithExitVariable
+from framejit.variables.torch_special import GradModeVariable, WithExitVariable
 
 _LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
 # original code -> {(offset, stack NULL layout, live locals): continuation code}
@@ -77,6 +77,9 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
     local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
     cell_values = {name: tx.cells[name].value for name in tx.code.co_cellvars
                    if tx.cells[name].value is not None}
+    for value in reversed(deep):  # autocast blocks end with the graph; the code after it enters them again
+        if isinstance(value, WithExitVariable):
+            value.ctx.exit_before_break(tx)
     roots = [*local_values.values(), *deep, *inputs, *cell_values.values(), *output.side_effects.values()]
     cg = output.emit_graph_call(tx, roots, compile_graph)
     deep_temps = _store_deep_stack(cg, deep)
@@ -140,7 +143,13 @@ def _live_locals(tx: Translator, orig_code: types.CodeType, offset: int) -> tupl
 def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
     """Temporaries for the stack below K's inputs (None for NULLs); with-blocks are re-entered for real."""
     temps: list[str | None] = []
-    entered = False
+    grad_blocks = [v for v in deep if isinstance(v, WithExitVariable) and isinstance(v.ctx, GradModeVariable)]
+    if grad_blocks:  # the graph left grad mode as inside the blocks: step out, then re-enter them
+        cg.emit("PUSH_NULL")
+        cg.emit_const(torch._C._set_grad_enabled)
+        cg.emit_const(grad_blocks[0].ctx.previous)
+        cg.call(1)
+        cg.emit("POP_TOP")
     for value in deep:
         if value is NULL:
             temps.append(None)
@@ -150,13 +159,6 @@ def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
             cg.emit("POP_TOP")
             temps.append(cg.store_temp(lambda: None))
         elif isinstance(value, WithExitVariable):
-            if not entered:  # the graph left grad mode as inside the blocks: step out, then re-enter them
-                cg.emit("PUSH_NULL")
-                cg.emit_const(torch._C._set_grad_enabled)
-                cg.emit_const(value.ctx.previous)
-                cg.call(1)
-                cg.emit("POP_TOP")
-                entered = True
             temps.append(cg.store_temp(lambda v=value: v.ctx.reconstruct_entered(cg)))
         else:
             temps.append(cg.store_temp(lambda v=value: cg.load(v)))

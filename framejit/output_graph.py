@@ -26,6 +26,8 @@ from framejit.guards import GuardSet
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
+from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
+from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.callables import NestedFunctionVariable
@@ -57,6 +59,9 @@ class OutputGraph:
         self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []
         self.initial_grad_mode = torch.is_grad_enabled()
+        self.initial_autocast: dict[str, tuple[bool, torch.dtype]] = {}  # devices whose state the trace changed
+        self.initial_autocast_cache = torch.is_autocast_cache_enabled()
+        self.autocast_left: list[tuple[Source, tuple]] = []  # blocks entered outside the trace that it left
         self.budget = options.instruction_budget
         self._used_names: set[str] = set()
         self.current_tx: "Translator | None" = None
@@ -147,12 +152,31 @@ class OutputGraph:
         node = self.graph.create_node("call_function", torch._C._set_grad_enabled, (mode,), {})
         node.meta["example_value"] = None
 
+    def set_autocast_state(self, device: str, enabled: bool, dtype: torch.dtype, cache_enabled: bool) -> None:
+        """Autocast for `device` as the rest of the trace runs its fake ops (the graph has its own nodes)."""
+        self.initial_autocast.setdefault(device, (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)))
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, dtype)
+        torch.set_autocast_cache_enabled(cache_enabled)
+
+    def leave_after_graph(self, exit_source: Source, reenter_args: tuple) -> None:
+        """A block entered before the frame was left in the graph: the graph ends back inside it (no net change,
+        which AOTAutograd could not keep) and the block's real `__exit__` runs right after the graph."""
+        self.autocast_left.append((exit_source, reenter_args))
+
     def restore_global_state(self) -> None:
+        """Grad mode and autocast as they were when the trace started (a backend compiles under them too)."""
         torch._C._set_grad_enabled(self.initial_grad_mode)
+        for device, (enabled, dtype) in self.initial_autocast.items():
+            torch.set_autocast_enabled(device, enabled)
+            torch.set_autocast_dtype(device, dtype)
+        torch.set_autocast_cache_enabled(self.initial_autocast_cache)
+        if self.initial_autocast or torch._C._is_any_autocast_enabled():
+            torch.clear_autocast_cache()  # it may hold casts of the trace's fake parameters
 
     def count_ops(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
-                   and n.target is not torch._C._set_grad_enabled)
+                   and n.target is not torch._C._set_grad_enabled and n.target not in AUTOCAST_STATE_TARGETS)
 
     # -- finishing ---------------------------------------------------------------------------
     def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
@@ -160,11 +184,14 @@ class OutputGraph:
         with its call; the returned codegen loads any of those values afterwards."""
         outputs = self._collect_outputs(roots)
         self._remove_unused_inputs()
+        for _, reenter_args in reversed(self.autocast_left):
+            self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
         self.graph.output(tuple(v.node for v in outputs))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
         if self.count_ops() or outputs:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+            self.restore_global_state()  # the graph starts under the state the trace started in
             graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             cg.emit("PUSH_NULL")
@@ -175,6 +202,13 @@ class OutputGraph:
                 graph_input.source.reconstruct(cg)
             cg.call(len(self.inputs) + 2)
             cg.emit("STORE_FAST", GRAPH_OUT)
+        for exit_source, _ in self.autocast_left:
+            cg.emit("PUSH_NULL")
+            exit_source.reconstruct(cg)
+            for _ in range(3):
+                cg.emit_const(None)
+            cg.call(3)
+            cg.emit("POP_TOP")
         return cg
 
     def finish(self, tx: Translator, return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":

@@ -16,6 +16,10 @@ from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
+from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
+                                                  is_bound_apply)
+from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
+                                         is_autocast_class, is_autocast_decorated)
 from framejit.variables.base import Variable
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
@@ -138,6 +142,18 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return GradModeCtorVariable(value)
+    if is_autocast_class(value):
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        return AutocastCtorVariable(value, source)
+    if is_autocast_decorated(value):
+        _guard(tx, source, GuardKind.CODE_MATCH, value)
+        return AutocastDecoratedVariable(value, source)
+    if is_autograd_function_class(value):
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        return AutogradFunctionClassVariable(value, source)
+    if is_bound_apply(value):  # `MyFn.apply` read from a global or an attribute: guarded through its class
+        cls = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        return cls.var_getattr(tx, "apply")
     if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math" or _has_traced_rule(value):
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return BuiltinVariable(value, source)
@@ -158,6 +174,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
             and value.__func__.__name__ == "__exit__" and source is not None:
         return _wrap_entered_grad_mode(tx, value, source)
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, torch.amp.autocast) \
+            and value.__func__.__name__ == "__exit__" and source is not None:
+        return WithExitVariable(AutocastVariable.from_entered(tx, value.__self__, source), source)
     if isinstance(value, types.MethodType):
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)

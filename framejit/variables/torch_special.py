@@ -157,6 +157,9 @@ class GradModeVariable(Variable):
     def exit(self, tx: Tracer) -> None:
         tx.output.set_grad_mode(self.previous)
 
+    def exit_before_break(self, tx: Tracer) -> None:
+        """Grad mode stays as inside the block at the end of a graph; the break code steps out and re-enters."""
+
     def reconstruct_entered(self, cg: Emitter) -> None:
         """Leave the __exit__ of a fresh, entered context of this kind on the stack (grad mode is then set)."""
         cg.emit("PUSH_NULL")
@@ -169,9 +172,10 @@ class GradModeVariable(Variable):
 
 
 class WithExitVariable(Variable):
-    """The __exit__ that BEFORE_WITH leaves on the stack; the normal exit path calls it with 3 Nones."""
+    """The __exit__ that BEFORE_WITH leaves on the stack; the normal exit path calls it with 3 Nones. `ctx` is a
+    context kind with enter/exit/exit_before_break/reconstruct_entered (grad mode, autocast)."""
 
-    def __init__(self, ctx: GradModeVariable, source: Any = None) -> None:
+    def __init__(self, ctx: Any, source: Any = None) -> None:
         self.ctx = ctx
         self.source = source
 
