@@ -1,6 +1,7 @@
 """Opcode handlers: calls, function creation, with-blocks, generators and return."""
 from __future__ import annotations
 
+import inspect
 from typing import Sequence
 
 from framejit.codeobj import Inst
@@ -72,19 +73,36 @@ class CallOps:
     @handles("RETURN_VALUE")
     def RETURN_VALUE(self, inst: Inst) -> None:
         value = self.pop()
-        if self.code.co_name == "<genexpr>":
-            value = IteratorVariable(self.generated)
+        if self.code.co_flags & inspect.CO_GENERATOR:  # the caller gets what it yielded; `yield from` what it returned
+            returned, value = value, IteratorVariable(self.generated)
+            value.returned = returned
         raise ReturnValue(value)
 
     @handles("RETURN_GENERATOR")
     def RETURN_GENERATOR(self, inst: Inst) -> None:
-        """An inlined generator expression is run to completion and its values collected (see YIELD_VALUE)."""
+        """An inlined generator (function or expression) is run to completion and its values collected (see
+        YIELD_VALUE): the caller gets an iterator over them."""
         self.push(ConstantVariable(None))
 
     @handles("YIELD_VALUE")
     def YIELD_VALUE(self, inst: Inst) -> None:
         self.generated.append(self.pop())
         self.push(ConstantVariable(None))
+
+    @handles("GET_YIELD_FROM_ITER")
+    def GET_YIELD_FROM_ITER(self, inst: Inst) -> None:
+        self.GET_ITER(inst)  # type: ignore[attr-defined]  # iter(); coroutines are never traced
+
+    @handles("SEND")
+    def SEND(self, inst: Inst) -> None:
+        """`yield from it` in a generator the trace runs to completion: it yields every remaining item of `it` now,
+        and its value is what `it` returned. Nothing is sent into a generator the trace runs (the value is None)."""
+        self.pop()
+        iterator = self.pop()
+        while (item := iterator.next()) is not None:
+            self.generated.append(item)
+        self.push(iterator.returned or ConstantVariable(None))
+        self.jump(inst)
 
     @handles("BEFORE_WITH")
     def BEFORE_WITH(self, inst: Inst) -> None:

@@ -153,9 +153,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
         reason = skipfiles.inline_refusal(code)
         if reason:
             unsupported(f"call to {fn_name}: {reason}", BreakCode.SKIPPED_FILE)
-        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR) \
-                and code.co_name != "<genexpr>":
-            unsupported(f"call to generator or coroutine function {fn_name}", BreakCode.GENERATOR)
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            unsupported(f"call to coroutine function {fn_name}", BreakCode.GENERATOR)
         if self.depth + 1 > self.output.options.inline_depth_limit:
             unsupported(f"inlining depth limit ({self.output.options.inline_depth_limit}) reached at {fn_name}",
                         BreakCode.INLINE_DEPTH)
@@ -170,9 +169,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
                            globals_source=globals_source)
         checkpoint = self.output.side_effects.checkpoint()
         result = child.run()
-        if code.co_name == "<genexpr>" and self.output.side_effects.wrote_older_state(checkpoint):
+        if code.co_flags & inspect.CO_GENERATOR and self.output.side_effects.wrote_older_state(checkpoint):
             # its items were produced eagerly; a consumer that stops early would not see all these writes
-            unsupported("a generator expression with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
+            unsupported(f"generator {fn_name} with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
         return result
 
     def _make_cells(self, code: types.CodeType, bound: dict[str, Variable], closure: Any,

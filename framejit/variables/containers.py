@@ -469,6 +469,8 @@ class SliceVariable(Variable):
 class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
+    returned: Variable | None = None  # an inlined generator's return value (`x = yield from gen`)
+
     rebuilt_once = True
 
     def __init__(self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None,

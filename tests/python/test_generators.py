@@ -1,0 +1,63 @@
+"""Generator functions called in a trace: run to completion when called, their items collected (as generator
+expressions are), `yield from` included; one that writes state that existed before it is a graph break, since
+Python would run it lazily, interleaved with its consumer."""
+import torch
+
+import framejit
+from framejit.testing import same
+from tests.helpers import run_fullgraph
+
+
+def every_other(xs, scale):
+    for i, x in enumerate(xs):
+        if i % 2 == 0:
+            yield x * scale
+    return len(xs)
+
+
+def chained(x):
+    count = yield from every_other([x, x + 1, x + 2], 2)
+    yield x * count
+
+
+def test_generator_functions_feed_loops_builtins_and_next():
+    def fn(x):
+        doubled = [y + 1 for y in every_other([x, x * 2, x * 3], 2)]
+        total = sum(every_other([x, x], 3))
+        first = next(iter(every_other([x], 5)))
+        return doubled, total, first, list(chained(x))
+
+    x = torch.randn(3)
+    got, want = run_fullgraph(fn, x), fn(x)
+    assert len(got[0]) == len(want[0]) == 2 and all(same(a, b) for a, b in zip(got[0], want[0]))
+    assert same(got[1], want[1]) and same(got[2], want[2])
+    assert len(got[3]) == len(want[3]) == 3 and all(same(a, b) for a, b in zip(got[3], want[3]))
+
+
+log = []
+
+
+def logging_generator(x):
+    for i in range(3):
+        log.append(i)  # state from before the call: Python interleaves these with the consumer
+        yield x + i
+
+
+def test_a_generator_with_side_effects_breaks_and_matches_eager():
+    def fn(x):
+        out = []
+        for y in logging_generator(x):
+            out.append(y * 2)
+            log.append("consumer")
+        return out
+
+    x = torch.randn(2)
+    explained = framejit.explain(fn)(x)
+    assert any("logging_generator with side effects" in r.reason for r in explained.break_reasons)
+    del log[:]
+    want = fn(x)
+    want_log = list(log)
+    del log[:]
+    got = framejit.optimize("eager")(fn)(x)
+    assert log == want_log == [0, "consumer", 1, "consumer", 2, "consumer"]
+    assert all(same(a, b) for a, b in zip(got, want))
