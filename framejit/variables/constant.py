@@ -123,7 +123,10 @@ class ObjectVariable(KnownValueVariable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import call_python_object
+        from framejit.variables.nn_module import NewModuleVariable, is_torch_nn_class
         from framejit.variables.user_object import construct, constructible
+        if isinstance(self.value, type) and is_torch_nn_class(self.value):
+            return NewModuleVariable.make(self.value, args, kwargs)
         if isinstance(self.value, type) and self.source is not None and constructible(self.value):
             return construct(tx, self, args, kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:

@@ -10,6 +10,7 @@ import inspect
 import types
 from typing import Any, Sequence
 
+import torch
 from torch import nn
 
 from framejit.contracts import GuardKind, Tracer
@@ -52,9 +53,12 @@ class NNModuleVariable(Variable):
     def guarded_by_identity(self) -> bool:
         return self.source is not None and not is_stateless(self.module)
 
+    def _attr_source(self, name: str) -> Any:
+        return AttrSource(self.source, name) if self.source is not None else None
+
     def _child(self, tx: Tracer, dict_name: str, key: str) -> Variable:
         value = getattr(self.module, dict_name)[key]
-        return tx.wrap(value, ItemSource(AttrSource(self.source, dict_name), key))
+        return tx.wrap(value, ItemSource(self._attr_source(dict_name), key) if self.source is not None else None)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         pending = tx.output.side_effects.pending_attr(self, name)
@@ -65,7 +69,7 @@ class NNModuleVariable(Variable):
         if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
             return BoundMethod(self, name)
         if name in inst:
-            return tx.wrap(inst[name], AttrSource(self.source, name))
+            return tx.wrap(inst[name], self._attr_source(name))
         for dict_name in ("_parameters", "_buffers", "_modules"):
             if name in inst.get(dict_name, ()):
                 return self._child(tx, dict_name, name)
@@ -74,7 +78,7 @@ class NNModuleVariable(Variable):
             unsupported(f"{type(mod).__name__} has no attribute {name!r}", BreakCode.MISSING_ATTR)
         # the module is guarded by identity (or type, when stateless): its class's methods need no guard
         bound = bound_class_attribute(tx, self, attr, None)
-        return bound if bound is not None else tx.wrap(getattr(mod, name), AttrSource(self.source, name))
+        return bound if bound is not None else tx.wrap(getattr(mod, name), self._attr_source(name))
 
     def _check_hooks(self, tx: Tracer) -> None:
         """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling
@@ -212,5 +216,46 @@ class NNModuleVariable(Variable):
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({type(self.module).__name__})"
+
+
+def is_torch_nn_class(cls: type) -> bool:
+    """A module class of torch.nn itself, whose constructor only sets its own attributes."""
+    return issubclass(cls, nn.Module) and cls.__module__.startswith("torch.nn.")
+
+
+class NewModuleVariable(NNModuleVariable):
+    """A torch.nn module without parameters, buffers or children made in the trace from constants
+    (`loss_fct = CrossEntropyLoss()` in a forward): made now, at trace time, since its constructor only sets its own
+    attributes; what is read from it is a constant. If it outlives the graph it is made again after the graph
+    with the same arguments, so each call gets a fresh one, as in eager."""
+
+    rebuilt_once = True
+
+    def __init__(self, module: nn.Module, args: tuple, kwargs: dict[str, Any]) -> None:
+        super().__init__(module, None)
+        self.args, self.kwargs = args, kwargs
+
+    @classmethod
+    def make(cls, module_class: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> "NewModuleVariable":
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unsupported(f"{module_class.__name__}() made in the trace from values known only at run time",
+                        BreakCode.MODULE_MUTATION)
+        values = tuple(a.as_python_constant() for a in args)
+        named = {k: v.as_python_constant() for k, v in kwargs.items()}
+        with torch.random.fork_rng(devices=[]):  # one with parameters would draw them: leave no trace of it
+            module = module_class(*values, **named)
+        if not is_stateless(module):
+            unsupported(f"{module_class.__name__}() made in the trace has parameters or buffers (new ones each call)",
+                        BreakCode.MODULE_MUTATION)
+        return cls(module, values, named)
+
+    def rebuild(self, cg: Any) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(type(self.module))
+        for value in (*self.args, *self.kwargs.values()):
+            cg.emit_const(value)
+        if self.kwargs:
+            cg.emit("KW_NAMES", tuple(self.kwargs))
+        cg.call(len(self.args) + len(self.kwargs))
 
 

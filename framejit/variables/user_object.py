@@ -45,6 +45,8 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
             return BoundMethod(obj.dict_part, attr.__name__)
         if attr.__name__ in DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
             return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
+    if isinstance(attr, functools._lru_cache_wrapper) and isinstance(obj, UserObjectVariable):
+        return MemoisedMethod(attr, obj)  # an lru_cache'd method (logger.warning_once)
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
     return None
@@ -170,6 +172,29 @@ def python_truth(tx: Tracer, obj: Variable) -> bool:
         unsupported(f"bool() of a {cls.__name__} (its {name} is not Python code)", BreakCode.TRUTH)
     return True
 
+
+def call_memoised(tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+    """An lru_cache'd function called now: it answers what its cache holds, computing (and caching) it now if eager
+    would, as a constant. Its arguments must be constants, or objects from outside held by identity (guarded so)."""
+    def real(arg: Variable) -> Any:
+        if arg.is_python_constant():
+            return arg.as_python_constant()
+        if isinstance(arg, UserObjectVariable) and arg.source is not None:
+            tx.output.guards.add(arg.source, GuardKind.ID_MATCH, arg.value)
+            return arg.value
+        unsupported(f"an lru_cache'd function called with {arg}", BreakCode.CALL)
+    return tx.wrap_constant(fn(*map(real, args), **{k: real(v) for k, v in kwargs.items()}))
+
+
+class MemoisedMethod(Variable):
+    """An lru_cache'd function found on an object's class, bound to it (call_memoised)."""
+
+    def __init__(self, fn: Any, obj: Variable) -> None:
+        self.fn, self.obj = fn, obj
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        return call_memoised(tx, self.fn, [self.obj, *args], kwargs)
+
 def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
     iterator = iterate_user_object(tx, obj)
     if iterator is None:
@@ -253,10 +278,8 @@ class UserObjectVariable(Variable):
             bound = tx.wrap(self.value.args, AttrSource(self.source, "args")).unpack(tx)
             keywords = tx.wrap(self.value.keywords, AttrSource(self.source, "keywords"))
             return fn.call(tx, [*bound, *args], {**keywords.items, **kwargs})
-        if cls is functools._lru_cache_wrapper and all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            # a memoised function of constants answers what its cache holds (computing it now if eager would)
-            return tx.wrap_constant(self.value(*[a.as_python_constant() for a in args],
-                                               **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        if cls is functools._lru_cache_wrapper:
+            return call_memoised(tx, self.value, args, kwargs)
         unsupported(f"calling a {cls.__name__} object", BreakCode.CALL)
 
     def __repr__(self) -> str:

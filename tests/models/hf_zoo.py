@@ -125,3 +125,35 @@ def build(model_type: str, overrides: dict[str, Any], train: bool) -> torch.nn.M
     torch.manual_seed(0)
     model = AutoModel.from_config(AutoConfig.for_model(model_type, **overrides))
     return model.train(train)
+
+
+def text_labels() -> dict[str, torch.Tensor]:
+    return {**token_ids(), "labels": torch.randint(0, 99, (2, 8))}
+
+
+def seq2seq_labels() -> dict[str, torch.Tensor]:
+    return {**token_ids(), "labels": torch.randint(0, 99, (2, 5))}
+
+
+# Task heads trained as users train them: the labels go in, the model computes its loss (a loss module made in
+# forward, or the model's loss function) -> (auto class, model type, config overrides, inputs with labels)
+WITH_LABELS: dict[str, tuple[str, str, dict[str, Any], Callable[[], dict[str, torch.Tensor]]]] = {
+    "bert-classification": ("AutoModelForSequenceClassification", "bert", TEXT,
+                            lambda: {**token_ids(), "labels": torch.tensor([0, 1])}),
+    "roberta-masked-lm": ("AutoModelForMaskedLM", "roberta", TEXT, text_labels),
+    "gpt2-causal-lm": ("AutoModelForCausalLM", "gpt2", ONE_GRAPH["gpt2"][0], text_labels),
+    "llama-causal-lm": ("AutoModelForCausalLM", "llama", ONE_GRAPH["llama"][0], text_labels),
+    "t5-seq2seq": ("AutoModelForSeq2SeqLM", "t5", T5, seq2seq_labels),
+    "bart-seq2seq": ("AutoModelForSeq2SeqLM", "bart", BART, seq2seq_labels),
+    "vit-classification": ("AutoModelForImageClassification", "vit", VISION,
+                           lambda: {**pixels(), "labels": torch.tensor([0, 1])}),
+    "whisper-speech-seq2seq": ("AutoModelForSpeechSeq2Seq", "whisper", ONE_GRAPH["whisper"][0],
+                               lambda: {"input_features": torch.randn(2, 8, 32), "labels": torch.randint(0, 99, (2, 4))}),
+}
+
+
+def build_head(auto_class: str, model_type: str, overrides: dict[str, Any]) -> torch.nn.Module:
+    import transformers
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model(model_type, **overrides)
+    return getattr(transformers, auto_class).from_config(config).train()

@@ -13,7 +13,7 @@ import transformers  # the test extras install it
 
 import framejit
 from framejit.testing import CompileCounter, CompileCounterWithBackend
-from tests.models.hf_zoo import ONE_GRAPH, TRAIN_BREAKS, WITH_BREAKS, build
+from tests.models.hf_zoo import ONE_GRAPH, TRAIN_BREAKS, WITH_BREAKS, WITH_LABELS, build, build_head
 
 
 @pytest.fixture(autouse=True)
@@ -77,6 +77,21 @@ def test_training_step_matches_eager(model_type):
             assert got is None or not got.any(), name
         else:
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(WITH_LABELS))
+def test_training_with_labels_is_one_graph_equal_to_eager(name):
+    """The model computes its own loss from the labels (a loss module made in its forward, or its loss function)."""
+    auto_class, model_type, overrides, make_inputs = WITH_LABELS[name]
+    model, inputs = build_head(auto_class, model_type, overrides), make_inputs()
+    want_loss, want_grads = training_step(model, model, inputs)
+    cnt = CompileCounterWithBackend("aot_eager")
+    got_loss, got_grads = training_step(model, framejit.optimize(cnt, nopython=True)(model), inputs)
+    assert cnt.frame_count == 1
+    torch.testing.assert_close(got_loss, want_loss)
+    for param, want in want_grads.items():
+        if want is not None:
+            torch.testing.assert_close(got_grads[param], want, atol=1e-5, rtol=1e-4, msg=param)
 
 
 @pytest.mark.parametrize("model_type", sorted(WITH_BREAKS))
