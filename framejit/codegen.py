@@ -27,6 +27,7 @@ class PyCodegen:
         self.instructions: list[Instr] = []
         self.temps: list[str] = []
         self._built: dict[int, str] = {}
+        self._pinned: dict[int, str] = {}  # id(var) -> the temporary its source was loaded into (pin)
 
     def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
         if opname in ("LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE") and isinstance(arg, str):
@@ -51,13 +52,28 @@ class PyCodegen:
         self.emit("STORE_FAST", name)
         return name
 
+    def pin(self, var: Variable) -> None:
+        """Load `var` from its source now, into a temporary that later loads use: the replayed writes about to
+        follow may change what the source's path reads (`kwargs.pop(k)` before a write to `kwargs[k]`'s object)."""
+        if var.source is not None and id(var) not in self._pinned:
+            var.source.reconstruct(self)
+            self._pinned[id(var)] = self.new_temp()
+            self.emit("STORE_FAST", self._pinned[id(var)])
+
+    def load_source(self, var: Variable) -> None:
+        """`var` as its source gives it (or gave it when pinned)."""
+        if id(var) in self._pinned:
+            self.emit("LOAD_FAST", self._pinned[id(var)])
+        else:
+            var.source.reconstruct(self)
+
     def load(self, var: Variable) -> None:
         if id(var) in self.output_index:
             self.emit("LOAD_FAST", GRAPH_OUT)
             self.emit_const(self.output_index[id(var)])
             self.emit("BINARY_SUBSCR")
         elif var.source is not None:
-            var.source.reconstruct(self)
+            self.load_source(var)
         elif id(var) in self._built:
             self.emit("LOAD_FAST", self._built[id(var)])
         else:

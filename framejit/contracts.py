@@ -277,6 +277,10 @@ class Emitter(Protocol):
 
     def new_temp(self) -> str: ...
 
+    def load_source(self, var: Variable) -> None:
+        """var reloaded from its source (from where it was pinned before replayed writes)."""
+        ...
+
     def store_temp(self, produce: Callable[[], None]) -> str: ...
 
     def frame_cell_name(self, cell: Any) -> str | None:

@@ -134,6 +134,15 @@ class SideEffects:
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
             writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
+        # every target as it is before any write (a write may change the path another target's source reads); an
+        # object made in the trace is made now, while the sources its contents come from still read as they did
+        for var in [*self.containers.values(), *(w.obj for w in self.attrs.values()),
+                    *(it for it in self.iterators if it.consumed)]:
+            if var.source is not None:
+                cg.pin(var)
+            else:
+                cg.load(var)
+                cg.emit("POP_TOP")
         if self.exc_info is not None:  # the exception handled before the except clause is current again
             cg.load(self.exc_info)
             cg.emit("POP_EXCEPT")
@@ -161,7 +170,7 @@ class SideEffects:
         # after the lists they iterate got their new contents: a list iterator may have read appended items
         for iterator in self.iterators:
             if iterator.consumed:
-                iterator.source.reconstruct(cg)
+                cg.load_source(iterator)
                 cg.emit("LOAD_METHOD", "__setstate__")  # list/tuple/range iterators: set the position
                 cg.emit_const(iterator.position)
                 cg.call(1)

@@ -149,7 +149,7 @@ class ListVariable(BaseListVariable):
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
         cg.emit("LOAD_FAST", temp)  # source[:] = temp
-        self.source.reconstruct(cg)
+        cg.load_source(self)
         cg.emit_const(None)
         cg.emit_const(None)
         cg.emit("BUILD_SLICE", 2)
@@ -254,7 +254,7 @@ class DictVariable(Variable):
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
         for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
-            self.source.reconstruct(cg)
+            cg.load_source(self)
             cg.emit("LOAD_METHOD", method)
             for arg in args:
                 cg.emit("LOAD_FAST", arg)

@@ -94,6 +94,30 @@ def test_training_with_labels_is_one_graph_equal_to_eager(name):
             torch.testing.assert_close(got_grads[param], want, atol=1e-5, rtol=1e-4, msg=param)
 
 
+def greedy_decode(model, ids, steps=3):
+    """The generation loop users write: prefill, then one token at a time with the cache passed back in."""
+    out = model(input_ids=ids, use_cache=True)
+    tokens = []
+    for _ in range(steps):
+        tokens.append(out.logits[:, -1:].argmax(-1))
+        out = model(input_ids=tokens[-1], past_key_values=out.past_key_values, use_cache=True)
+    return torch.cat(tokens, 1), out.logits
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "qwen2"])
+def test_greedy_decoding_with_the_cache_passed_back_matches_eager(model_type):
+    overrides = ONE_GRAPH[model_type][0]
+    model = build_head("AutoModelForCausalLM", model_type, overrides).eval()
+    ids = torch.randint(0, 99, (2, 5))
+    cnt = CompileCounter()
+    with torch.no_grad():
+        want_tokens, want_logits = greedy_decode(model, ids)
+        got_tokens, got_logits = greedy_decode(framejit.optimize(cnt, nopython=True)(model), ids)
+    assert torch.equal(got_tokens, want_tokens)
+    torch.testing.assert_close(got_logits, want_logits)
+    assert cnt.frame_count <= 4  # prefill, then each new cache length (shapes are specialised)
+
+
 @pytest.mark.parametrize("model_type", sorted(WITH_BREAKS))
 def test_models_with_graph_breaks_still_match_eager(model_type):
     overrides, make_inputs, reason = WITH_BREAKS[model_type]
