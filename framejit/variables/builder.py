@@ -21,7 +21,8 @@ from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_literal
-from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
                                              is_constant_query, is_torch_op)

@@ -15,8 +15,9 @@ from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, look
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
 from framejit.variables import iteration
-from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
-                                           SliceVariable, TupleVariable, BaseListVariable)
+from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
+                                           TupleVariable, BaseListVariable)
+from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
 

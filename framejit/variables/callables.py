@@ -13,7 +13,8 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DictVariable, TupleVariable
+from framejit.variables.containers import TupleVariable
+from framejit.variables.mappings import DictVariable
 
 
 CO_VARARGS = inspect.CO_VARARGS

@@ -14,7 +14,8 @@ from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DICT_READS, BoundMethod, DictVariable, IteratorVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable
+from framejit.variables.mappings import DICT_READS, DictVariable
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
@@ -182,6 +183,9 @@ class UserObjectVariable(Variable):
 
     def generic_getattr(self, tx: Tracer, name: str) -> Variable:
         """object.__getattribute__(obj, name): data descriptors of the class, the instance dict, then the class."""
+        pending = tx.output.side_effects.pending_attr(self, name)  # written earlier in this trace
+        if pending is not None:
+            return pending
         cls = type(self.value)
         found, attr = lookup_class_attr(cls, name)
         if found and hasattr(type(attr), "__set__") and not isinstance(attr, property):
