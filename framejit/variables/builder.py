@@ -115,7 +115,7 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         items = [wrap_value(tx, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
         return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
             () if type(value) is list else (type(value),)))
-    if type(value) in (dict, collections.OrderedDict):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         return DictVariable.read(tx, value, source)
     return _wrap_callable_or_object(tx, value, source)
 

@@ -17,6 +17,7 @@ from framejit.variables.constant import ConstantVariable, ObjectVariable, is_imm
 from framejit.variables import iteration
 from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
                                            TupleVariable, BaseListVariable)
+from framejit.variables import mappings
 from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
@@ -389,15 +390,6 @@ TRACED_BUILTINS[tuple] = _make_sequence(tuple)
 TRACED_BUILTINS[list] = _make_sequence(list)
 
 
-@_traces(dict)
-def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    result = DictVariable({})
-    if args:
-        result.call_method(tx, "update", args, {})
-    result.items.update(kwargs)
-    return result
-
-
 @_traces(set, frozenset)
 def _set(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return SetVariable(_iterate(tx, args[0]) if args else [])
@@ -566,6 +558,7 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 TRACED_BUILTINS.update(iteration.RULES)
+TRACED_BUILTINS.update(mappings.RULES)
 
 
 @_traces(print, input, open)

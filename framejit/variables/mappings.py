@@ -1,14 +1,16 @@
-"""Dicts of Variables (dict, OrderedDict and dict subclasses read from outside) and their key/value/item views.
+"""Dicts of Variables (dict, OrderedDict, defaultdict, Counter, and dict subclasses read from outside), their
+key/value/item views, and how the trace makes them (dict(), dict.fromkeys, the collections constructors).
 
 A dict is mutable here; mutating one that came from outside the frame records a side effect replayed after the graph.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+import collections
+from typing import Any, Callable, ClassVar, Sequence
 
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import ItemSource
+from framejit.sources import AttrSource, ItemSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, is_literal
 from framejit.variables.containers import TupleVariable, _born, bound_method
@@ -25,10 +27,11 @@ class DictVariable(Variable):
     rebuilt_once = True
 
     def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, default_factory: Variable | None = None) -> None:
         self.items = dict(items)
         self.source = source
         self.py_type = py_type
+        self.default_factory = default_factory  # a defaultdict's; None for other mappings
         self.born = _born()
         self.read_only = read_only  # a snapshot standing for something else (an object's __dict__): no writes
 
@@ -39,8 +42,11 @@ class DictVariable(Variable):
             unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
         if source is not None:
             tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
+        factory = None
+        if isinstance(value, collections.defaultdict):
+            factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory") if source else None)
         return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
-                   type(value))
+                   type(value), default_factory=factory)
 
     def python_type(self) -> type:
         return self.py_type
@@ -55,10 +61,17 @@ class DictVariable(Variable):
         return list(self.items.values())
 
     def rebuild(self, cg: Emitter) -> None:
+        if self.py_type is not dict:  # OrderedDict(d), Counter(d), defaultdict(factory, d)
+            cg.emit("PUSH_NULL")
+            cg.emit_const(self.py_type)
+            if self.default_factory is not None:
+                cg.load(self.default_factory)
         for key, value in self.items.items():
             cg.emit_const(key)
             cg.load(value)
         cg.emit("BUILD_MAP", len(self.items))
+        if self.py_type is not dict:
+            cg.call(2 if self.default_factory is not None else 1)
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
         for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
@@ -89,9 +102,17 @@ class DictVariable(Variable):
 
     def getitem(self, tx: Tracer, key: Variable) -> Variable:
         k = key.as_python_constant()
-        if k not in self.items:
-            unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
-        return self.items[k]
+        if k in self.items:
+            return self.items[k]
+        if self.default_factory is not None and not (self.default_factory.is_python_constant()
+                                                     and self.default_factory.as_python_constant() is None):
+            value = self.default_factory.call(tx, [], {})  # defaultdict.__missing__: store factory()
+            self.items[k] = value
+            self._mutated(tx)
+            return value
+        if issubclass(self.py_type, collections.Counter):
+            return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
+        unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -109,7 +130,7 @@ class DictVariable(Variable):
         if name in ("keys", "values", "items"):
             return DictViewVariable(self, name)
         if name == "copy":
-            return DictVariable(self.items)
+            return DictVariable(self.items, py_type=self.py_type, default_factory=self.default_factory)
         if name == "__setitem__":
             self.items[args[0].as_python_constant()] = args[1]
         elif name == "__delitem__":
@@ -137,6 +158,13 @@ class DictVariable(Variable):
             return self.items[key]
         elif name == "clear":
             self.items.clear()
+        elif name == "move_to_end" and issubclass(self.py_type, collections.OrderedDict):
+            key = args[0].as_python_constant()
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))).as_python_constant()
+            if key not in self.items:
+                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
+            value = self.items.pop(key)
+            self.items = {key: value, **self.items} if not last else {**self.items, key: value}
         else:
             unsupported(f"dict.{name}", BreakCode.CONTAINER_METHOD)
         self._mutated(tx)
@@ -191,3 +219,52 @@ class DictViewVariable(Variable):
 
     def __repr__(self) -> str:
         return f"DictViewVariable({self.kind})"
+
+
+def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    result = DictVariable({})
+    if args:
+        result.call_method(tx, "update", args, {})
+    result.items.update(kwargs)
+    return result
+
+
+def _fromkeys(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    value = args[1] if len(args) > 1 else ConstantVariable(None)
+    return DictVariable({k.as_python_constant(): value for k in _iterate(tx, args[0])})
+
+
+def _ordered_dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    result = _dict(tx, args, kwargs)
+    result.py_type = collections.OrderedDict
+    return result
+
+
+def _defaultdict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    factory = args[0] if args else ConstantVariable(None)
+    result = _dict(tx, args[1:], kwargs)
+    result.py_type, result.default_factory = collections.defaultdict, factory
+    return result
+
+
+def _counter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """Counter(iterable of constants) or Counter(mapping): the counts are computed now."""
+    counts: collections.Counter = collections.Counter()
+    for arg in args:
+        if isinstance(arg, DictVariable):
+            counts.update({k: v.as_python_constant() for k, v in arg.items.items()})
+        else:
+            counts.update(item.as_python_constant() for item in _iterate(tx, arg))
+    counts.update({k: v.as_python_constant() for k, v in kwargs.items()})
+    return DictVariable({k: ConstantVariable(n) for k, n in counts.items()}, py_type=collections.Counter)
+
+
+def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
+    return value.unpack(tx)
+
+
+# constructors of mappings -> how a call of one is traced (joined into builtins.TRACED_BUILTINS)
+RULES: dict[Any, Callable[..., Variable]] = {
+    dict: _dict, dict.fromkeys: _fromkeys, collections.OrderedDict: _ordered_dict,
+    collections.defaultdict: _defaultdict, collections.Counter: _counter,
+}

@@ -11,10 +11,10 @@ from typing import Any, Sequence
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, Unsupported, unsupported
-from framejit.sources import AttrSource, GenericAttrSource, Source
+from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import BoundMethod, IteratorVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable
 from framejit.variables.mappings import DICT_READS, DictVariable
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
@@ -41,11 +41,14 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
             else tx.wrap(obj.python_type(), None)
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), cls_var)
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
-            and attr.__objclass__ in (dict, collections.OrderedDict):
-        if isinstance(obj, NewObjectVariable) and obj.dict_part is not None:  # made here: any dict method
-            return BoundMethod(obj.dict_part, attr.__name__)
-        if attr.__name__ in DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
-            return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
+            and attr.__objclass__ in (dict, collections.OrderedDict, list):
+        if isinstance(obj, NewObjectVariable) and obj.base_part is not None:  # made here: any dict/list method
+            return BoundMethod(obj.base_part, attr.__name__)
+        if isinstance(obj, UserObjectVariable):  # from outside: the methods that only read (dict.get(self, ...))
+            if attr.__name__ in DICT_READS and issubclass(obj.python_type(), dict):
+                return BoundMethod(obj.dict_contents(tx), attr.__name__)
+            if attr.__name__ in LIST_READS and issubclass(obj.python_type(), list):
+                return BoundMethod(obj.list_contents(tx), attr.__name__)
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
     return None
@@ -59,6 +62,10 @@ def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variab
     if not hasattr(type(attr), "__get__"):
         return tx.wrap(attr, source)
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
+
+
+# list methods that only read: what a list subclass from outside may do through list's own methods
+LIST_READS = frozenset({"__getitem__", "__len__", "__iter__", "__contains__", "index", "count", "copy"})
 
 
 def has_custom_lookup(cls: type) -> bool:
@@ -94,6 +101,11 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
         return None
     cls = obj.python_type()
+    if lookup_class_attr(cls, "__iter__")[1] in (list.__iter__, dict.__iter__):  # a list or dict subclass
+        if isinstance(obj, NewObjectVariable):
+            return IteratorVariable(obj.base_part.unpack(tx))
+        contents = obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
+        return IteratorVariable(contents.unpack(tx))
     if issubclass(cls, collections.abc.Sequence) and lookup_class_attr(cls, "__iter__")[1] is \
             collections.abc.Sequence.__iter__:
         length = python_class_method(tx, obj, "__len__")
@@ -119,7 +131,7 @@ class UserObjectVariable(Variable):
     def __init__(self, value: Any, source: Any) -> None:
         self.value = value
         self.source = source
-        self._contents: DictVariable | None = None
+        self._contents: DictVariable | ListVariable | None = None  # a dict/list subclass's items
 
     def python_type(self) -> type:
         return type(self.value)
@@ -181,6 +193,19 @@ class UserObjectVariable(Variable):
             self._contents = DictVariable.read(tx, self.value, self.source)
         return self._contents
 
+    def list_contents(self, tx: Tracer) -> ListVariable:
+        """What an instance of a list subclass holds as a list (read through list's own indexing, guarded by
+        length). Only for subclasses that keep list's __getitem__ and __len__: a guard must not run user code."""
+        cls = type(self.value)
+        if lookup_class_attr(cls, "__getitem__")[1] is not list.__getitem__ or \
+                lookup_class_attr(cls, "__len__")[1] is not list.__len__:
+            unsupported(f"{cls.__name__} overrides list's indexing", BreakCode.CONTAINER)
+        if self._contents is None:
+            tx.output.guards.add(self.source, GuardKind.LEN_MATCH, self.value)
+            self._contents = ListVariable([tx.wrap(v, ItemSource(self.source, i)) for i, v in enumerate(self.value)],
+                                          self.source)
+        return self._contents
+
     def generic_getattr(self, tx: Tracer, name: str) -> Variable:
         """object.__getattribute__(obj, name): data descriptors of the class, the instance dict, then the class."""
         pending = tx.output.side_effects.pending_attr(self, name)  # written earlier in this trace
@@ -231,11 +256,13 @@ def constructible(cls: Any) -> bool:
         return False
     init = lookup_class_attr(cls, "__init__")[1]
     setattr_ = lookup_class_attr(cls, "__setattr__")[1]
-    return ((cls.__new__ is object.__new__ or issubclass(cls, dict) and cls.__new__ is dict.__new__)
+    return ((cls.__new__ in (object.__new__, dict.__new__, list.__new__))
             and lookup_class_attr(cls, "__getattribute__")[1] in _GENERIC_GETATTRIBUTE
             and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
-            and (init in (object.__init__, dict.__init__, collections.OrderedDict.__init__)
-                 or isinstance(init, types.FunctionType)))
+            and (init in _BASE_INITS or isinstance(init, types.FunctionType)))
+
+
+_BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__)
 
 
 def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -243,8 +270,10 @@ def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: d
     cls = cls_var.as_python_constant()
     obj = NewObjectVariable(cls, cls_var)
     init = lookup_class_attr(cls, "__init__")[1]
-    if init in (object.__init__, dict.__init__, collections.OrderedDict.__init__):
-        if args or kwargs:
+    if init in _BASE_INITS:
+        if obj.base_part is not None and (args or kwargs):  # list's or dict's own __init__: extend/update
+            obj.base_part.call_method(tx, "update" if obj.dict_part is not None else "extend", args, kwargs)
+        elif args or kwargs:
             unsupported(f"{cls.__name__}() with arguments and no __init__ of its own", BreakCode.CALL)
     else:
         tx.wrap(init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
@@ -264,6 +293,11 @@ class NewObjectVariable(Variable):
         self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
         # an instance of a dict subclass is also a dict: its items, set through dict's own methods
         self.dict_part = DictVariable({}, None, dict) if issubclass(cls, dict) else None
+        self.list_part = ListVariable([]) if issubclass(cls, list) else None  # likewise for a list subclass
+
+    @property
+    def base_part(self) -> DictVariable | ListVariable | None:
+        return self.dict_part if self.dict_part is not None else self.list_part
 
     def python_type(self) -> type:
         return self.cls
@@ -292,13 +326,22 @@ class NewObjectVariable(Variable):
         return [name for name in tx.output.side_effects.attribute_names(self)]
 
     def children(self) -> list[Variable]:
-        return [self.dict_part] if self.dict_part is not None else []
+        return [self.base_part] if self.base_part is not None else []
 
     def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
         cg.emit("PUSH_NULL")
-        cg.emit_const(self.cls.__new__)  # object's or dict's: neither runs __init__
+        cg.emit_const(self.cls.__new__)  # object's, dict's or list's: none runs __init__
         cg.load(self.cls_var)
         cg.call(1)
+        if self.list_part is not None:  # list.extend(obj, items): list's own, as the trace already ran the class's
+            cg.emit("COPY", 1)
+            cg.emit("PUSH_NULL")
+            cg.emit("SWAP", 2)
+            cg.emit_const(list.extend)
+            cg.emit("SWAP", 2)
+            cg.load(self.list_part)
+            cg.call(2)
+            cg.emit("POP_TOP")
         if self.dict_part is None:
             return
         # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)
