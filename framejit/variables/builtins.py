@@ -94,21 +94,27 @@ _DUNDERS: dict[Callable[..., Any], tuple[str, str | None]] = {
 
 def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
     """An operator on an object whose class defines it in Python: the method is traced, then the reflected one
-    on the other operand if the first gives NotImplemented (as Python does). None if neither is Python code."""
+    on the other operand if the first gives NotImplemented (as Python does); `a += b` tries a.__iadd__ first and
+    falls back to `a + b`. None if neither is Python code."""
+    if fn in _OUT_OF_PLACE:
+        result = _call_dunder(tx, args[0], "__i" + _DUNDERS[_OUT_OF_PLACE[fn]][0][2:], args[1:])
+        return result if result is not None else _python_operator(tx, _OUT_OF_PLACE[fn], args)
     names = _DUNDERS.get(fn)
     if names is None:
         return None
-    attempts = [(args[0], names[0], args[1:])]  # operator.contains(container, item): the container is first
-    if names[1] is not None and len(args) == 2:
-        attempts.append((args[1], names[1], args[:1]))
-    for obj, name, rest in attempts:
-        method = python_class_method(tx, obj, name)
-        if method is None:
-            continue
-        result = method.call(tx, rest, {})
-        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-            return result
-    return None
+    result = _call_dunder(tx, args[0], names[0], args[1:])  # operator.contains(container, item): container first
+    if result is None and names[1] is not None and len(args) == 2:
+        result = _call_dunder(tx, args[1], names[1], args[:1])
+    return result
+
+
+def _call_dunder(tx: Tracer, obj: Variable, name: str, rest: list[Variable]) -> Variable | None:
+    """obj.<name>(*rest) if obj's class defines it in Python and it does not answer NotImplemented; else None."""
+    method = python_class_method(tx, obj, name)
+    if method is None:
+        return None
+    result = method.call(tx, rest, {})
+    return None if result.is_python_constant() and result.as_python_constant() is NotImplemented else result
 
 
 _OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -269,7 +275,7 @@ class BuiltinVariable(KnownValueVariable):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-_FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
+_FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format, issubclass}
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}

@@ -13,7 +13,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import TupleVariable
+from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
 
 
@@ -193,10 +193,19 @@ class SuperVariable(Variable):
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.user_object import class_attribute
-        klass, attr = lookup_class_attr(self.obj.python_type(), name, after=self.cls)
+        owner = self.obj.as_python_constant() if issubclass(self.obj.python_type(), type) else None
+        klass, attr = lookup_class_attr(owner or self.obj.python_type(), name, after=self.cls)
         if klass is None:
             unsupported(f"super().{name} not found", BreakCode.MISSING_ATTR)
-        return class_attribute(tx, self.obj, attr, ItemSource(AttrSource(ConstSource(klass), "__dict__"), name))
+        source = ItemSource(AttrSource(ConstSource(klass), "__dict__"), name)
+        if owner is None:
+            return class_attribute(tx, self.obj, attr, source)
+        # super(C, cls) in a classmethod: the lookup is on cls's own MRO and a classmethod binds to cls
+        if isinstance(attr, classmethod):
+            return UserMethodVariable(tx.wrap(attr.__func__, AttrSource(source, "__func__")), self.obj)
+        if isinstance(attr, staticmethod):
+            return tx.wrap(attr.__func__, AttrSource(source, "__func__"))
+        return tx.wrap(attr, source)
 
 
 class TorchVariable(KnownValueVariable):
@@ -225,6 +234,11 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
     if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
         from framejit.variables.constant import WeakrefVariable
         return WeakrefVariable(args[0])
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and not args and not kwargs \
+            and value.__name__ == "__subclasses__":  # cls.__subclasses__(): guarded on the answer (a class may be added)
+        subclasses = value()
+        tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
+        return ListVariable([tx.wrap(c, None) for c in subclasses])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
                       or getattr(value, "__module__", None) == "math"):

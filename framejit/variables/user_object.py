@@ -118,6 +118,25 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     return method.call(tx, [], {}) if method is not None else None
 
 
+def user_truth(tx: Tracer, obj: Variable) -> bool:
+    """bool(obj) as Python decides it: the class's __bool__, else its __len__ (a list or dict subclass: its
+    items), else True. The method is traced and must answer a constant."""
+    cls = obj.python_type()
+    for name in ("__bool__", "__len__"):
+        if not lookup_class_attr(cls, name)[0]:
+            continue
+        method = python_class_method(tx, obj, name)
+        if method is None and issubclass(cls, (list, dict)):
+            contents = obj.base_part if isinstance(obj, NewObjectVariable) else \
+                obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
+            return contents.truth(tx)
+        answer = method.call(tx, [], {}) if method is not None else None
+        if answer is None or not answer.is_python_constant():
+            unsupported(f"bool() of a {cls.__name__} whose {name} is not known at trace time", BreakCode.TRUTH)
+        return bool(answer.as_python_constant())
+    return True
+
+
 def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
     iterator = iterate_user_object(tx, obj)
     if iterator is None:
@@ -138,6 +157,9 @@ class UserObjectVariable(Variable):
 
     def unpack(self, tx: Tracer) -> list[Variable]:
         return _unpack_user_object(tx, self)
+
+    def truth(self, tx: Tracer) -> bool:
+        return user_truth(tx, self)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         """obj.name as Python does it: type(obj).__getattribute__, then __getattr__ if that finds nothing.
@@ -306,9 +328,13 @@ class NewObjectVariable(Variable):
         return _unpack_user_object(tx, self)
 
     def truth(self, tx: Tracer) -> bool:
-        if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
-            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
-        return True
+        return user_truth(tx, self)
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        method = python_class_method(tx, self, "__call__")
+        if method is None:
+            unsupported(f"calling a {self.cls.__name__} object", BreakCode.CALL)
+        return method.call(tx, args, kwargs)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         pending = tx.output.side_effects.pending_attr(self, name)
