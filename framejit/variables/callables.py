@@ -141,19 +141,44 @@ class NestedFunctionVariable(Variable):
             cg.build_fresh(DictVariable(self.kwdefaults))
             flags |= 0x02
         if self.closure:
-            names = [cg.frame_cell_name(cell) for cell in self.closure]
-            if None in names:
-                unsupported(f"cannot rebuild {self}: it closes over cells of an inlined function",
-                            BreakCode.RECONSTRUCT)
-            for name in names:
-                cg.emit("LOAD_CLOSURE", name)
-            cg.emit("BUILD_TUPLE", len(names))
+            for cell in self.closure:
+                name = cg.frame_cell_name(cell)
+                if name is not None:
+                    cg.emit("LOAD_CLOSURE", name)
+                else:  # a cell of an inlined function: a new cell, one per traced cell, with its final value
+                    if cell.rebuilt is None:
+                        cell.rebuilt = NewCellVariable(cell)
+                    cg.load(cell.rebuilt)
+            cg.emit("BUILD_TUPLE", len(self.closure))
             flags |= 0x08
         cg.emit_const(self.code)
         cg.emit("MAKE_FUNCTION", flags)
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.qualname})"
+
+
+class NewCellVariable(Variable):
+    """A closure cell of a function inlined during the trace, as a function made there and returned needs it:
+    made after the graph with the cell's last value (one cell object however many functions share it)."""
+
+    rebuilt_once = True
+
+    def __init__(self, cell: Any) -> None:
+        self.cell = cell  # a framejit.trace.cells.Cell
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def children(self) -> list[Variable]:
+        return [self.cell.value] if self.cell.value is not None else []
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(types.CellType)
+        if self.cell.value is not None:
+            cg.load(self.cell.value)
+        cg.call(1 if self.cell.value is not None else 0)
 
 
 class UserMethodVariable(Variable):
