@@ -504,12 +504,22 @@ def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if len(args) == 1 else args
-        if kwargs or not all(i.is_python_constant() for i in items):
-            if _has_tensor(items):
+        key_fn = kwargs.get("key")
+        if key_fn is not None and not (key_fn.is_python_constant() and key_fn.as_python_constant() is None):
+            keys = [key_fn.call(tx, [i], {}) for i in items]  # the winner is the item itself, not a copy
+        else:
+            keys = items
+        if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
+            if _has_tensor(keys):
                 unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
                             BreakCode.DATA_DEPENDENT)
             unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
-        return ConstantVariable(fn(i.as_python_constant() for i in items))
+        if not items and "default" in kwargs:
+            return kwargs["default"]
+        if not items:
+            unsupported(f"{fn.__name__}() of an empty sequence (ValueError)", BreakCode.BUILTIN)
+        values = [k.as_python_constant() for k in keys]
+        return items[fn(range(len(items)), key=values.__getitem__)]
     return trace_call
 
 
