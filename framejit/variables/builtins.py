@@ -479,19 +479,6 @@ def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
                               else fn.call(tx, [x], {}).truth(tx))]))
 
 
-@_traces(sorted)
-def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    items = _iterate(tx, args[0])
-    key_fn = kwargs.get("key")
-    reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
-    if key_fn is None or key_fn.is_python_constant() and key_fn.as_python_constant() is None:
-        keys = [i.as_python_constant() for i in items]
-    else:
-        keys = [key_fn.call(tx, [i], {}).as_python_constant() for i in items]
-    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
-    return ListVariable([items[i] for i in order])
-
-
 @_traces(sum)
 def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
@@ -499,42 +486,6 @@ def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     for item in items:
         total = call_operator(tx, operator.add, [total, item])
     return total
-
-
-def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        items = _iterate(tx, args[0]) if len(args) == 1 else args
-        key_fn = kwargs.get("key")
-        if key_fn is not None and not (key_fn.is_python_constant() and key_fn.as_python_constant() is None):
-            keys = [key_fn.call(tx, [i], {}) for i in items]  # the winner is the item itself, not a copy
-        else:
-            keys = items
-        if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
-            if _has_tensor(keys):
-                unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
-                            BreakCode.DATA_DEPENDENT)
-            unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
-        if not items and "default" in kwargs:
-            return kwargs["default"]
-        if not items:
-            unsupported(f"{fn.__name__}() of an empty sequence (ValueError)", BreakCode.BUILTIN)
-        values = [k.as_python_constant() for k in keys]
-        return items[fn(range(len(items)), key=values.__getitem__)]
-    return trace_call
-
-
-TRACED_BUILTINS[min] = _min_max(min)
-TRACED_BUILTINS[max] = _min_max(max)
-
-
-def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        return ConstantVariable(fn(i.truth(tx) for i in _iterate(tx, args[0])))
-    return trace_call
-
-
-TRACED_BUILTINS[all] = _all_any(all)
-TRACED_BUILTINS[any] = _all_any(any)
 
 
 def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:

@@ -127,3 +127,103 @@ def test_exception_caught_in_user_code_gives_eager_result():
 
     x = torch.randn(3)
     assert same(_compiled(fn)(x, {"a": 1}), fn(x, {"a": 1}))
+
+
+class DictBacked:
+    """A __getattr__ that reads a dict: a missing name is a KeyError, which hasattr and getattr's default do not
+    catch."""
+
+    def __init__(self, **kw):
+        object.__setattr__(self, "_data", kw)
+
+    def __getattr__(self, name):
+        return self._data[name]
+
+
+class CountingFallback:
+    """A __getattr__ that counts the misses it sees and answers names starting with dyn_."""
+
+    def __init__(self, t):
+        self.t = t
+        self.misses = 0
+
+    def __getattr__(self, name):
+        self.misses += 1
+        if name.startswith("dyn_"):
+            return self.t * 2
+        raise AttributeError(name)
+
+
+def _outcome(fn, *args):
+    try:
+        result = fn(*args)
+    except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+        return type(e), str(e)
+    return "ok", result.tolist() if isinstance(result, torch.Tensor) else result
+
+
+def _read_missing(o, x):
+    return x + o.missing
+
+
+def _hasattr_missing(o, x):
+    return x + (1 if hasattr(o, "missing") else 0)
+
+
+def _getattr_default_missing(o, x):
+    return x + getattr(o, "missing", 5)
+
+
+@pytest.mark.parametrize("fn", [_read_missing, _hasattr_missing, _getattr_default_missing])
+def test_key_error_from_getattr_propagates_through_hasattr_and_defaults(fn):
+    obj, x = DictBacked(a=torch.ones(2)), torch.ones(2)
+    assert _outcome(_compiled(fn), obj, x) == _outcome(fn, obj, x)
+    assert _outcome(_compiled(fn), obj, x)[0] is KeyError
+
+
+def test_counting_getattr_fallback_on_every_call():
+    def fn(o, x):
+        return x + o.dyn_a + getattr(o, "nope", 1) + int(hasattr(o, "dyn_b"))
+
+    eager_obj, comp_obj, x = CountingFallback(torch.ones(2)), CountingFallback(torch.ones(2)), torch.randn(2)
+    compiled = _compiled(fn)
+    for _ in range(3):
+        assert same(compiled(comp_obj, x), fn(eager_obj, x))
+        assert comp_obj.misses == eager_obj.misses
+
+
+class CustomError(Exception):
+    pass
+
+
+def _missing_key(x):
+    return x + {}["k"]
+
+
+def _index_out_of_range(x, items=(1, 2)):
+    return x + list(items)[5]
+
+
+def _failed_assert(x):
+    assert x.shape[0] == 3, "bad shape"
+    return x
+
+
+def _bad_int(x):
+    return x + int("abc")
+
+
+def _zero_division(x, n=0):
+    return x + 1 / n
+
+
+def _custom_error(x):
+    y = x * 2
+    raise CustomError("custom", y.shape[0])
+
+
+@pytest.mark.parametrize("fn", [_missing_key, _index_out_of_range, _failed_assert, _bad_int, _zero_division,
+                                _custom_error])
+def test_errors_of_traced_code_propagate_with_type_and_message(fn):
+    x = torch.ones(2)
+    assert _outcome(_compiled(fn), x) == _outcome(fn, x)
