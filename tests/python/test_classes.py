@@ -209,3 +209,24 @@ def test_classmethods_and_staticmethods_on_instances():
 
     x = torch.randn(2)
     assert_equal(run_fullgraph(fn, x, Derived(x)), fn(x, Derived(x)))
+
+
+def test_subclasses_answer_is_guarded():
+    """A subclass defined after compiling changes cls.__subclasses__(): the entry no longer holds."""
+    class Root:
+        pass
+
+    class First(Root):
+        pass
+
+    def fn(x):
+        return x * len(Root.__subclasses__())
+
+    compiled = framejit.optimize(CompileCounter())(fn)
+    x = torch.randn(2)
+    assert same(compiled(x), x * 1)
+
+    class Second(Root):
+        pass
+
+    assert same(compiled(x), x * 2)

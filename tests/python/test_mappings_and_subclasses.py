@@ -178,3 +178,22 @@ def test_list_subclass_made_in_the_trace_and_returned():
     got, want = framejit.optimize(CompileCounter())(fn)(x), fn(x)
     assert type(got) is Stack
     assert_equal(list(got), list(want))
+
+
+def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
+    """Writes through list's or dict's own methods on a subclass passed in may break the graph; the objects end
+    as in eager on every call."""
+    def fn(s, r, x):
+        s.append(x)
+        r["n" + str(len(s))] = x
+        return x + len(s) + len(r)
+
+    eager = (Stack([torch.ones(2)]), Registry(a=1))
+    comp = (Stack([torch.ones(2)]), Registry(a=1))
+    compiled = framejit.optimize(CompileCounter())(fn)
+    for _ in range(3):
+        x = torch.randn(2)
+        assert same(compiled(*comp, x), fn(*eager, x))
+        assert type(comp[0]) is Stack and type(comp[1]) is Registry
+        assert_equal(list(comp[0]), list(eager[0]))
+        assert_equal(dict(comp[1]), dict(eager[1]))
