@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections import Counter
 import typing
 from typing import Any, Callable, Sequence
 
@@ -151,11 +152,15 @@ def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
         elif n > 1:
             a.call_method(tx, "extend", [ListVariable(a.items * (n - 1))], {})
         return a
+    if isinstance(a, DictVariable) and fn in (operator.or_, operator.ior) and issubclass(a.py_type, Counter):
+        unsupported("| of Counters (a union of counts)", BreakCode.CONTAINER_METHOD)
     if isinstance(a, DictVariable) and fn is operator.ior:
         a.call_method(tx, "update", [b], {})
         return a
     if isinstance(a, DictVariable) and isinstance(b, DictVariable) and fn is operator.or_:
-        return DictVariable({**a.items, **b.items}, None, a.py_type)
+        # the right operand's type wins when it is a subclass with its own __ror__ (dict | OrderedDict)
+        kind = b if b.py_type is not a.py_type and issubclass(b.py_type, a.py_type) else a
+        return kind.call_method(tx, "copy", [], {}).merged_with(a, b)
     if isinstance(a, SetVariable) and fn is operator.ior:
         a.call_method(tx, "update", [b], {})
         return a

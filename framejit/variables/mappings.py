@@ -16,6 +16,8 @@ from framejit.variables.constant import ConstantVariable, is_literal
 from framejit.variables.containers import TupleVariable, _born, bound_method
 
 
+_COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
+
 # dict methods that only read: what a dict standing for another object, or a dict subclass's, may do
 DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
                          "copy"})
@@ -129,8 +131,9 @@ class DictVariable(Variable):
             return self.items.get(args[0].as_python_constant(), default)
         if name in ("keys", "values", "items"):
             return DictViewVariable(self, name)
-        if name == "copy":
-            return DictVariable(self.items, py_type=self.py_type, default_factory=self.default_factory)
+        if name == "copy":  # the collections' mappings copy to their own type; dict.copy of a subclass is a dict
+            kept = self.py_type if self.py_type in _COLLECTIONS_TYPES else dict
+            return DictVariable(self.items, py_type=kept, default_factory=self.default_factory)
         if name == "__setitem__":
             self.items[args[0].as_python_constant()] = args[1]
         elif name == "__delitem__":
@@ -169,6 +172,11 @@ class DictVariable(Variable):
             unsupported(f"dict.{name}", BreakCode.CONTAINER_METHOD)
         self._mutated(tx)
         return ConstantVariable(None)
+
+    def merged_with(self, left: "DictVariable", right: "DictVariable") -> "DictVariable":
+        """This (new) mapping holding left's items updated with right's: the result of `left | right`."""
+        self.items = {**left.items, **right.items}
+        return self
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items})"

@@ -197,3 +197,25 @@ def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
         assert type(comp[0]) is Stack and type(comp[1]) is Registry
         assert_equal(list(comp[0]), list(eager[0]))
         assert_equal(dict(comp[1]), dict(eager[1]))
+
+
+def test_copies_keep_the_type_python_gives():
+    def fn(x, groups, reg):
+        od = collections.OrderedDict(a=x)
+        return od.copy(), groups.copy(), reg.copy(), x + 1
+
+    groups, reg, x = collections.defaultdict(list, a=[1]), Registry(w=1), torch.randn(2)
+    got, want = run_fullgraph(fn, x, groups, reg), fn(x, groups, reg)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert got[1].default_factory is list
+
+
+def test_merging_keeps_the_left_type():
+    def fn(x, groups, od):
+        return groups | {"b": [2]}, od | {"z": 1}, {"q": 0} | od, x + 1
+
+    args = (collections.defaultdict(list, a=[1]), collections.OrderedDict(y=0))
+    got, want = run_fullgraph(fn, torch.ones(1), *args), fn(torch.ones(1), *args)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert got[0].default_factory is list
+    assert_equal([dict(v) for v in got[:3]], [dict(v) for v in want[:3]])
