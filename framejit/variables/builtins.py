@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
 from collections import Counter
 import typing
 from typing import Any, Callable, Sequence
@@ -21,7 +22,7 @@ from framejit.variables.containers import (IteratorVariable, ListVariable, SetVa
 from framejit.variables import mappings
 from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import python_class_method
+from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, python_class_method
 
 
 
@@ -43,9 +44,23 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False  # a tensor is never a constant / container
+    if isinstance(a, _USER_OBJECTS) and isinstance(b, _USER_OBJECTS):
+        return a is b  # one Variable per object: the builder guards the aliasing of objects from outside
     if type(a) is not type(b):
         return False
     return None
+
+
+_USER_OBJECTS = (UserObjectVariable, NewObjectVariable)
+
+
+def _compares_by_identity(value: Variable) -> bool:
+    """A user object whose class's == is object's, or Python code (which gave NotImplemented, or eq wouldn't be
+    asked again)."""
+    if not isinstance(value, _USER_OBJECTS):
+        return False
+    eq = lookup_class_attr(value.python_type(), "__eq__")[1]
+    return eq is object.__eq__ or isinstance(eq, types.FunctionType)
 
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
@@ -53,6 +68,9 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     overloaded = _python_operator(tx, fn, args)
     if overloaded is not None:
         return overloaded
+    if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
+        same = _same_object(tx, *args)  # neither __eq__ answered: Python compares identities
+        return ConstantVariable(same if fn is operator.eq else not same)
     if fn in (operator.is_, operator.is_not):
         same = _same_object(tx, *args)
         if same is None:
@@ -106,6 +124,10 @@ def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -
     result = _call_dunder(tx, args[0], names[0], args[1:])  # operator.contains(container, item): container first
     if result is None and names[1] is not None and len(args) == 2:
         result = _call_dunder(tx, args[1], names[1], args[:1])
+    if result is None and fn is operator.ne:  # object.__ne__ inverts __eq__
+        equal = _python_operator(tx, operator.eq, args)
+        if equal is not None and equal.is_python_constant():
+            return ConstantVariable(not equal.as_python_constant())
     return result
 
 

@@ -230,3 +230,21 @@ def test_subclasses_answer_is_guarded():
         pass
 
     assert same(compiled(x), x * 2)
+
+
+def test_tensor_class_attribute_is_its_type():
+    def fn(x, a):
+        return x + 1, x.__class__ is torch.Tensor, x.__class__.__name__, a.__class__.__name__, type(a) is Num
+
+    x = torch.ones(3)
+    assert_equal(run_fullgraph(fn, x, Num(x)), fn(x, Num(x)))
+
+
+def test_not_equal_inverts_a_python_eq_and_plain_objects_compare_by_identity():
+    def fn(x, a, b, p, q):
+        r = Square(2)
+        return x + 1, a != b, a != 3, Num(x) != a, p == q, p == p, p != q, r == p, r != r, r == r
+
+    x = torch.ones(3)
+    args = (Num(x), Num(x[:2]), Square(1), Square(1))
+    assert_equal(run_fullgraph(fn, x, *args), fn(x, *args))
