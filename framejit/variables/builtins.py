@@ -423,9 +423,14 @@ TRACED_BUILTINS[tuple] = _make_sequence(tuple)
 TRACED_BUILTINS[list] = _make_sequence(list)
 
 
-@_traces(set, frozenset)
-def _set(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    return SetVariable(_iterate(tx, args[0]) if args else [])
+def _set_of(py_type: type) -> Callable[..., Variable]:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        return SetVariable(_iterate(tx, args[0]) if args else [], py_type=py_type)
+    return trace_call
+
+
+TRACED_BUILTINS[set] = _set_of(set)
+TRACED_BUILTINS[frozenset] = _set_of(frozenset)
 
 
 @_traces(range)

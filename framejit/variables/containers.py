@@ -208,23 +208,24 @@ class ListVariable(BaseListVariable):
 
 
 class SetVariable(Variable):
-    """A set of Python constants."""
+    """A set (or frozenset, `py_type`) of Python constants."""
 
     rebuilt_once = True
 
-    def __init__(self, items: list[Variable], source: Any = None) -> None:
+    def __init__(self, items: list[Variable], source: Any = None, py_type: type = set) -> None:
         self.values: set[Any] = set(const_args(items, "set"))
         self.source = source
+        self.py_type = py_type
         self.born = _born()
 
     def python_type(self) -> type:
-        return set
+        return self.py_type
 
     def is_python_constant(self) -> bool:
         return True
 
     def as_python_constant(self) -> Any:
-        return set(self.values)
+        return self.py_type(self.values)
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.values)
@@ -242,7 +243,7 @@ class SetVariable(Variable):
         if name == "__len__":
             return ConstantVariable(len(self.values))
         if name in ("add", "discard", "remove", "update", "clear"):
-            if self.source is not None:
+            if self.source is not None or self.py_type is frozenset:
                 unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
             tx.output.side_effects.note_write(self.born)
             if name == "update":
@@ -251,13 +252,18 @@ class SetVariable(Variable):
             else:
                 getattr(self.values, name)(*const_args(args, f"set.{name}"))
             return ConstantVariable(None)
-        result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
+        result = getattr(self.as_python_constant(), name)(*const_args(args, f"set.{name}"))
         return tx.wrap_constant(result)
 
     def rebuild(self, cg: Emitter) -> None:
+        if self.py_type is frozenset:
+            cg.emit("PUSH_NULL")
+            cg.emit_const(frozenset)
         for v in self.values:
             cg.emit_const(v)
         cg.emit("BUILD_SET", len(self.values))
+        if self.py_type is frozenset:
+            cg.call(1)
 
 
 class SliceVariable(Variable):

@@ -103,3 +103,27 @@ def test_print_breaks_the_graph_with_a_reason(capsys):
     capsys.readouterr()
     assert same(framejit.optimize(CompileCounter())(fn)(x), fn(x))
     assert capsys.readouterr().out == "value 3\nvalue 3\n"
+
+
+def test_set_and_frozenset_arguments_and_results_keep_their_type_and_order():
+    def fn(x, s, fs):
+        made = frozenset(["a", "b"])
+        return (x + len(s) + int(3 in fs), list(s), [v for v in s | {0}], sorted(fs), made, fs | {1},
+                isinstance(made, frozenset), s.union({9}))
+
+    x, s, fs = torch.ones(2), {5, 17, 2}, frozenset({3, 1000, 7})
+    got, want = run_fullgraph(fn, x, s, fs), fn(x, s, fs)
+    assert [type(v) for v in got] == [type(v) for v in want]
+    assert_equal(list(got[:4]) + [sorted(v) for v in got[4:6]] + list(got[6:7]),
+                 list(want[:4]) + [sorted(v) for v in want[4:6]] + list(want[6:7]))
+    assert got[7] == want[7]
+
+
+def test_a_set_passed_in_with_other_items_recompiles():
+    def fn(x, s):
+        return x + sum(s)
+
+    compiled = framejit.optimize(CompileCounter())(fn)
+    x = torch.ones(2)
+    for s in ({1, 2}, {1, 2}, {1, 5}):
+        assert same(compiled(x, s), fn(x, s))
