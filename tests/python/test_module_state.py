@@ -105,3 +105,35 @@ def test_lazy_modules_initialise_on_the_first_compiled_call():
         fresh = CompileCounter()
         assert same(framejit.optimize(fresh, nopython=True)(model)(x), eager(x))
         assert fresh.frame_count == 1
+
+
+class MutatingAcrossABreak(nn.Module):
+    """Self-mutations before and after a print (a graph break), and a cached tensor read on the next call."""
+
+    def __init__(self):
+        super().__init__()
+        self.counter = 0
+        self.cache = None
+        self.steps = []
+        self.register_buffer("buf", torch.zeros(2))
+
+    def forward(self, x):
+        self.counter += 1
+        prev = self.cache if self.cache is not None else torch.zeros_like(x)
+        self.cache = x.detach() * 2
+        print("step", self.counter)
+        self.steps.append(self.counter)
+        self.buf.add_(1)
+        return x + prev + self.counter + self.buf
+
+
+def test_self_mutations_across_a_graph_break_match_eager(capsys):
+    eager = MutatingAcrossABreak()
+    compiled_mod = copy.deepcopy(eager)
+    compiled = framejit.optimize(CompileCounter())(compiled_mod)
+    for _ in range(4):
+        x = torch.randn(2)
+        assert same(compiled(x), eager(x))
+        assert (compiled_mod.counter, compiled_mod.steps) == (eager.counter, eager.steps)
+        assert same(compiled_mod.cache, eager.cache) and same(compiled_mod.buf, eager.buf)
+    assert capsys.readouterr().out == "".join(f"step {i}\nstep {i}\n" for i in range(1, 5))
