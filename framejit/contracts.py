@@ -35,7 +35,7 @@ class GuardKind(enum.StrEnum):
     EQUALS = "EQUALS"                  # a Python constant of the same type and value
     TYPE_MATCH = "TYPE_MATCH"
     LEN_MATCH = "LEN_MATCH"            # a tuple or list of the same type and length
-    DICT_KEYS = "DICT_KEYS"            # a dict of the same type and keys, in order
+    DICT_KEYS = "DICT_KEYS"            # a dict (set) of the same type and keys (items), in order
     NO_HOOKS = "NO_HOOKS"              # a module called: still no hooks and no instance `forward`
     NO_ATTR = "NO_ATTR"                # an attribute the trace found missing is still missing
     NO_KEY = "NO_KEY"                  # a name the trace found absent (a global shadowing a builtin)

@@ -15,13 +15,14 @@ class Cell:
     outside the trace (closure of the captured function, or of a real function being inlined);
     `on_store` decides what a write means for them (a replayed side effect, or Unsupported)."""
 
-    __slots__ = ("value", "load", "on_store")
+    __slots__ = ("value", "load", "on_store", "rebuilt")
 
     def __init__(self, value: Variable | None = None, load: Callable[[], Variable] | None = None,
                  on_store: Callable[[Variable], None] | None = None) -> None:
         self.value = value
         self.load = load
         self.on_store = on_store
+        self.rebuilt: Variable | None = None  # a cell of an inlined function, made again after the graph
 
     def get(self) -> Variable:
         if self.value is None and self.load is not None:

@@ -1,7 +1,9 @@
 """Opcode handlers: stack shuffling, locals, cells, globals, constants and attributes."""
 from __future__ import annotations
 
+import importlib.util
 import sys
+from typing import Any
 
 from framejit.codeobj import Inst
 from framejit.contracts import GuardKind
@@ -120,10 +122,17 @@ class BasicOps:
     def IMPORT_NAME(self, inst: Inst) -> None:
         fromlist, level = self.pop(), self.pop()
         name = inst.argval
-        if level.as_python_constant() != 0 or name not in sys.modules:
-            unsupported(f"import of {name!r} (relative, or not imported yet)", BreakCode.IMPORT)
-        top = sys.modules[name.partition(".")[0]]
-        self.push(self.wrap(sys.modules[name] if fromlist.as_python_constant() else top, None))
+        if level.as_python_constant():  # `from . import m`, `from .m import f`: resolved against the package
+            package = _package_of(self.f_globals)
+            if not package:
+                unsupported(f"relative import of {name!r} outside a package", BreakCode.IMPORT)
+            name = importlib.util.resolve_name("." * level.as_python_constant() + name, package)
+        if name not in sys.modules:  # importing would run the module's code now, out of the program's order
+            unsupported(f"import of {name!r} (not imported yet)", BreakCode.IMPORT)
+        if fromlist.as_python_constant() or level.as_python_constant():
+            self.push(self.wrap(sys.modules[name], None))
+        else:
+            self.push(self.wrap(sys.modules[name.partition(".")[0]], None))
 
     @handles("IMPORT_FROM")
     def IMPORT_FROM(self, inst: Inst) -> None:
@@ -132,3 +141,15 @@ class BasicOps:
     @handles("LOAD_ASSERTION_ERROR")
     def LOAD_ASSERTION_ERROR(self, inst: Inst) -> None:
         unsupported("assertion failed", BreakCode.ASSERT)
+
+
+def _package_of(f_globals: dict[str, Any]) -> str | None:
+    """The package a relative import in code with these globals is resolved against, as the import system
+    computes it: __package__, else the module spec's parent, else the module's name (a package) or its parent."""
+    package = f_globals.get("__package__")
+    if package is None and f_globals.get("__spec__") is not None:
+        package = f_globals["__spec__"].parent
+    if package is None:
+        name = f_globals.get("__name__", "")
+        package = name if "__path__" in f_globals else name.rpartition(".")[0]
+    return package

@@ -10,7 +10,8 @@ from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DictVariable, IteratorVariable
+from framejit.variables.containers import IteratorVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.torch_special import WithExitVariable
 
 

@@ -8,7 +8,8 @@ from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.builtins import call_operator
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.containers import ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
 
 # BINARY_OP's argument indexes this table (CPython 3.11 Include/opcode.h NB_*), in-place forms from 13.

@@ -4,7 +4,8 @@ from __future__ import annotations
 from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
-from framejit.variables.containers import DictVariable, IteratorVariable, ListVariable
+from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.user_object import iterate_user_object
 
 

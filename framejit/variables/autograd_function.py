@@ -1,6 +1,7 @@
 """torch.autograd.Function subclasses called in a trace: one graph node that calls the class's real `apply`."""
 from __future__ import annotations
 
+import types
 from typing import Any, Sequence
 
 import torch
@@ -17,9 +18,10 @@ def is_autograd_function_class(value: Any) -> bool:
 
 
 def is_bound_apply(value: Any) -> bool:
-    """`MyFn.apply` read as a value (a classmethod bound to a Function subclass)."""
-    return getattr(value, "__func__", None) is torch.autograd.Function.apply.__func__ \
-        and is_autograd_function_class(getattr(value, "__self__", None))
+    """`MyFn.apply` read as a value (a classmethod bound to a Function subclass). Asked of every value wrapped, so
+    it reads only a bound method's own fields: getattr() on any object could run its class's __getattr__."""
+    return isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__ \
+        and is_autograd_function_class(value.__self__)
 
 
 class AutogradFunctionClassVariable(KnownValueVariable):

@@ -25,7 +25,8 @@ from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable)
 from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal
-from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
                                              is_constant_query, is_torch_op)
@@ -44,6 +45,8 @@ def wrap_constant_result(value: Any) -> Variable:
         return TupleVariable([wrap_constant_result(v) for v in value], py_type=type(value))
     if isinstance(value, list):
         return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) is set and all(is_literal(v) for v in value):
+        return SetVariable([ConstantVariable(v) for v in value])
     if isinstance(value, (dict, types.MappingProxyType)):  # a read-only view computed now is a copy
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if isinstance(value, (torch.finfo, torch.iinfo, enum.Enum)):
@@ -118,7 +121,10 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         items = [wrap_value(tx, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
         return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
             () if type(value) is list else (type(value),)))
-    if type(value) in (dict, collections.OrderedDict):
+    if type(value) in (set, frozenset) and all(is_literal(v) for v in value):  # its items, in iteration order
+        _guard(tx, source, GuardKind.DICT_KEYS, value)
+        return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         return DictVariable.read(tx, value, source)
     return _wrap_callable_or_object(tx, value, source)
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
+from collections import Counter
 import typing
 from typing import Any, Callable, Sequence
 
@@ -14,11 +16,13 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
-from framejit.variables import copying, iteration, pure_functions
-from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
-                                           SliceVariable, TupleVariable, BaseListVariable)
+from framejit.variables import copying, iteration, mappings, pure_functions
+from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
+                                           TupleVariable, BaseListVariable)
+from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import delete_attribute, python_class_method
+from framejit.variables.user_object import (NewObjectVariable, UserObjectVariable, delete_attribute,
+                                            python_class_method)
 
 
 
@@ -40,9 +44,23 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         return False
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return False  # a tensor is never a constant / container
+    if isinstance(a, _USER_OBJECTS) and isinstance(b, _USER_OBJECTS):
+        return a is b  # one Variable per object: the builder guards the aliasing of objects from outside
     if type(a) is not type(b):
         return False
     return None
+
+
+_USER_OBJECTS = (UserObjectVariable, NewObjectVariable)
+
+
+def _compares_by_identity(value: Variable) -> bool:
+    """A user object whose class's == is object's, or Python code (which gave NotImplemented, or eq wouldn't be
+    asked again)."""
+    if not isinstance(value, _USER_OBJECTS):
+        return False
+    eq = lookup_class_attr(value.python_type(), "__eq__")[1]
+    return eq is object.__eq__ or isinstance(eq, types.FunctionType)
 
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
@@ -50,6 +68,9 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     overloaded = _python_operator(tx, fn, args)
     if overloaded is not None:
         return overloaded
+    if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
+        same = _same_object(tx, *args)  # neither __eq__ answered: Python compares identities
+        return ConstantVariable(same if fn is operator.eq else not same)
     if fn in (operator.is_, operator.is_not):
         same = _same_object(tx, *args)
         if same is None:
@@ -92,21 +113,31 @@ _DUNDERS: dict[Callable[..., Any], tuple[str, str | None]] = {
 
 def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
     """An operator on an object whose class defines it in Python: the method is traced, then the reflected one
-    on the other operand if the first gives NotImplemented (as Python does). None if neither is Python code."""
+    on the other operand if the first gives NotImplemented (as Python does); `a += b` tries a.__iadd__ first and
+    falls back to `a + b`. None if neither is Python code."""
+    if fn in _OUT_OF_PLACE:
+        result = _call_dunder(tx, args[0], "__i" + _DUNDERS[_OUT_OF_PLACE[fn]][0][2:], args[1:])
+        return result if result is not None else _python_operator(tx, _OUT_OF_PLACE[fn], args)
     names = _DUNDERS.get(fn)
     if names is None:
         return None
-    attempts = [(args[0], names[0], args[1:])]  # operator.contains(container, item): the container is first
-    if names[1] is not None and len(args) == 2:
-        attempts.append((args[1], names[1], args[:1]))
-    for obj, name, rest in attempts:
-        method = python_class_method(tx, obj, name)
-        if method is None:
-            continue
-        result = method.call(tx, rest, {})
-        if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-            return result
-    return None
+    result = _call_dunder(tx, args[0], names[0], args[1:])  # operator.contains(container, item): container first
+    if result is None and names[1] is not None and len(args) == 2:
+        result = _call_dunder(tx, args[1], names[1], args[:1])
+    if result is None and fn is operator.ne:  # object.__ne__ inverts __eq__
+        equal = _python_operator(tx, operator.eq, args)
+        if equal is not None and equal.is_python_constant():
+            return ConstantVariable(not equal.as_python_constant())
+    return result
+
+
+def _call_dunder(tx: Tracer, obj: Variable, name: str, rest: list[Variable]) -> Variable | None:
+    """obj.<name>(*rest) if obj's class defines it in Python and it does not answer NotImplemented; else None."""
+    method = python_class_method(tx, obj, name)
+    if method is None:
+        return None
+    result = method.call(tx, rest, {})
+    return None if result.is_python_constant() and result.as_python_constant() is NotImplemented else result
 
 
 _OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -143,11 +174,15 @@ def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
         elif n > 1:
             a.call_method(tx, "extend", [ListVariable(a.items * (n - 1))], {})
         return a
+    if isinstance(a, DictVariable) and fn in (operator.or_, operator.ior) and issubclass(a.py_type, Counter):
+        unsupported("| of Counters (a union of counts)", BreakCode.CONTAINER_METHOD)
     if isinstance(a, DictVariable) and fn is operator.ior:
         a.call_method(tx, "update", [b], {})
         return a
     if isinstance(a, DictVariable) and isinstance(b, DictVariable) and fn is operator.or_:
-        return DictVariable({**a.items, **b.items}, None, a.py_type)
+        # the right operand's type wins when it is a subclass with its own __ror__ (dict | OrderedDict)
+        kind = b if b.py_type is not a.py_type and issubclass(b.py_type, a.py_type) else a
+        return kind.call_method(tx, "copy", [], {}).merged_with(a, b)
     if isinstance(a, SetVariable) and fn is operator.ior:
         a.call_method(tx, "update", [b], {})
         return a
@@ -267,7 +302,7 @@ class BuiltinVariable(KnownValueVariable):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-_FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format}
+_FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format, issubclass}
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
@@ -395,18 +430,14 @@ TRACED_BUILTINS[tuple] = _make_sequence(tuple)
 TRACED_BUILTINS[list] = _make_sequence(list)
 
 
-@_traces(dict)
-def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    result = DictVariable({})
-    if args:
-        result.call_method(tx, "update", args, {})
-    result.items.update(kwargs)
-    return result
+def _set_of(py_type: type) -> Callable[..., Variable]:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        return SetVariable(_iterate(tx, args[0]) if args else [], py_type=py_type)
+    return trace_call
 
 
-@_traces(set, frozenset)
-def _set(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    return SetVariable(_iterate(tx, args[0]) if args else [])
+TRACED_BUILTINS[set] = _set_of(set)
+TRACED_BUILTINS[frozenset] = _set_of(frozenset)
 
 
 @_traces(range)
@@ -487,19 +518,6 @@ def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
                               else fn.call(tx, [x], {}).truth(tx))]))
 
 
-@_traces(sorted)
-def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    items = _iterate(tx, args[0])
-    key_fn = kwargs.get("key")
-    reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
-    if key_fn is None or key_fn.is_python_constant() and key_fn.as_python_constant() is None:
-        keys = [i.as_python_constant() for i in items]
-    else:
-        keys = [key_fn.call(tx, [i], {}).as_python_constant() for i in items]
-    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
-    return ListVariable([items[i] for i in order])
-
-
 @_traces(sum)
 def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     items = _iterate(tx, args[0])
@@ -507,32 +525,6 @@ def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     for item in items:
         total = call_operator(tx, operator.add, [total, item])
     return total
-
-
-def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        items = _iterate(tx, args[0]) if len(args) == 1 else args
-        if kwargs or not all(i.is_python_constant() for i in items):
-            if _has_tensor(items):
-                unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
-                            BreakCode.DATA_DEPENDENT)
-            unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
-        return ConstantVariable(fn(i.as_python_constant() for i in items))
-    return trace_call
-
-
-TRACED_BUILTINS[min] = _min_max(min)
-TRACED_BUILTINS[max] = _min_max(max)
-
-
-def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
-    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        return ConstantVariable(fn(i.truth(tx) for i in _iterate(tx, args[0])))
-    return trace_call
-
-
-TRACED_BUILTINS[all] = _all_any(all)
-TRACED_BUILTINS[any] = _all_any(any)
 
 
 def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
@@ -574,6 +566,7 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 TRACED_BUILTINS.update(iteration.RULES)
 TRACED_BUILTINS.update(copying.RULES)
 TRACED_BUILTINS.update(pure_functions.RULES)
+TRACED_BUILTINS.update(mappings.RULES)
 
 
 @_traces(print, input, open)

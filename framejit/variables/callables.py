@@ -13,7 +13,8 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DictVariable, TupleVariable
+from framejit.variables.containers import ListVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 
 
 CO_VARARGS = inspect.CO_VARARGS
@@ -146,19 +147,44 @@ class NestedFunctionVariable(Variable):
             cg.build_fresh(DictVariable(self.kwdefaults))
             flags |= 0x02
         if self.closure:
-            names = [cg.frame_cell_name(cell) for cell in self.closure]
-            if None in names:
-                unsupported(f"cannot rebuild {self}: it closes over cells of an inlined function",
-                            BreakCode.RECONSTRUCT)
-            for name in names:
-                cg.emit("LOAD_CLOSURE", name)
-            cg.emit("BUILD_TUPLE", len(names))
+            for cell in self.closure:
+                name = cg.frame_cell_name(cell)
+                if name is not None:
+                    cg.emit("LOAD_CLOSURE", name)
+                else:  # a cell of an inlined function: a new cell, one per traced cell, with its final value
+                    if cell.rebuilt is None:
+                        cell.rebuilt = NewCellVariable(cell)
+                    cg.load(cell.rebuilt)
+            cg.emit("BUILD_TUPLE", len(self.closure))
             flags |= 0x08
         cg.emit_const(self.code)
         cg.emit("MAKE_FUNCTION", flags)
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.qualname})"
+
+
+class NewCellVariable(Variable):
+    """A closure cell of a function inlined during the trace, as a function made there and returned needs it:
+    made after the graph with the cell's last value (one cell object however many functions share it)."""
+
+    rebuilt_once = True
+
+    def __init__(self, cell: Any) -> None:
+        self.cell = cell  # a framejit.trace.cells.Cell
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def children(self) -> list[Variable]:
+        return [self.cell.value] if self.cell.value is not None else []
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(types.CellType)
+        if self.cell.value is not None:
+            cg.load(self.cell.value)
+        cg.call(1 if self.cell.value is not None else 0)
 
 
 class UserMethodVariable(Variable):
@@ -201,10 +227,19 @@ class SuperVariable(Variable):
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.user_object import class_attribute
-        klass, attr = lookup_class_attr(self.obj.python_type(), name, after=self.cls)
+        owner = self.obj.as_python_constant() if issubclass(self.obj.python_type(), type) else None
+        klass, attr = lookup_class_attr(owner or self.obj.python_type(), name, after=self.cls)
         if klass is None:
             unsupported(f"super().{name} not found", BreakCode.MISSING_ATTR)
-        return class_attribute(tx, self.obj, attr, ItemSource(AttrSource(ConstSource(klass), "__dict__"), name))
+        source = ItemSource(AttrSource(ConstSource(klass), "__dict__"), name)
+        if owner is None:
+            return class_attribute(tx, self.obj, attr, source)
+        # super(C, cls) in a classmethod: the lookup is on cls's own MRO and a classmethod binds to cls
+        if isinstance(attr, classmethod):
+            return UserMethodVariable(tx.wrap(attr.__func__, AttrSource(source, "__func__")), self.obj)
+        if isinstance(attr, staticmethod):
+            return tx.wrap(attr.__func__, AttrSource(source, "__func__"))
+        return tx.wrap(attr, source)
 
 
 class TorchVariable(KnownValueVariable):
@@ -233,6 +268,11 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
     if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
         from framejit.variables.constant import WeakrefVariable
         return WeakrefVariable(args[0])
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and not args and not kwargs \
+            and value.__name__ == "__subclasses__":  # cls.__subclasses__(): guarded on the answer (a class may be added)
+        subclasses = value()
+        tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
+        return ListVariable([tx.wrap(c, None) for c in subclasses])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
                       or getattr(value, "__module__", None) == "math"):

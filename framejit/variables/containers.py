@@ -1,4 +1,4 @@
-"""Tuples, lists, dicts, sets, slices and iterators of Variables.
+"""Tuples, lists, sets, slices and iterators of Variables (dicts are in mappings.py).
 
 Lists, dicts and sets are mutable here; mutating one that came from outside
 the frame (it has a source) records a side effect that the transformed code
@@ -6,16 +6,17 @@ replays after the graph runs.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from framejit.contracts import Emitter, GuardKind, Tracer
+from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-from framejit.sources import ItemSource
-from framejit.variables.constant import ConstantVariable, is_constant_key, key_variable
+from framejit.variables.constant import ConstantVariable
 
+if TYPE_CHECKING:
+    from framejit.variables.mappings import DictVariable
 
 
 def const_args(args: Sequence[Variable], what: str) -> list[Any]:
@@ -206,203 +207,25 @@ class ListVariable(BaseListVariable):
         return f"ListVariable({self.items})"
 
 
-# dict methods that only read: what a dict standing for another object, or a dict subclass's, may do
-DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
-                         "copy"})
-
-
-class DictVariable(Variable):
-    """A dict whose keys are Python constants (str, int, ...), values Variables."""
+class SetVariable(Variable):
+    """A set (or frozenset, `py_type`) of Python constants."""
 
     rebuilt_once = True
 
-    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict,
-                 read_only: bool = False) -> None:
-        self.items = dict(items)
+    def __init__(self, items: list[Variable], source: Any = None, py_type: type = set) -> None:
+        self.values: set[Any] = set(const_args(items, "set"))
         self.source = source
         self.py_type = py_type
         self.born = _born()
-        self.read_only = read_only  # a snapshot standing for something else (an object's __dict__): no writes
-
-    @classmethod
-    def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
-        """A real dict read from `source`: its keys guarded (they must be constants), each value wrapped."""
-        if not all(is_constant_key(k) for k in value):
-            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
-        if source is not None:
-            tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
-        return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
-                   type(value))
 
     def python_type(self) -> type:
         return self.py_type
-
-    def truth(self, tx: Tracer) -> bool:
-        return bool(self.items)
-
-    def unpack(self, tx: Tracer) -> list[Variable]:
-        return [key_variable(k) for k in self.items]
-
-    def children(self) -> list[Variable]:
-        return list(self.items.values())
-
-    def rebuild(self, cg: Emitter) -> None:
-        for key, value in self.items.items():
-            cg.emit_const(key)
-            cg.load(value)
-        cg.emit("BUILD_MAP", len(self.items))
-
-    def replace_contents(self, cg: Emitter, temp: str) -> None:
-        for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
-            cg.load_source(self)
-            cg.emit("LOAD_METHOD", method)
-            for arg in args:
-                cg.emit("LOAD_FAST", arg)
-            cg.call(len(args))
-            cg.emit("POP_TOP")
-
-    def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values())
-
-    def as_python_constant(self) -> Any:
-        return {k: v.as_python_constant() for k, v in self.items.items()}
-
-    def as_node_arg(self) -> Any:
-        return {k: v.as_node_arg() for k, v in self.items.items()}
-
-    def as_fake(self) -> Any:
-        return {k: v.as_fake() for k, v in self.items.items()}
-
-    def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        return bound_method(self, name)
-
-    def _mutated(self, tx: Tracer) -> None:
-        tx.output.side_effects.mutated_container(self)
-
-    def getitem(self, tx: Tracer, key: Variable) -> Variable:
-        k = key.as_python_constant()
-        if k not in self.items:
-            unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
-        return self.items[k]
-
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
-        if self.read_only and name not in DICT_READS:
-            unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
-        if name == "__getitem__":
-            return self.getitem(tx, args[0])
-        if name == "__len__":
-            return ConstantVariable(len(self.items))
-        if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.items)
-        if name == "get":
-            default = args[1] if len(args) > 1 else ConstantVariable(None)
-            return self.items.get(args[0].as_python_constant(), default)
-        if name in ("keys", "values", "items"):
-            return DictViewVariable(self, name)
-        if name == "copy":
-            return DictVariable(self.items)
-        if name == "__setitem__":
-            self.items[args[0].as_python_constant()] = args[1]
-        elif name == "__delitem__":
-            del self.items[args[0].as_python_constant()]
-        elif name == "update":
-            for source in args:
-                if isinstance(source, DictVariable):
-                    self.items.update(source.items)
-                else:
-                    for pair in source.unpack(tx):
-                        k, v = pair.unpack(tx)
-                        self.items[k.as_python_constant()] = v
-            self.items.update(kwargs)
-        elif name == "pop":
-            key = args[0].as_python_constant()
-            if key not in self.items and len(args) < 2:
-                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
-            self._mutated(tx)
-            return self.items.pop(key, args[1] if len(args) > 1 else None)
-        elif name == "setdefault":
-            key = args[0].as_python_constant()
-            if key not in self.items:
-                self.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
-                self._mutated(tx)
-            return self.items[key]
-        elif name == "clear":
-            self.items.clear()
-        else:
-            unsupported(f"dict.{name}", BreakCode.CONTAINER_METHOD)
-        self._mutated(tx)
-        return ConstantVariable(None)
-
-    def __repr__(self) -> str:
-        return f"DictVariable({self.items})"
-
-
-class DictViewVariable(Variable):
-    """d.keys() / d.values() / d.items(): a view, so it shows the dict as it is when it is read."""
-
-    _TYPES: ClassVar[dict[str, type]] = {"keys": type({}.keys()), "values": type({}.values()),
-                                         "items": type({}.items())}
-
-    def __init__(self, dict_var: DictVariable, kind: str) -> None:
-        self.dict_var = dict_var
-        self.kind = kind
-
-    def python_type(self) -> type:
-        return self._TYPES[self.kind]
-
-    def _now(self) -> list[Variable]:
-        items = self.dict_var.items
-        if self.kind == "keys":
-            return [key_variable(k) for k in items]
-        if self.kind == "values":
-            return list(items.values())
-        return [TupleVariable([key_variable(k), v]) for k, v in items.items()]
-
-    def unpack(self, tx: Tracer) -> list[Variable]:
-        return self._now()
-
-    def children(self) -> list[Variable]:
-        return self._now()
-
-    def truth(self, tx: Tracer) -> bool:
-        return bool(self.dict_var.items)
-
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
-        if name == "__len__":
-            return ConstantVariable(len(self.dict_var.items))
-        if name == "__contains__" and self.kind == "keys":
-            return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
-        unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
-
-    def rebuild(self, cg: Emitter) -> None:
-        cg.load(self.dict_var)
-        cg.emit("LOAD_METHOD", self.kind)
-        cg.call(0)
-
-    def __repr__(self) -> str:
-        return f"DictViewVariable({self.kind})"
-
-
-class SetVariable(Variable):
-    """A set of Python constants."""
-
-    rebuilt_once = True
-
-    def __init__(self, items: list[Variable], source: Any = None) -> None:
-        self.values: set[Any] = set(const_args(items, "set"))
-        self.source = source
-        self.born = _born()
-
-    def python_type(self) -> type:
-        return set
 
     def is_python_constant(self) -> bool:
         return True
 
     def as_python_constant(self) -> Any:
-        return set(self.values)
+        return self.py_type(self.values)
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.values)
@@ -420,7 +243,7 @@ class SetVariable(Variable):
         if name == "__len__":
             return ConstantVariable(len(self.values))
         if name in ("add", "discard", "remove", "update", "clear"):
-            if self.source is not None:
+            if self.source is not None or self.py_type is frozenset:
                 unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
             tx.output.side_effects.note_write(self.born)
             if name == "update":
@@ -429,13 +252,18 @@ class SetVariable(Variable):
             else:
                 getattr(self.values, name)(*const_args(args, f"set.{name}"))
             return ConstantVariable(None)
-        result = getattr(self.values, name)(*const_args(args, f"set.{name}"))
+        result = getattr(self.as_python_constant(), name)(*const_args(args, f"set.{name}"))
         return tx.wrap_constant(result)
 
     def rebuild(self, cg: Emitter) -> None:
+        if self.py_type is frozenset:
+            cg.emit("PUSH_NULL")
+            cg.emit_const(frozenset)
         for v in self.values:
             cg.emit_const(v)
         cg.emit("BUILD_SET", len(self.values))
+        if self.py_type is frozenset:
+            cg.call(1)
 
 
 class SliceVariable(Variable):

@@ -22,7 +22,8 @@ from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import is_literal, key_variable
-from framejit.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from framejit.variables.containers import ListVariable, SetVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
 
 # what Python's copy module returns unchanged (types, functions, numbers, strings, code, weak references...)

@@ -1,4 +1,5 @@
-"""itertools and functools helpers over values the trace holds: they produce their items (or fold them) now.
+"""itertools and functools helpers, and the builtins that take an iterable whole (sorted, min, max, all, any),
+over values the trace holds: they produce their items (or fold them) now.
 
 Each is evaluated at once, which is what the lazy original gives when its inputs are containers: reading a
 container has no effect, so taking all of it cannot differ from taking it item by item. An iterator argument
@@ -13,7 +14,9 @@ from typing import Any, Callable
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-from framejit.variables.containers import IteratorVariable
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.tensor import TensorVariable
 
 
 def _items(tx: Tracer, value: Variable, what: str) -> list[Variable]:
@@ -48,7 +51,52 @@ def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return value
 
 
+def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    items = _unpack(tx, args[0])
+    key_fn = kwargs.get("key")
+    reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
+    if key_fn is None or key_fn.is_python_constant() and key_fn.as_python_constant() is None:
+        keys = [i.as_python_constant() for i in items]
+    else:
+        keys = [key_fn.call(tx, [i], {}).as_python_constant() for i in items]
+    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+    return ListVariable([items[i] for i in order])
+
+
+def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        items = _unpack(tx, args[0]) if len(args) == 1 else args
+        key_fn = kwargs.get("key")
+        if key_fn is not None and not (key_fn.is_python_constant() and key_fn.as_python_constant() is None):
+            keys = [key_fn.call(tx, [i], {}) for i in items]  # the winner is the item itself, not a copy
+        else:
+            keys = items
+        if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
+            if any(isinstance(k, TensorVariable) for k in keys):
+                unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
+                            BreakCode.DATA_DEPENDENT)
+            unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
+        if not items and "default" in kwargs:
+            return kwargs["default"]
+        if not items:
+            unsupported(f"{fn.__name__}() of an empty sequence (ValueError)", BreakCode.BUILTIN)
+        values = [k.as_python_constant() for k in keys]
+        return items[fn(range(len(items)), key=values.__getitem__)]
+    return trace_call
+
+
+def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        return ConstantVariable(fn(i.truth(tx) for i in _unpack(tx, args[0])))
+    return trace_call
+
+
+def _unpack(tx: Tracer, value: Variable) -> list[Variable]:
+    return value.unpack(tx)
+
+
 RULES: dict[Any, Callable[..., Variable]] = {
     itertools.chain: _chain, itertools.chain.from_iterable: _chain_from_iterable, itertools.islice: _islice,
-    functools.reduce: _reduce,
+    functools.reduce: _reduce, sorted: _sorted, min: _min_max(min), max: _min_max(max), all: _all_any(all),
+    any: _all_any(any),
 }

@@ -15,7 +15,8 @@ import torch.fx
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-from framejit.variables.constant import ConstantVariable
+from framejit.sources import AttrSource
+from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import BoundMethod
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
@@ -85,6 +86,8 @@ class TensorVariable(Variable):
                                            [self, ConstantVariable(name)], {})
         if name == "grad":
             unsupported("reading .grad of a tensor inside a graph", BreakCode.TENSOR_ATTR)
+        if name == "__class__":  # its type (guarded with the tensor), not a method: callable() is true of classes
+            return ObjectVariable(self.python_type(), AttrSource(self.source, name) if self.source else None)
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethod(self, name)
         if not hasattr(torch.Tensor, name):

@@ -11,10 +11,11 @@ from typing import Any, Sequence
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, Unsupported, unsupported
-from framejit.sources import AttrSource, GenericAttrSource, Source
+from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import DICT_READS, BoundMethod, DictVariable, IteratorVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable
+from framejit.variables.mappings import DICT_READS, DictVariable
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
@@ -40,11 +41,14 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
             else tx.wrap(obj.python_type(), None)
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), cls_var)
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
-            and attr.__objclass__ in (dict, collections.OrderedDict):
-        if isinstance(obj, NewObjectVariable) and obj.dict_part is not None:  # made here: any dict method
-            return BoundMethod(obj.dict_part, attr.__name__)
-        if attr.__name__ in DICT_READS and isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), dict):
-            return BoundMethod(obj.dict_contents(tx), attr.__name__)  # dict.get(self, ...) of a dict subclass
+            and attr.__objclass__ in (dict, collections.OrderedDict, list):
+        if isinstance(obj, NewObjectVariable) and obj.base_part is not None:  # made here: any dict/list method
+            return BoundMethod(obj.base_part, attr.__name__)
+        if isinstance(obj, UserObjectVariable):  # from outside: the methods that only read (dict.get(self, ...))
+            if attr.__name__ in DICT_READS and issubclass(obj.python_type(), dict):
+                return BoundMethod(obj.dict_contents(tx), attr.__name__)
+            if attr.__name__ in LIST_READS and issubclass(obj.python_type(), list):
+                return BoundMethod(obj.list_contents(tx), attr.__name__)
     if isinstance(attr, functools._lru_cache_wrapper) and isinstance(obj, UserObjectVariable):
         return MemoisedMethod(attr, obj)  # an lru_cache'd method (logger.warning_once)
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
@@ -60,6 +64,10 @@ def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variab
     if not hasattr(type(attr), "__get__"):
         return tx.wrap(attr, source)
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
+
+
+# list methods that only read: what a list subclass from outside may do through list's own methods
+LIST_READS = frozenset({"__getitem__", "__len__", "__iter__", "__contains__", "index", "count", "copy"})
 
 
 def has_custom_lookup(cls: type) -> bool:
@@ -95,6 +103,11 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
         return None
     cls = obj.python_type()
+    if lookup_class_attr(cls, "__iter__")[1] in (list.__iter__, dict.__iter__):  # a list or dict subclass
+        if isinstance(obj, NewObjectVariable):
+            return IteratorVariable(obj.base_part.unpack(tx))
+        contents = obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
+        return IteratorVariable(contents.unpack(tx))
     if issubclass(cls, collections.abc.Sequence) and lookup_class_attr(cls, "__iter__")[1] is \
             collections.abc.Sequence.__iter__:
         length = python_class_method(tx, obj, "__len__")
@@ -153,23 +166,22 @@ def delete_attribute(tx: Tracer, obj: Variable, name: str) -> None:
         unsupported(f"{obj.cls.__name__!r} object has no attribute {name!r} to delete", BreakCode.MISSING_ATTR)
 
 
-def python_truth(tx: Tracer, obj: Variable) -> bool:
-    """bool(obj) as Python decides it: the class's __bool__, else its __len__ (traced when written in Python; a
-    dict subclass's C __len__ counts the items the trace holds), else True. The answer must be a constant."""
+def user_truth(tx: Tracer, obj: Variable) -> bool:
+    """bool(obj) as Python decides it: the class's __bool__, else its __len__ (a list or dict subclass: its
+    items), else True. The method is traced and must answer a constant."""
     cls = obj.python_type()
     for name in ("__bool__", "__len__"):
-        impl = lookup_class_attr(cls, name)[1]
-        if impl is None:
+        if not lookup_class_attr(cls, name)[0]:
             continue
-        if isinstance(impl, types.FunctionType):
-            result = class_attribute(tx, obj, impl, obj.class_source(name)).call(tx, [], {})
-            if not result.is_python_constant():
-                unsupported(f"bool() of a {cls.__name__}: its {name} gives {result}", BreakCode.TRUTH)
-            return bool(result.as_python_constant())
-        if name == "__len__" and impl is dict.__len__:
-            part = obj.dict_part if isinstance(obj, NewObjectVariable) else obj.dict_contents(tx)
-            return bool(part.items)
-        unsupported(f"bool() of a {cls.__name__} (its {name} is not Python code)", BreakCode.TRUTH)
+        method = python_class_method(tx, obj, name)
+        if method is None and issubclass(cls, (list, dict)):
+            contents = obj.base_part if isinstance(obj, NewObjectVariable) else \
+                obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
+            return contents.truth(tx)
+        answer = method.call(tx, [], {}) if method is not None else None
+        if answer is None or not answer.is_python_constant():
+            unsupported(f"bool() of a {cls.__name__} whose {name} is not known at trace time", BreakCode.TRUTH)
+        return bool(answer.as_python_constant())
     return True
 
 
@@ -208,7 +220,7 @@ class UserObjectVariable(Variable):
     def __init__(self, value: Any, source: Any) -> None:
         self.value = value
         self.source = source
-        self._contents: DictVariable | None = None
+        self._contents: DictVariable | ListVariable | None = None  # a dict/list subclass's items
 
     def python_type(self) -> type:
         return type(self.value)
@@ -217,7 +229,7 @@ class UserObjectVariable(Variable):
         return _unpack_user_object(tx, self)
 
     def truth(self, tx: Tracer) -> bool:
-        return python_truth(tx, self)
+        return user_truth(tx, self)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return python_getattr(tx, self, name)
@@ -245,6 +257,19 @@ class UserObjectVariable(Variable):
         """What an instance of a dict subclass holds as a dict, read (and guarded) through its source."""
         if self._contents is None:
             self._contents = DictVariable.read(tx, self.value, self.source)
+        return self._contents
+
+    def list_contents(self, tx: Tracer) -> ListVariable:
+        """What an instance of a list subclass holds as a list (read through list's own indexing, guarded by
+        length). Only for subclasses that keep list's __getitem__ and __len__: a guard must not run user code."""
+        cls = type(self.value)
+        if lookup_class_attr(cls, "__getitem__")[1] is not list.__getitem__ or \
+                lookup_class_attr(cls, "__len__")[1] is not list.__len__:
+            unsupported(f"{cls.__name__} overrides list's indexing", BreakCode.CONTAINER)
+        if self._contents is None:
+            tx.output.guards.add(self.source, GuardKind.LEN_MATCH, self.value)
+            self._contents = ListVariable([tx.wrap(v, ItemSource(self.source, i)) for i, v in enumerate(self.value)],
+                                          self.source)
         return self._contents
 
     def generic_getattr(self, tx: Tracer, name: str) -> Variable:
@@ -296,11 +321,13 @@ def constructible(cls: Any) -> bool:
     init = lookup_class_attr(cls, "__init__")[1]
     setattr_ = lookup_class_attr(cls, "__setattr__")[1]
     getattribute = lookup_class_attr(cls, "__getattribute__")[1]
-    return ((cls.__new__ is object.__new__ or issubclass(cls, dict) and cls.__new__ is dict.__new__)
+    return ((cls.__new__ in (object.__new__, dict.__new__, list.__new__))
             and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
             and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
-            and (init in (object.__init__, dict.__init__, collections.OrderedDict.__init__)
-                 or isinstance(init, types.FunctionType)))
+            and (init in _BASE_INITS or isinstance(init, types.FunctionType)))
+
+
+_BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__)
 
 
 def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -308,8 +335,10 @@ def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: d
     cls = cls_var.as_python_constant()
     obj = NewObjectVariable(cls, cls_var)
     init = lookup_class_attr(cls, "__init__")[1]
-    if init in (object.__init__, dict.__init__, collections.OrderedDict.__init__):
-        if args or kwargs:
+    if init in _BASE_INITS:
+        if obj.base_part is not None and (args or kwargs):  # list's or dict's own __init__: extend/update
+            obj.base_part.call_method(tx, "update" if obj.dict_part is not None else "extend", args, kwargs)
+        elif args or kwargs:
             unsupported(f"{cls.__name__}() with arguments and no __init__ of its own", BreakCode.CALL)
     else:
         tx.wrap(init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
@@ -329,6 +358,11 @@ class NewObjectVariable(Variable):
         self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
         # an instance of a dict subclass is also a dict: its items, set through dict's own methods
         self.dict_part = DictVariable({}, None, dict) if issubclass(cls, dict) else None
+        self.list_part = ListVariable([]) if issubclass(cls, list) else None  # likewise for a list subclass
+
+    @property
+    def base_part(self) -> DictVariable | ListVariable | None:
+        return self.dict_part if self.dict_part is not None else self.list_part
 
     def python_type(self) -> type:
         return self.cls
@@ -337,7 +371,13 @@ class NewObjectVariable(Variable):
         return _unpack_user_object(tx, self)
 
     def truth(self, tx: Tracer) -> bool:
-        return python_truth(tx, self)
+        return user_truth(tx, self)
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        method = python_class_method(tx, self, "__call__")
+        if method is None:
+            unsupported(f"calling a {self.cls.__name__} object", BreakCode.CALL)
+        return method.call(tx, args, kwargs)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return python_getattr(tx, self, name)
@@ -364,13 +404,22 @@ class NewObjectVariable(Variable):
         return [name for name in tx.output.side_effects.attribute_names(self)]
 
     def children(self) -> list[Variable]:
-        return [self.dict_part] if self.dict_part is not None else []
+        return [self.base_part] if self.base_part is not None else []
 
     def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
         cg.emit("PUSH_NULL")
-        cg.emit_const(self.cls.__new__)  # object's or dict's: neither runs __init__
+        cg.emit_const(self.cls.__new__)  # object's, dict's or list's: none runs __init__
         cg.load(self.cls_var)
         cg.call(1)
+        if self.list_part is not None:  # list.extend(obj, items): list's own, as the trace already ran the class's
+            cg.emit("COPY", 1)
+            cg.emit("PUSH_NULL")
+            cg.emit("SWAP", 2)
+            cg.emit_const(list.extend)
+            cg.emit("SWAP", 2)
+            cg.load(self.list_part)
+            cg.call(2)
+            cg.emit("POP_TOP")
         if self.dict_part is None:
             return
         # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)

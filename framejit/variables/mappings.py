@@ -1,0 +1,278 @@
+"""Dicts of Variables (dict, OrderedDict, defaultdict, Counter, and dict subclasses read from outside), their
+key/value/item views, and how the trace makes them (dict(), dict.fromkeys, the collections constructors).
+
+A dict is mutable here; mutating one that came from outside the frame records a side effect replayed after the graph.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable, ClassVar, Sequence
+
+from framejit.contracts import Emitter, GuardKind, Tracer
+from framejit.exc import BreakCode, unsupported
+from framejit.sources import AttrSource, ItemSource
+from framejit.variables.base import Variable
+from framejit.variables.constant import ConstantVariable, is_constant_key, key_variable
+from framejit.variables.containers import TupleVariable, _born, bound_method
+
+
+_COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
+
+# dict methods that only read: what a dict standing for another object, or a dict subclass's, may do
+DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
+                         "copy"})
+
+
+class DictVariable(Variable):
+    """A dict whose keys are Python constants (str, int, ...), values Variables."""
+
+    rebuilt_once = True
+
+    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict,
+                 read_only: bool = False, default_factory: Variable | None = None) -> None:
+        self.items = dict(items)
+        self.source = source
+        self.py_type = py_type
+        self.default_factory = default_factory  # a defaultdict's; None for other mappings
+        self.born = _born()
+        self.read_only = read_only  # a snapshot standing for something else (an object's __dict__): no writes
+
+    @classmethod
+    def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
+        """A real dict read from `source`: its keys guarded (they must be constants), each value wrapped."""
+        if not all(is_constant_key(k) for k in value):
+            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
+        if source is not None:
+            tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
+        factory = None
+        if isinstance(value, collections.defaultdict):
+            factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory") if source else None)
+        return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
+                   type(value), default_factory=factory)
+
+    def python_type(self) -> type:
+        return self.py_type
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.items)
+
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        return [key_variable(k) for k in self.items]
+
+    def children(self) -> list[Variable]:
+        return list(self.items.values())
+
+    def rebuild(self, cg: Emitter) -> None:
+        if self.py_type is not dict:  # OrderedDict(d), Counter(d), defaultdict(factory, d)
+            cg.emit("PUSH_NULL")
+            cg.emit_const(self.py_type)
+            if self.default_factory is not None:
+                cg.load(self.default_factory)
+        for key, value in self.items.items():
+            cg.emit_const(key)
+            cg.load(value)
+        cg.emit("BUILD_MAP", len(self.items))
+        if self.py_type is not dict:
+            cg.call(2 if self.default_factory is not None else 1)
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
+            cg.load_source(self)
+            cg.emit("LOAD_METHOD", method)
+            for arg in args:
+                cg.emit("LOAD_FAST", arg)
+            cg.call(len(args))
+            cg.emit("POP_TOP")
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def as_node_arg(self) -> Any:
+        return {k: v.as_node_arg() for k, v in self.items.items()}
+
+    def as_fake(self) -> Any:
+        return {k: v.as_fake() for k, v in self.items.items()}
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return bound_method(self, name)
+
+    def _mutated(self, tx: Tracer) -> None:
+        tx.output.side_effects.mutated_container(self)
+
+    def getitem(self, tx: Tracer, key: Variable) -> Variable:
+        k = key.as_python_constant()
+        if k in self.items:
+            return self.items[k]
+        if self.default_factory is not None and not (self.default_factory.is_python_constant()
+                                                     and self.default_factory.as_python_constant() is None):
+            value = self.default_factory.call(tx, [], {})  # defaultdict.__missing__: store factory()
+            self.items[k] = value
+            self._mutated(tx)
+            return value
+        if issubclass(self.py_type, collections.Counter):
+            return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
+        unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
+
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if self.read_only and name not in DICT_READS:
+            unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            return ConstantVariable(args[0].as_python_constant() in self.items)
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items.get(args[0].as_python_constant(), default)
+        if name in ("keys", "values", "items"):
+            return DictViewVariable(self, name)
+        if name == "copy":  # the collections' mappings copy to their own type; dict.copy of a subclass is a dict
+            kept = self.py_type if self.py_type in _COLLECTIONS_TYPES else dict
+            return DictVariable(self.items, py_type=kept, default_factory=self.default_factory)
+        if name == "__setitem__":
+            self.items[args[0].as_python_constant()] = args[1]
+        elif name == "__delitem__":
+            del self.items[args[0].as_python_constant()]
+        elif name == "update":
+            for source in args:
+                if isinstance(source, DictVariable):
+                    self.items.update(source.items)
+                else:
+                    for pair in source.unpack(tx):
+                        k, v = pair.unpack(tx)
+                        self.items[k.as_python_constant()] = v
+            self.items.update(kwargs)
+        elif name == "pop":
+            key = args[0].as_python_constant()
+            if key not in self.items and len(args) < 2:
+                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
+            self._mutated(tx)
+            return self.items.pop(key, args[1] if len(args) > 1 else None)
+        elif name == "setdefault":
+            key = args[0].as_python_constant()
+            if key not in self.items:
+                self.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
+                self._mutated(tx)
+            return self.items[key]
+        elif name == "clear":
+            self.items.clear()
+        elif name == "move_to_end" and issubclass(self.py_type, collections.OrderedDict):
+            key = args[0].as_python_constant()
+            last = (args[1] if len(args) > 1 else kwargs.get("last", ConstantVariable(True))).as_python_constant()
+            if key not in self.items:
+                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
+            value = self.items.pop(key)
+            self.items = {key: value, **self.items} if not last else {**self.items, key: value}
+        else:
+            unsupported(f"dict.{name}", BreakCode.CONTAINER_METHOD)
+        self._mutated(tx)
+        return ConstantVariable(None)
+
+    def merged_with(self, left: "DictVariable", right: "DictVariable") -> "DictVariable":
+        """This (new) mapping holding left's items updated with right's: the result of `left | right`."""
+        self.items = {**left.items, **right.items}
+        return self
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items})"
+
+
+class DictViewVariable(Variable):
+    """d.keys() / d.values() / d.items(): a view, so it shows the dict as it is when it is read."""
+
+    _TYPES: ClassVar[dict[str, type]] = {"keys": type({}.keys()), "values": type({}.values()),
+                                         "items": type({}.items())}
+
+    def __init__(self, dict_var: DictVariable, kind: str) -> None:
+        self.dict_var = dict_var
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return self._TYPES[self.kind]
+
+    def _now(self) -> list[Variable]:
+        items = self.dict_var.items
+        if self.kind == "keys":
+            return [key_variable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([key_variable(k), v]) for k, v in items.items()]
+
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        return self._now()
+
+    def children(self) -> list[Variable]:
+        return self._now()
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.dict_var.items)
+
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__contains__" and self.kind == "keys":
+            return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
+        unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.load(self.dict_var)
+        cg.emit("LOAD_METHOD", self.kind)
+        cg.call(0)
+
+    def __repr__(self) -> str:
+        return f"DictViewVariable({self.kind})"
+
+
+def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    result = DictVariable({})
+    if args:
+        result.call_method(tx, "update", args, {})
+    result.items.update(kwargs)
+    return result
+
+
+def _fromkeys(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    value = args[1] if len(args) > 1 else ConstantVariable(None)
+    return DictVariable({k.as_python_constant(): value for k in _iterate(tx, args[0])})
+
+
+def _ordered_dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    result = _dict(tx, args, kwargs)
+    result.py_type = collections.OrderedDict
+    return result
+
+
+def _defaultdict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    factory = args[0] if args else ConstantVariable(None)
+    result = _dict(tx, args[1:], kwargs)
+    result.py_type, result.default_factory = collections.defaultdict, factory
+    return result
+
+
+def _counter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """Counter(iterable of constants) or Counter(mapping): the counts are computed now."""
+    counts: collections.Counter = collections.Counter()
+    for arg in args:
+        if isinstance(arg, DictVariable):
+            counts.update({k: v.as_python_constant() for k, v in arg.items.items()})
+        else:
+            counts.update(item.as_python_constant() for item in _iterate(tx, arg))
+    counts.update({k: v.as_python_constant() for k, v in kwargs.items()})
+    return DictVariable({k: ConstantVariable(n) for k, n in counts.items()}, py_type=collections.Counter)
+
+
+def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
+    return value.unpack(tx)
+
+
+# constructors of mappings -> how a call of one is traced (joined into builtins.TRACED_BUILTINS)
+RULES: dict[Any, Callable[..., Variable]] = {
+    dict: _dict, dict.fromkeys: _fromkeys, collections.OrderedDict: _ordered_dict,
+    collections.defaultdict: _defaultdict, collections.Counter: _counter,
+}

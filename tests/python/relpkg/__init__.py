@@ -1,0 +1,1 @@
+"""A tiny package whose functions import their neighbours inside their bodies (relative and dotted imports)."""
