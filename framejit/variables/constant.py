@@ -30,7 +30,28 @@ TYPE_HINTS = (types.UnionType, types.GenericAlias, type(typing.Optional[int]), t
 def is_literal(value: Any) -> bool:
     if isinstance(value, (tuple, frozenset)):
         return all(is_literal(v) for v in value)
-    return isinstance(value, LITERAL_TYPES)
+    return isinstance(value, LITERAL_TYPES) or _is_numpy_scalar(value)
+
+
+def _is_numpy_scalar(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")  # not imported: nothing can be one
+    return numpy is not None and isinstance(value, numpy.generic) and not isinstance(value, numpy.object_)
+
+
+_PLAIN_TYPES = (int, float, complex, str, bytes)  # bool is final: it has no subclasses
+
+
+def plain_literal(value: Any) -> Any:
+    """`value` as the builtin type it derives from, where its own type is a subclass of one (an IntEnum member),
+    or as the Python number it holds (a numpy scalar): a graph's generated code writes its literals by repr(), and
+    `np.float64(8.0)` names a module that code does not import. torch treats such values as Python numbers."""
+    if isinstance(value, tuple) and type(value) is tuple:
+        return tuple(plain_literal(v) for v in value)
+    if _is_numpy_scalar(value):
+        return value.item()
+    if type(value) not in _PLAIN_TYPES and isinstance(value, _PLAIN_TYPES) and not isinstance(value, bool):
+        return next(base for base in _PLAIN_TYPES if isinstance(value, base))(value)
+    return value
 
 
 def is_constant_key(value: Any) -> bool:
@@ -49,7 +70,7 @@ class ConstantVariable(KnownValueVariable):
     """An immutable Python value known at trace time (guarded where it was read)."""
 
     def as_node_arg(self) -> Any:
-        return self.value
+        return plain_literal(self.value)
 
     def as_fake(self) -> Any:
         return self.value
