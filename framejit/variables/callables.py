@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 import weakref
 from typing import Any, Sequence
@@ -12,7 +13,7 @@ from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
-from framejit.variables.constant import ConstantVariable
+from framejit.variables.constant import ConstantVariable, is_literal
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
 
@@ -275,12 +276,21 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
         return ListVariable([tx.wrap(c, None) for c in subclasses])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
-                      or getattr(value, "__module__", None) == "math"):
-        return tx.wrap_constant(value(*[a.as_python_constant() for a in args],
-                                          **{k: v.as_python_constant() for k, v in kwargs.items()}))
+                      or getattr(value, "__module__", None) == "math" or is_numpy_ufunc(value)):
+        result = value(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        if is_numpy_ufunc(value) and not is_literal(result):  # an array: not a constant the trace can hold
+            unsupported(f"numpy.{value.__name__} giving an array", BreakCode.OPAQUE_CALL)  # (not a number)
+        return tx.wrap_constant(result)
     name = getattr(value, "__qualname__", None) or repr(value)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)",
                 BreakCode.OPAQUE_CALL)
+
+
+def is_numpy_ufunc(value: Any) -> bool:
+    """np.sqrt and its kind, and the scalar types (np.float32): of numbers, pure functions giving a number."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and (isinstance(value, numpy.ufunc) or isinstance(value, type)
+                                  and issubclass(value, numpy.generic))
 
 
 def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:

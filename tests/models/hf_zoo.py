@@ -94,6 +94,7 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "gpt2": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64), token_ids),
     "llama": (dict(TEXT, num_key_value_heads=1), token_ids),
     "qwen2": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "ctrl": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, dff=37, n_positions=64), token_ids),
     # encoder-decoders (each makes its cache: the decoder's config is a deep copy of the model's, adjusted)
     "t5": (T5, encoder_decoder_ids),
     "mt5": (T5, encoder_decoder_ids),

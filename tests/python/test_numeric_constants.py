@@ -32,3 +32,22 @@ def test_a_numpy_scalar_computed_before_a_graph_break_reaches_the_continuations_
     cnt = CompileCounter()
     got = framejit.optimize(cnt)(fn)(x)
     assert same(got, fn(x)) and got.dtype == fn(x).dtype and cnt.frame_count >= 1
+
+
+def test_a_numpy_function_of_constants_is_computed_now():
+    def fn(x, width):
+        return x * np.sqrt(width) + np.log(np.float32(2.0))  # a model scaling by sqrt(d_model)
+
+    x = torch.randn(3)
+    got, want = run_fullgraph(fn, x, 64), fn(x, 64)
+    assert same(got, want) and got.dtype == want.dtype
+
+
+def test_a_numpy_function_giving_an_array_breaks_the_graph():
+    def fn(x):
+        return x + torch.from_numpy(np.sqrt([4.0, 9.0, 16.0])).float()
+
+    x = torch.randn(3)
+    explained = framejit.explain(fn)(x)
+    assert explained.graph_break_count >= 1
+    assert same(framejit.optimize("eager")(fn)(x), fn(x))
