@@ -111,6 +111,6 @@ class CallOps:
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)
 
-    @handles("RAISE_VARARGS", "RERAISE", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
+    @handles("WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
     def RAISE(self, inst: Inst) -> None:
         unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

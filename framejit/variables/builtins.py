@@ -13,7 +13,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
-from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
+from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
 from framejit.variables import iteration
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
@@ -261,6 +261,9 @@ class BuiltinVariable(KnownValueVariable):
                 op = {abs: operator.abs, pow: operator.pow}.get(self.fn)
                 if op is not None:
                     return call_operator(tx, op, args)
+        made = new_exception(self.fn, args, kwargs)
+        if made is not None:
+            return made
         unsupported(f"call to builtin {getattr(self.fn, '__name__', self.fn)}", BreakCode.BUILTIN)
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Sequence
 import torch
 
 from framejit.contracts import Emitter, GuardKind, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.variables.base import Variable
 from framejit.sources import ItemSource
 from framejit.variables.constant import ConstantVariable, is_literal
@@ -78,8 +78,10 @@ class BaseListVariable(Variable):
                 else TupleVariable(self.items[index])
         try:
             return self.items[index]
-        except (IndexError, TypeError) as e:
-            unsupported(f"{type(e).__name__} indexing {self}: {e}", BreakCode.INDEX)
+        except IndexError as e:
+            raise_observed(e, BreakCode.INDEX)
+        except TypeError as e:
+            unsupported(f"TypeError indexing {self}: {e}", BreakCode.INDEX)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -282,7 +284,7 @@ class DictVariable(Variable):
     def getitem(self, tx: Tracer, key: Variable) -> Variable:
         k = key.as_python_constant()
         if k not in self.items:
-            unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
+            raise_observed(KeyError(k), BreakCode.DICT_KEY)
         return self.items[k]
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
@@ -318,7 +320,7 @@ class DictVariable(Variable):
         elif name == "pop":
             key = args[0].as_python_constant()
             if key not in self.items and len(args) < 2:
-                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
+                raise_observed(KeyError(key), BreakCode.DICT_KEY)
             self._mutated(tx)
             return self.items.pop(key, args[1] if len(args) > 1 else None)
         elif name == "setdefault":

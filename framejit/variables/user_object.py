@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
-from framejit.exc import BreakCode, Unsupported, unsupported
+from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
@@ -351,4 +351,4 @@ class EnvironVariable(Variable):
             return ConstantVariable(value)
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unsupported(f"os.environ[{key!r}]: no such variable (KeyError)", BreakCode.DICT_KEY)
+        raise_observed(KeyError(key), BreakCode.DICT_KEY)
