@@ -13,7 +13,7 @@ import torch
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.variables.base import Variable
-from framejit.sources import ItemSource
+from framejit.sources import DictItemSource, ItemSource
 from framejit.variables.constant import ConstantVariable, is_literal
 
 
@@ -233,7 +233,8 @@ class DictVariable(Variable):
             unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
         if source is not None:
             tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
-        return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
+        item = ItemSource if type(value).__getitem__ is dict.__getitem__ else DictItemSource  # past a Python one
+        return cls({k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()}, source,
                    type(value))
 
     def python_type(self) -> type:

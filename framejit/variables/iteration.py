@@ -1,4 +1,4 @@
-"""itertools and functools helpers over values the trace holds: they produce their items (or fold them) now.
+"""itertools and functools helpers, and dict.fromkeys, over values the trace holds: they produce their items (or fold them) now.
 
 Each is evaluated at once, which is what the lazy original gives when its inputs are containers: reading a
 container has no effect, so taking all of it cannot differ from taking it item by item. An iterator argument
@@ -13,7 +13,8 @@ from typing import Any, Callable
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-from framejit.variables.containers import IteratorVariable
+from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import DictVariable, IteratorVariable
 
 
 def _items(tx: Tracer, value: Variable, what: str) -> list[Variable]:
@@ -48,7 +49,13 @@ def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return value
 
 
+def _fromkeys(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """dict.fromkeys(keys, value): every key maps to the one value object, as in Python."""
+    value = args[1] if len(args) > 1 else kwargs.get("value", ConstantVariable(None))
+    return DictVariable({k.as_python_constant(): value for k in _items(tx, args[0], "dict.fromkeys")})
+
+
 RULES: dict[Any, Callable[..., Variable]] = {
     itertools.chain: _chain, itertools.chain.from_iterable: _chain_from_iterable, itertools.islice: _islice,
-    functools.reduce: _reduce,
+    functools.reduce: _reduce, dict.fromkeys: _fromkeys,
 }

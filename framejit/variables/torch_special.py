@@ -30,6 +30,9 @@ _GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
 _CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
                                            "get_autocast_cpu_dtype", "_is_any_autocast_enabled",
                                            "_get_current_dispatch_mode_stack"}  # nn.MultiheadAttention asks it
+# Usage telemetry (nn.Module.__init__ logs "python.nn_module"): nothing a graph computes depends on it, so a
+# module built inside the trace skips it.
+_TRACE_NOOPS = frozenset({"_log_api_usage_once"})
 _TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
 
@@ -102,6 +105,8 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
     name = getattr(fn, "__name__", "")
     if name in _STATEFUL:
         unsupported(f"torch.{name}() changes global state", BreakCode.TORCH_STATEFUL)
+    if name in _TRACE_NOOPS:
+        return ConstantVariable(None)
     if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
         values = tuple(a.as_python_constant() for a in args)
         result = fn(*values)

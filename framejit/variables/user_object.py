@@ -268,8 +268,14 @@ class NewObjectVariable(Variable):
         return _unpack_user_object(tx, self)
 
     def truth(self, tx: Tracer) -> bool:
-        if lookup_class_attr(self.cls, "__bool__")[0] or lookup_class_attr(self.cls, "__len__")[0]:
-            unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
+        for name in ("__bool__", "__len__"):  # Python's order; a Python method is traced
+            method = python_class_method(tx, self, name)
+            if method is not None:
+                return bool(method.call(tx, [], {}).as_python_constant())
+            if lookup_class_attr(self.cls, name)[0]:
+                if self.dict_part is not None and name == "__len__":  # the dict's own length (OrderedDict())
+                    return bool(self.dict_part.items)
+                unsupported(f"bool() of a {self.cls.__name__} (it defines __bool__/__len__)", BreakCode.TRUTH)
         return True
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
@@ -283,6 +289,12 @@ class NewObjectVariable(Variable):
         if not found:
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.MISSING_ATTR)
         return class_attribute(tx, self, attr, self.class_source(name))
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        method = python_class_method(tx, self, "__call__")  # an nn.Module made in the trace, a callable record
+        if method is None:
+            unsupported(f"calling a {self.cls.__name__} made in the trace", BreakCode.CALL)
+        return method.call(tx, list(args), kwargs)
 
     def attribute_names(self, tx: Tracer) -> list[str]:
         return [name for name in tx.output.side_effects.attribute_names(self)]

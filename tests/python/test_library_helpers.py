@@ -88,6 +88,18 @@ def test_itertools_and_functools_over_containers():
     assert same(run_fullgraph(fn, x), fn(x))
 
 
+def test_dict_fromkeys_shares_one_value():
+    def fn(x):
+        states = dict.fromkeys(range(3))
+        states[1] = x * 2
+        buckets = dict.fromkeys(("a", "b"), [])
+        buckets["a"].append(x)  # one list behind every key, as in Python
+        return states[1] + len(buckets["b"]) + (0 if states[2] is None else 1)
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
 class Point:
     def __init__(self, v):
         self.v = v
