@@ -24,7 +24,7 @@ from framejit.variables.constant import ConstantVariable, ObjectVariable, is_lit
 from framejit.variables.containers import BoundMethod, DictVariable, IteratorVariable, ListVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable, is_stateless
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
-                                             is_constant_query, is_torch_op)
+                                             function_apply_target, is_constant_query, is_torch_op)
 from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
 
 
@@ -158,6 +158,12 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
             and value.__func__.__name__ == "__exit__" and source is not None:
         return _wrap_entered_grad_mode(tx, value, source)
+    if is_function_apply(value):
+        # a custom autograd.Function is one graph op: its forward runs on fakes for the metadata, and when the
+        # graph runs (or a backend traces it, AOTAutograd included) forward and backward run as written
+        _guard(tx, AttrSource(source, "__func__") if source else None, GuardKind.ID_MATCH, value.__func__)
+        _guard(tx, AttrSource(source, "__self__") if source else None, GuardKind.ID_MATCH, value.__self__)
+        return TorchVariable(function_apply_target(value.__self__), source)
     if isinstance(value, types.MethodType):
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
@@ -175,6 +181,12 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
     _guard(tx, source, GuardKind.TYPE_MATCH, value)
     return UserObjectVariable(value, source)
+
+
+def is_function_apply(value: Any) -> bool:
+    """SomeFunction.apply for a subclass of torch.autograd.Function that keeps Function's own apply."""
+    return isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__ \
+        and isinstance(value.__self__, type) and issubclass(value.__self__, torch.autograd.Function)
 
 
 def _has_traced_rule(value: Any) -> bool:

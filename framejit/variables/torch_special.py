@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import operator
 import types
+import weakref
 from typing import Any, Sequence
 
 import torch
@@ -50,6 +51,22 @@ EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "regi
                                "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",
                                "pin_memory", "record_stream", "tolist", "item", "numpy", "is_shared",
                                "requires_grad_", "detach_", "resize_", "resize_as_"})
+
+
+_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
+
+
+def function_apply_target(cls: type) -> Any:
+    """The graph target for `cls.apply` (cls a torch.autograd.Function): a function that calls it, so that FX
+    holds it as an object (it would name a bound `apply` by its defining module, torch.autograd.function)."""
+    target = _APPLY_TARGETS.get(cls)
+    if target is None:
+        def apply(*args: Any, **kwargs: Any) -> Any:
+            return cls.apply(*args, **kwargs)
+        apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
+        apply.__module__ = __name__
+        target = _APPLY_TARGETS[cls] = apply
+    return target
 
 
 def op_name(target: Any) -> str:

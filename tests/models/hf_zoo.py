@@ -107,6 +107,7 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "gptj": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64, rotary_dim=8), token_ids),
     "opt": (dict(TEXT, ffn_dim=37, word_embed_proj_dim=32), token_ids),
     "falcon": (TEXT, token_ids),
+    "bloom": (dict(vocab_size=99, hidden_size=32, n_layer=2, n_head=2), token_ids),  # its GELU: an autograd.Function
     # mixture of experts (grouped_mm needs 16-byte aligned strides: an intermediate size of 32)
     "mixtral": (dict(TEXT, num_key_value_heads=1, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2),
                 token_ids),
