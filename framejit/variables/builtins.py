@@ -14,7 +14,7 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import iteration
+from framejit.variables import iteration, signatures
 from framejit.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                            SliceVariable, TupleVariable, BaseListVariable)
 from framejit.variables.tensor import TensorVariable
@@ -42,6 +42,8 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         return False  # a tensor is never a constant / container
     if type(a) is not type(b):
         return False
+    if getattr(a, "guarded_by_identity", False) and getattr(b, "guarded_by_identity", False):
+        return a.module is b.module  # type: ignore[attr-defined]  # modules whose identity the entry guards
     return None
 
 
@@ -568,6 +570,7 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 TRACED_BUILTINS.update(iteration.RULES)
+TRACED_BUILTINS.update(signatures.RULES)
 
 
 @_traces(print, input, open)

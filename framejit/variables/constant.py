@@ -91,8 +91,8 @@ class ObjectVariable(KnownValueVariable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
 
         value = getattr(self.value, name)
-        if is_immutable(self):
-            return tx.wrap_constant(value)
+        if is_immutable(self):  # a method of it is wrapped like any (Signature.bind has a rule of its own)
+            return tx.wrap(value, None) if isinstance(value, types.MethodType) else tx.wrap_constant(value)
         if self.source is not None:
             source = AttrSource(self.source, name)
         elif isinstance(self.value, types.ModuleType) and sys.modules.get(self.value.__name__) is self.value \

@@ -1,4 +1,5 @@
-"""itertools and functools helpers, and dict.fromkeys, over values the trace holds: they produce their items (or fold them) now.
+"""itertools and functools helpers and dict.fromkeys over values the trace holds: they produce their items (or
+fold them) now.
 
 Each is evaluated at once, which is what the lazy original gives when its inputs are containers: reading a
 container has no effect, so taking all of it cannot differ from taking it item by item. An iterator argument

@@ -124,6 +124,8 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
         unsupported(f"torch.{name}() changes global state", BreakCode.TORCH_STATEFUL)
     if name in _TRACE_NOOPS:
         return ConstantVariable(None)
+    if fn is torch._check_tensor_all and len(args) == 1 and isinstance(args[0], TensorVariable):
+        return _assert_all(tx, args[0])
     if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
         values = tuple(a.as_python_constant() for a in args)
         result = fn(*values)
@@ -138,6 +140,16 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
             unsupported(f"{name}() on values that may override __torch_function__", BreakCode.TORCH_FUNCTION)
         return ConstantVariable(False)
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
+
+
+def _assert_all(tx: Tracer, cond: TensorVariable) -> Variable:
+    """torch._check_tensor_all(cond): which way it goes needs the data, so the graph checks it when it runs (an
+    op with an effect: never dropped). Both raise a RuntimeError when some element is False."""
+    every = tx.output.call_graph_op(tx, "call_function", torch.all, [cond], {})
+    node = tx.output.create_node(tx, "call_function", torch._assert_async, (every.as_node_arg(),), {})
+    node.meta["example_value"] = None
+    tx.output.side_effects.note_write()
+    return ConstantVariable(None)
 
 
 class GradModeVariable(Variable):

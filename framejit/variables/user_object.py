@@ -4,6 +4,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import functools
+import operator
 import os
 import types
 from typing import Any, Sequence
@@ -84,6 +85,20 @@ def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None
         return None
     attr = lookup_class_attr(obj.python_type(), name)[1]
     return class_attribute(tx, obj, attr, obj.class_source(name)) if isinstance(attr, types.FunctionType) else None
+
+
+def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
+    """The items `**obj` (or {**obj}) takes from a dict subclass, as CPython's dict merge takes them: the raw
+    items when the class keeps dict's own iteration, else obj.keys() and obj[key] for each (traced where they
+    are Python). None for anything that is not an object of a dict subclass."""
+    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or not issubclass(obj.python_type(), dict):
+        return None
+    raw = obj.dict_part if isinstance(obj, NewObjectVariable) else obj.dict_contents(tx)
+    if obj.python_type().__iter__ is dict.__iter__:
+        return DictVariable(raw.items)
+    from framejit.variables.builtins import call_operator
+    keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
+    return DictVariable({k.as_python_constant(): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
 
 
 def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:

@@ -40,6 +40,13 @@ def text_and_pixels() -> dict[str, torch.Tensor]:
     return {**token_ids(), **pixels()}
 
 
+def image_tokens_and_pixels() -> dict[str, torch.Tensor]:
+    """Text with one image token (98) for each of the 16 patch features of each image (CLS dropped)."""
+    ids = torch.randint(0, 90, (2, 24))
+    ids[:, 2:18] = 98
+    return {"input_ids": ids, "attention_mask": torch.ones(2, 24, dtype=torch.long), **pixels()}
+
+
 def mel_and_decoder_ids() -> dict[str, torch.Tensor]:
     return {"input_features": torch.randn(2, 8, 32), "decoder_input_ids": torch.randint(0, 99, (2, 4))}
 
@@ -119,6 +126,10 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     # vision-language
     "clip": (dict(TOWERS, projection_dim=16), text_and_pixels),
     "siglip": (TOWERS, text_and_pixels),
+    # a llama reading CLIP patch features (taken by output-capturing forward hooks)
+    "llava": (dict(text_config=dict(TEXT, model_type="llama", num_key_value_heads=1),
+                   vision_config=dict(VISION, model_type="clip_vision_model"), image_token_id=98),
+              image_tokens_and_pixels),
 }
 
 # In a training step these break the graph, with this reason, and still match eager: SpecAugment draws its time

@@ -3,6 +3,7 @@ module listings with their arguments, id() of objects guarded by identity, itert
 containers, classmethods of objects made in the trace."""
 import functools
 import itertools
+import os
 
 import torch
 import torch.fx
@@ -86,6 +87,20 @@ def test_itertools_and_functools_over_containers():
 
     x = torch.randn(3)
     assert same(run_fullgraph(fn, x), fn(x))
+
+
+def test_os_getenv_is_a_guarded_read_of_the_environment(monkeypatch):
+    def fn(x):
+        return x + 1 if os.getenv("FRAMEJIT_TEST_FLAG", "0") == "1" else x - 1
+
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(3)
+    monkeypatch.delenv("FRAMEJIT_TEST_FLAG", raising=False)
+    assert same(compiled(x), x - 1)
+    monkeypatch.setenv("FRAMEJIT_TEST_FLAG", "1")
+    assert same(compiled(x), x + 1)  # the guard on the variable fails: recompiled
+    assert cnt.frame_count == 2
 
 
 def test_dict_fromkeys_shares_one_value():
