@@ -11,6 +11,7 @@ from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import DictVariable, IteratorVariable
 from framejit.variables.torch_special import WithExitVariable
+from framejit.variables.user_object import python_class_method
 
 
 class ReturnValue(Exception):
@@ -89,6 +90,11 @@ class CallOps:
     @handles("BEFORE_WITH")
     def BEFORE_WITH(self, inst: Inst) -> None:
         ctx = self.pop()
+        enter, exit_ = (python_class_method(self, ctx, name) for name in ("__enter__", "__exit__"))
+        if enter is not None and exit_ is not None:  # a context manager written in Python: both traced
+            self.push(exit_)  # the normal exit calls it with three Nones; an exception in the block breaks
+            self.push(enter.call(self, [], {}))
+            return
         if not hasattr(ctx, "enter"):
             unsupported(f"with-block on {ctx}, which is not a supported context manager", BreakCode.CONTEXT_MANAGER)
         self.push(WithExitVariable(ctx))

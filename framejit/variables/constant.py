@@ -26,11 +26,20 @@ def is_literal(value: Any) -> bool:
     return isinstance(value, LITERAL_TYPES)
 
 
+def plain_scalar(value: Any) -> Any:
+    """A subclass of a Python scalar (numpy.float64, an IntEnum) as the plain scalar it equals: FX writes node
+    arguments with repr(), and `np.float64(2.0)` names a module the graph's code does not have."""
+    for base in (int, float, complex, str):
+        if isinstance(value, base) and type(value) not in (base, bool):
+            return base(value)
+    return value
+
+
 class ConstantVariable(KnownValueVariable):
     """An immutable Python value known at trace time (guarded where it was read)."""
 
     def as_node_arg(self) -> Any:
-        return self.value
+        return plain_scalar(self.value)
 
     def as_fake(self) -> Any:
         return self.value

@@ -50,6 +50,15 @@ class NNModuleVariable(Variable):
     def is_python_constant(self) -> bool:
         return False
 
+    def truth(self, tx: Tracer) -> bool:
+        """A module is true, unless its class defines a length (containers: their guarded child count)."""
+        cls = type(self.module)
+        if lookup_class_attr(cls, "__bool__")[0] is not None:
+            unsupported(f"bool() of a {cls.__name__} (it defines __bool__)", BreakCode.TRUTH)
+        if lookup_class_attr(cls, "__len__")[0] is None:
+            return True
+        return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
+
     @property
     def guarded_by_identity(self) -> bool:
         return self.source is not None and not is_stateless(self.module)

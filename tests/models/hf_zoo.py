@@ -79,6 +79,7 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
                         num_feedforward_networks=1), token_ids),
     "data2vec-text": (TEXT, token_ids),
     "luke": (TEXT, token_ids),
+    "esm": (dict(TEXT, pad_token_id=1), token_ids),
     # vision
     "vit": (VISION, pixels),
     "deit": (VISION, pixels),
@@ -114,6 +115,9 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "gptj": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64, rotary_dim=8), token_ids),
     "opt": (dict(TEXT, ffn_dim=37, word_embed_proj_dim=32), token_ids),
     "falcon": (TEXT, token_ids),
+    "xglm": (dict(vocab_size=99, d_model=32, num_layers=2, attention_heads=2, ffn_dim=37, max_position_embeddings=64),
+             token_ids),
+    "nemotron": (dict(TEXT, num_key_value_heads=1), token_ids),
     "bloom": (dict(vocab_size=99, hidden_size=32, n_layer=2, n_head=2), token_ids),  # its GELU: an autograd.Function
     # mixture of experts (grouped_mm needs 16-byte aligned strides: an intermediate size of 32)
     "mixtral": (dict(TEXT, num_key_value_heads=1, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2),
@@ -147,6 +151,8 @@ WITH_BREAKS: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor
                      decoder_attention_heads=2, encoder_ffn_dim=37, decoder_ffn_dim=37, num_mel_bins=8,
                      max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
                      eos_token_id=2, decoder_start_token_id=1), mel_and_decoder_ids, "deepcopy"),
+    # scales its embeddings by np.sqrt(d_model): numpy runs as Python (a real reason: numpy is not in a torch graph)
+    "ctrl": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, dff=37, n_positions=64), token_ids, "ufunc"),
 }
 
 

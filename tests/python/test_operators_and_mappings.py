@@ -231,3 +231,23 @@ def test_identity_of_modules_guarded_by_identity():
     model = Wrapper()
     x = torch.randn(2, 3)
     torch.testing.assert_close(run_fullgraph(model, x), model(x))
+
+
+class Optional(torch.nn.Module):
+    def __init__(self, with_norm):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(3) if with_norm else None
+        self.empty = torch.nn.ModuleList()
+
+    def forward(self, x):
+        if self.norm:  # a module is true; an empty ModuleList is false
+            x = self.norm(x)
+        if self.empty or not torch.is_tensor(3.0):
+            x = x + 1
+        return x
+
+
+def test_truth_of_modules_and_pure_queries_of_non_tensors():
+    for with_norm in (True, False):
+        model, x = Optional(with_norm), torch.randn(2, 3)
+        torch.testing.assert_close(run_fullgraph(model, x), model(x))
