@@ -128,6 +128,20 @@ class Unsupported(FramejitError):
         return text
 
 
+class ObservedException(Unsupported):
+    """A Python exception the traced code raised and could catch (`exc`, a real instance): an inlined frame whose
+    try block covers the raising instruction jumps to its handler; otherwise it is a graph break like any other."""
+
+    def __init__(self, msg: str, exc: BaseException, *, code: BreakCode = BreakCode.EXCEPTION) -> None:
+        super().__init__(msg, code=code)
+        self.exc = exc
+
+
+def raise_observed(exc: BaseException, code: BreakCode = BreakCode.EXCEPTION) -> NoReturn:
+    """The traced code raises `exc` here (a missing key, an index out of range, a `raise` statement)."""
+    raise ObservedException(f"{type(exc).__name__}: {exc}", exc, code=code)
+
+
 class UserError(Unsupported):
     """Code framejit will not capture by design (e.g. data-dependent control flow under fullgraph)."""
 

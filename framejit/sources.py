@@ -203,6 +203,24 @@ class GenericAttrSource(DerivedSource):
 
 
 @dataclasses.dataclass(frozen=True)
+class DictItemSource(DerivedSource):
+    """dict.__getitem__(base, key): an item of a dict subclass whose own __getitem__ is Python, read past it, so
+    that checking a guard or reloading the value never runs that code (it may build a new object each time)."""
+
+    key: Any
+
+    def wrap(self, base: str) -> str:
+        return f"___dict_getitem({base}, {self.key!r})"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(dict.__getitem__)
+        self.base.reconstruct(cg)
+        cg.emit_const(self.key)
+        cg.call(2)
+
+
+@dataclasses.dataclass(frozen=True)
 class ReduceSource(DerivedSource):
     """base.__reduce__(): how an iterator a continuation receives says what it has left."""
 

@@ -13,6 +13,7 @@ from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import IteratorVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.torch_special import WithExitVariable
+from framejit.variables.user_object import python_class_method
 
 
 class ReturnValue(Exception):
@@ -108,6 +109,11 @@ class CallOps:
     @handles("BEFORE_WITH")
     def BEFORE_WITH(self, inst: Inst) -> None:
         ctx = self.pop()
+        enter, exit_ = (python_class_method(self, ctx, name) for name in ("__enter__", "__exit__"))
+        if enter is not None and exit_ is not None:  # a context manager written in Python: both traced
+            self.push(exit_)  # the normal exit calls it with three Nones; an exception in the block breaks
+            self.push(enter.call(self, [], {}))
+            return
         if not hasattr(ctx, "enter"):
             unsupported(f"with-block on {ctx}, which is not a supported context manager", BreakCode.CONTEXT_MANAGER)
         self.push(WithExitVariable(ctx))
@@ -130,6 +136,6 @@ class CallOps:
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)
 
-    @handles("RAISE_VARARGS", "RERAISE", "WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
+    @handles("WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
     def RAISE(self, inst: Inst) -> None:
         unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

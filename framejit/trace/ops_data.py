@@ -10,7 +10,9 @@ from framejit.variables.builtins import call_operator
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, SliceVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
+from framejit.variables.lazy_string import LazyStringVariable
 from framejit.variables.tensor import TensorVariable
+from framejit.variables.user_object import merged_mapping
 
 # BINARY_OP's argument indexes this table (CPython 3.11 Include/opcode.h NB_*), in-place forms from 13.
 _BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
@@ -56,14 +58,22 @@ class DataOps:
 
     @handles("BUILD_STRING")
     def BUILD_STRING(self, inst: Inst) -> None:
-        self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
+        pieces = self.popn(inst.arg)
+        if any(isinstance(p, LazyStringVariable) for p in pieces):
+            self.push(LazyStringVariable.join(pieces))
+            return
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in pieces)))
 
     @handles("FORMAT_VALUE")
     def FORMAT_VALUE(self, inst: Inst) -> None:
         spec = self.pop().as_python_constant() if inst.arg & 4 else ""
         value = self.pop()
-        if isinstance(value, TensorVariable):
-            unsupported("formatting a tensor into a string reads its data", BreakCode.DATA_DEPENDENT)
+        if isinstance(value, LazyStringVariable) and not spec and inst.arg & 3 in (0, 1):
+            self.push(value)  # f"{text}" of a string is the string
+            return
+        if isinstance(value, (TensorVariable, LazyStringVariable)):  # formatted after the graph, if ever
+            self.push(LazyStringVariable.formatted(value, inst.arg, spec))
+            return
         const = value.as_python_constant()
         conv = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 3]
         self.push(ConstantVariable(format(conv(const), spec)))
@@ -96,6 +106,8 @@ class DataOps:
     @handles("DICT_UPDATE", "DICT_MERGE")
     def DICT_UPDATE(self, inst: Inst) -> None:
         value = self.pop()
+        merged = merged_mapping(self, value)  # an object of a dict subclass gives its items
+        value = value if merged is None else merged
         target = self.stack[-inst.arg]
         if inst.opname == "DICT_MERGE" and isinstance(value, DictVariable) and set(value.items) & set(target.items):
             unsupported("got multiple values for a keyword argument", BreakCode.BAD_CALL)

@@ -8,6 +8,7 @@ guarded global rather than a call that stops the trace).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -53,7 +54,7 @@ _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
 # traced when user code calls it (Mapping.get / __contains__, dataclasses.fields, functools helpers), though
 # never captured as a frame of its own.
 _TRACED_STDLIB = frozenset({"<frozen _collections_abc>", collections.__file__, dataclasses.__file__,
-                            functools.__file__})
+                            functools.__file__, contextlib.__file__})  # nullcontext(), suppress()...
 
 # Code objects captured even though their file is skipped (e.g. nn.Linear.forward of an optimized module).
 forced_capture: "set[types.CodeType]" = set()

@@ -16,7 +16,7 @@ from typing import Any
 
 from framejit.codeobj import Inst, arg_slot_names, original_code, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
-from framejit.exc import BreakCode, Unsupported, unsupported
+from framejit.exc import BreakCode, ObservedException, Unsupported, unsupported
 from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
                               ModuleGlobalsSource, Source)
 from framejit.trace import skipfiles
@@ -25,6 +25,7 @@ from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
 from framejit.trace.ops_call import CallOps, ReturnValue
 from framejit.trace.ops_data import DataOps
+from framejit.trace.ops_except import ExceptOps
 from framejit.trace.ops_flow import FlowOps
 from framejit.variables.base import LazyArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
@@ -43,7 +44,7 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
     return insts
 
 
-class Translator(BasicOps, DataOps, CallOps, FlowOps):
+class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
     def __init__(self, output: TraceOutput, code: types.CodeType, f_globals: dict[str, Any],
                  symbolic_locals: dict[str, Variable], cells: dict[str, Cell], *,
                  parent: "Translator | None" = None, globals_source: Source | None = None) -> None:
@@ -68,6 +69,19 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
         """Trace to the return; returns its value, or None when stopped at `break_at` (root frame only)."""
+        while True:
+            try:
+                return self._run_until_return()
+            except ObservedException as e:
+                if not self.route_exception(e):  # else: go on at the handler
+                    raise self._located(e)
+            except Unsupported as e:
+                raise self._located(e)
+            except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
+                raise self._located(Unsupported(f"{type(e).__name__} while tracing: {e}",
+                                                code=BreakCode.PYTHON_ERROR)) from e
+
+    def _run_until_return(self) -> Variable | None:
         insts = self.instructions
         try:
             while True:
@@ -86,18 +100,14 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps):
                 fn(self, inst)
         except ReturnValue as ret:
             return ret.value
-        except Unsupported as e:
-            if not e.user_stack:
-                e.user_stack = self.user_stack()
-            if self.parent is None:
-                e.break_index = self.ip - 1  # the root instruction during which it happened
-            raise
-        except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
-            err = Unsupported(f"{type(e).__name__} while tracing: {e}", code=BreakCode.PYTHON_ERROR,
-                              user_stack=self.user_stack())
-            if self.parent is None:
-                err.break_index = self.ip - 1
-            raise err from e
+
+    def _located(self, e: Unsupported) -> Unsupported:
+        """`e` with the user's stack (of the innermost frame) and, in the captured frame, the failing instruction."""
+        if not e.user_stack:
+            e.user_stack = self.user_stack()
+        if self.parent is None:
+            e.break_index = self.ip - 1  # the root instruction during which it happened
+        return e
 
     # -- stack ----------------------------------------------------------------------------
     def push(self, value: Variable) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import collections
 import enum
+import inspect
 import operator
 import os
 import types
@@ -15,7 +16,7 @@ from torch import nn
 from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import AttrSource, ConstSource, ItemSource, ReduceSource, Source
+from framejit.sources import AttrSource, ConstSource, ItemSource, ModuleGlobalsSource, ReduceSource, Source
 from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
                                                   is_bound_apply)
 from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
@@ -69,6 +70,9 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
         return cache[key]
     if value is os.environ:
         return EnvironVariable(source)
+    if value is os.getenv:  # os.environ.get by another name
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
+        return BoundMethod(EnvironVariable(ItemSource(ModuleGlobalsSource("os"), "environ")), "get")
     if has_custom_lookup(type(value)):  # look no further: isinstance() and hasattr() would run its lookup
         _guard(tx, source, GuardKind.TYPE_MATCH, value)
         cache[key] = var = UserObjectVariable(value, source)
@@ -190,7 +194,8 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__") or is_numpy_ufunc(value):
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
-    if isinstance(value, types.CodeType):  # immutable: what is read from it needs no further guard
+    if isinstance(value, (types.CodeType, inspect.Signature, inspect.Parameter)):  # immutable: what is read
+        # from it needs no further guard (a decorator's signature kept in a closure, bound in the trace)
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if isinstance(value, (enum.Enum, TYPE_HINTS)):

@@ -15,8 +15,8 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
-from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable
-from framejit.variables import copying, iteration, mappings, pure_functions
+from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
+from framejit.variables import copying, iteration, mappings, pure_functions, signatures
 from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
                                            TupleVariable, BaseListVariable)
 from framejit.variables.mappings import DictVariable
@@ -48,6 +48,8 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         return a is b  # one Variable per object: the builder guards the aliasing of objects from outside
     if type(a) is not type(b):
         return False
+    if getattr(a, "guarded_by_identity", False) and getattr(b, "guarded_by_identity", False):
+        return a.module is b.module  # type: ignore[attr-defined]  # modules whose identity the entry guards
     return None
 
 
@@ -296,6 +298,9 @@ class BuiltinVariable(KnownValueVariable):
                 op = {abs: operator.abs, pow: operator.pow}.get(self.fn)
                 if op is not None:
                     return call_operator(tx, op, args)
+        made = new_exception(self.fn, args, kwargs)
+        if made is not None:
+            return made
         unsupported(f"call to builtin {getattr(self.fn, '__name__', self.fn)}", BreakCode.BUILTIN)
 
     def __repr__(self) -> str:
@@ -567,6 +572,7 @@ TRACED_BUILTINS.update(iteration.RULES)
 TRACED_BUILTINS.update(copying.RULES)
 TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)
+TRACED_BUILTINS.update(signatures.RULES)
 
 
 @_traces(print, input, open)

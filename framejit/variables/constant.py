@@ -131,8 +131,8 @@ class ObjectVariable(KnownValueVariable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
 
         value = getattr(self.value, name)
-        if is_immutable(self):
-            return tx.wrap_constant(value)
+        if is_immutable(self):  # a method of it is wrapped like any (Signature.bind has a rule of its own)
+            return tx.wrap(value, None) if isinstance(value, types.MethodType) else tx.wrap_constant(value)
         if self.source is not None:
             source = AttrSource(self.source, name)
         elif isinstance(self.value, types.ModuleType) and sys.modules.get(self.value.__name__) is self.value \
@@ -148,6 +148,9 @@ class ObjectVariable(KnownValueVariable):
         from framejit.variables.user_object import construct, constructible
         if isinstance(self.value, type) and is_torch_nn_class(self.value):
             return NewModuleVariable.make(self.value, args, kwargs)
+        made = new_exception(self.value, args, kwargs) if isinstance(self.value, type) else None
+        if made is not None:
+            return made
         if isinstance(self.value, type) and self.source is not None and constructible(self.value):
             return construct(tx, self, args, kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:
@@ -184,3 +187,15 @@ class WeakrefVariable(Variable):
         cg.emit_const(weakref.ref)
         cg.load(self.referent)
         cg.call(1)
+
+
+def new_exception(cls: Any, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable | None:
+    """cls(*args) for an exception class whose construction runs no Python (a builtin one, or a subclass that
+    keeps BaseException's __new__ and __init__) with constant arguments, made now; None otherwise."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)) or kwargs:
+        return None
+    if any("__init__" in vars(c) or "__new__" in vars(c) for c in cls.__mro__ if c.__module__ != "builtins"):
+        return None
+    if not all(a.is_python_constant() for a in args):
+        return None
+    return ObjectVariable(cls(*[a.as_python_constant() for a in args]))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from framejit.contracts import Emitter, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 
@@ -79,8 +79,10 @@ class BaseListVariable(Variable):
                 else TupleVariable(self.items[index])
         try:
             return self.items[index]
-        except (IndexError, TypeError) as e:
-            unsupported(f"{type(e).__name__} indexing {self}: {e}", BreakCode.INDEX)
+        except IndexError as e:
+            raise_observed(e, BreakCode.INDEX)
+        except TypeError as e:
+            unsupported(f"TypeError indexing {self}: {e}", BreakCode.INDEX)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:

@@ -9,8 +9,8 @@ import collections
 from typing import Any, Callable, ClassVar, Sequence
 
 from framejit.contracts import Emitter, GuardKind, Tracer
-from framejit.exc import BreakCode, unsupported
-from framejit.sources import AttrSource, ItemSource
+from framejit.exc import BreakCode, raise_observed, unsupported
+from framejit.sources import AttrSource, DictItemSource, ItemSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, is_constant_key, key_variable
 from framejit.variables.containers import TupleVariable, _born, bound_method
@@ -47,7 +47,8 @@ class DictVariable(Variable):
         factory = None
         if isinstance(value, collections.defaultdict):
             factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory") if source else None)
-        return cls({k: tx.wrap(v, ItemSource(source, k) if source else None) for k, v in value.items()}, source,
+        item = ItemSource if type(value).__getitem__ is dict.__getitem__ else DictItemSource  # past a Python one
+        return cls({k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()}, source,
                    type(value), default_factory=factory)
 
     def python_type(self) -> type:
@@ -114,7 +115,7 @@ class DictVariable(Variable):
             return value
         if issubclass(self.py_type, collections.Counter):
             return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
-        unsupported(f"KeyError: {k!r}", BreakCode.DICT_KEY)
+        raise_observed(KeyError(k), BreakCode.DICT_KEY)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -150,7 +151,7 @@ class DictVariable(Variable):
         elif name == "pop":
             key = args[0].as_python_constant()
             if key not in self.items and len(args) < 2:
-                unsupported(f"KeyError: {key!r}", BreakCode.DICT_KEY)
+                raise_observed(KeyError(key), BreakCode.DICT_KEY)
             self._mutated(tx)
             return self.items.pop(key, args[1] if len(args) > 1 else None)
         elif name == "setdefault":

@@ -25,6 +25,8 @@ from framejit.variables.user_object import bound_class_attribute
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+# per-hook options of forward hooks (registered with_kwargs=True / always_call=True): not traced
+_FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called")
 
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -48,6 +50,15 @@ class NNModuleVariable(Variable):
 
     def is_python_constant(self) -> bool:
         return False
+
+    def truth(self, tx: Tracer) -> bool:
+        """A module is true, unless its class defines a length (containers: their guarded child count)."""
+        cls = type(self.module)
+        if lookup_class_attr(cls, "__bool__")[0] is not None:
+            unsupported(f"bool() of a {cls.__name__} (it defines __bool__)", BreakCode.TRUTH)
+        if lookup_class_attr(cls, "__len__")[0] is None:
+            return True
+        return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
 
     @property
     def guarded_by_identity(self) -> bool:
@@ -80,23 +91,43 @@ class NNModuleVariable(Variable):
         bound = bound_class_attribute(tx, self, attr, None)
         return bound if bound is not None else tx.wrap(getattr(mod, name), self._attr_source(name))
 
-    def _check_hooks(self, tx: Tracer) -> None:
-        """Modules with hooks are not traced (their call runs as Python). Hooks registered after compiling
-        are guarded: global ones by their dicts' keys, a module's own by one NO_HOOKS check per module called
-        (a few attribute loads; TorchDynamo by default does not guard these), which also checks that no
-        `forward` was set on the instance since."""
+    def _check_hooks(self, tx: Tracer) -> list[Variable]:
+        """The module's forward hooks, to trace after its forward; other hooks are not traced (the call runs as
+        Python). Hooks registered after compiling are guarded: global ones by their dicts' keys, a module's own by
+        one NO_HOOKS check per module called (a few attribute loads; TorchDynamo by default does not guard these),
+        which also checks that no `forward` was set on the instance since, and its forward hooks by the keys of
+        their dict (each hook function then by its code, as any function read)."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), GuardKind.DICT_KEYS,
                                  module_dicts[name])
-        if any(getattr(self.module, d, None) for d in _HOOK_DICTS) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
-            unsupported(f"module {type(self.module).__name__} has hooks", BreakCode.MODULE_HOOKS)
-        if self.source is not None and all(hasattr(self.module, d) for d in _HOOK_DICTS):
-            tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (_HOOK_DICTS, "forward" not in vars(self.module)))
+        mod = self.module
+        forward_hooks = getattr(mod, "_forward_hooks", None)
+        plain = bool(forward_hooks) and self.source is not None and not any(
+            getattr(mod, d, None) for d in (*_HOOK_DICTS[1:], *_FORWARD_HOOK_OPTIONS))
+        checked = _HOOK_DICTS[1:] if plain else _HOOK_DICTS
+        if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
+            unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
+        if self.source is not None and all(hasattr(mod, d) for d in _HOOK_DICTS):
+            tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (checked, "forward" not in vars(mod)))
+        if not plain:
+            return []
+        for name in ("_forward_hooks", *_FORWARD_HOOK_OPTIONS):  # which hooks, and none taking kwargs
+            tx.output.guards.add(AttrSource(self.source, name), GuardKind.DICT_KEYS, getattr(mod, name))
+        return [tx.wrap(hook, ItemSource(AttrSource(self.source, "_forward_hooks"), key))
+                for key, hook in forward_hooks.items()]
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        hooks = self._check_hooks(tx)
+        result = self._call_forward(tx, args, kwargs)
+        for hook in hooks:  # as nn.Module._call_impl runs forward hooks: hook(module, args, output)
+            replaced = hook.call(tx, [self, TupleVariable(list(args)), result], {})
+            if not (isinstance(replaced, ConstantVariable) and replaced.value is None):
+                result = replaced
+        return result
+
+    def _call_forward(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
-        self._check_hooks(tx)
         if "forward" in self.module.__dict__:
             return self.var_getattr(tx, "forward").call(tx, args, kwargs)
         forward = type(self.module).forward

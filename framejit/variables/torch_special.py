@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import operator
 import types
+import weakref
 from typing import Any, Sequence
 
 import torch
@@ -30,6 +31,9 @@ _GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
 _CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
                                            "get_autocast_cpu_dtype", "_is_any_autocast_enabled",
                                            "_get_current_dispatch_mode_stack"}  # nn.MultiheadAttention asks it
+# Usage telemetry (nn.Module.__init__ logs "python.nn_module"): nothing a graph computes depends on it, so a
+# module built inside the trace skips it.
+_TRACE_NOOPS = frozenset({"_log_api_usage_once"})
 _TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
 
@@ -59,7 +63,8 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
     if name in _STATEFUL or name in EFFECTFUL_METHODS:
         unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
     pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
-    if not has_tensor_args and name not in FACTORIES and not pure_helper and not policy.is_allowed_in_graph(target):
+    if not has_tensor_args and name not in FACTORIES and name not in PURE_QUERIES and not pure_helper \
+            and not policy.is_allowed_in_graph(target):  # a pure query of a non-tensor (is_tensor(3)) is a constant
         unsupported(f"torch function {name}() with no tensor arguments may change global state", BreakCode.TORCH_STATEFUL)
 
 
@@ -102,6 +107,10 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
     name = getattr(fn, "__name__", "")
     if name in _STATEFUL:
         unsupported(f"torch.{name}() changes global state", BreakCode.TORCH_STATEFUL)
+    if name in _TRACE_NOOPS:
+        return ConstantVariable(None)
+    if fn is torch._check_tensor_all and len(args) == 1 and isinstance(args[0], TensorVariable):
+        return _assert_all(tx, args[0])
     if name in _CONSTANT_QUERIES and all(a.is_python_constant() for a in args) and not kwargs:
         values = tuple(a.as_python_constant() for a in args)
         result = fn(*values)
@@ -118,6 +127,16 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
             unsupported(f"{name}() on values that may override __torch_function__", BreakCode.TORCH_FUNCTION)
         return ConstantVariable(False)
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
+
+
+def _assert_all(tx: Tracer, cond: TensorVariable) -> Variable:
+    """torch._check_tensor_all(cond): which way it goes needs the data, so the graph checks it when it runs (an
+    op with an effect: never dropped). Both raise a RuntimeError when some element is False."""
+    every = tx.output.call_graph_op(tx, "call_function", torch.all, [cond], {})
+    node = tx.output.create_node(tx, "call_function", torch._assert_async, (every.as_node_arg(),), {})
+    node.meta["example_value"] = None
+    tx.output.side_effects.note_write()
+    return ConstantVariable(None)
 
 
 class GradModeVariable(Variable):

@@ -4,13 +4,14 @@ from __future__ import annotations
 import collections
 import collections.abc
 import functools
+import operator
 import os
 import types
 from typing import Any, Sequence
 
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
-from framejit.exc import BreakCode, Unsupported, unsupported
+from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
@@ -94,6 +95,20 @@ def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None
         return None
     attr = lookup_class_attr(obj.python_type(), name)[1]
     return class_attribute(tx, obj, attr, obj.class_source(name)) if isinstance(attr, types.FunctionType) else None
+
+
+def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
+    """The items `**obj` (or {**obj}) takes from a dict subclass, as CPython's dict merge takes them: the raw
+    items when the class keeps dict's own iteration, else obj.keys() and obj[key] for each (traced where they
+    are Python). None for anything that is not an object of a dict subclass."""
+    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or not issubclass(obj.python_type(), dict):
+        return None
+    raw = obj.dict_part if isinstance(obj, NewObjectVariable) else obj.dict_contents(tx)
+    if obj.python_type().__iter__ is dict.__iter__:
+        return DictVariable(raw.items)
+    from framejit.variables.builtins import call_operator
+    keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
+    return DictVariable({k.as_python_constant(): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
 
 
 def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
@@ -400,6 +415,12 @@ class NewObjectVariable(Variable):
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.MISSING_ATTR)
         return class_attribute(tx, self, attr, self.class_source(name))
 
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        method = python_class_method(tx, self, "__call__")  # an nn.Module made in the trace, a callable record
+        if method is None:
+            unsupported(f"calling a {self.cls.__name__} made in the trace", BreakCode.CALL)
+        return method.call(tx, list(args), kwargs)
+
     def attribute_names(self, tx: Tracer) -> list[str]:
         return [name for name in tx.output.side_effects.attribute_names(self)]
 
@@ -476,4 +497,4 @@ class EnvironVariable(Variable):
             return ConstantVariable(value)
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
-        unsupported(f"os.environ[{key!r}]: no such variable (KeyError)", BreakCode.DICT_KEY)
+        raise_observed(KeyError(key), BreakCode.DICT_KEY)

@@ -20,6 +20,10 @@ def token_ids(batch: int = 2, length: int = 8) -> dict[str, torch.Tensor]:
             "attention_mask": torch.ones(batch, length, dtype=torch.long)}
 
 
+def input_ids() -> dict[str, torch.Tensor]:
+    return {"input_ids": token_ids()["input_ids"]}
+
+
 def encoder_decoder_ids() -> dict[str, torch.Tensor]:
     return {**token_ids(), "decoder_input_ids": torch.randint(0, 99, (2, 5))}
 
@@ -34,6 +38,13 @@ def waveform() -> dict[str, torch.Tensor]:
 
 def text_and_pixels() -> dict[str, torch.Tensor]:
     return {**token_ids(), **pixels()}
+
+
+def image_tokens_and_pixels() -> dict[str, torch.Tensor]:
+    """Text with one image token (98) for each of the 16 patch features of each image (CLS dropped)."""
+    ids = torch.randint(0, 90, (2, 24))
+    ids[:, 2:18] = 98
+    return {"input_ids": ids, "attention_mask": torch.ones(2, 24, dtype=torch.long), **pixels()}
 
 
 def mel_and_decoder_ids() -> dict[str, torch.Tensor]:
@@ -71,6 +82,7 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
                         num_feedforward_networks=1), token_ids),
     "data2vec-text": (TEXT, token_ids),
     "luke": (TEXT, token_ids),
+    "esm": (dict(TEXT, pad_token_id=1), token_ids),
     # vision
     "vit": (VISION, pixels),
     "deit": (VISION, pixels),
@@ -95,6 +107,30 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     "llama": (dict(TEXT, num_key_value_heads=1), token_ids),
     "qwen2": (dict(TEXT, num_key_value_heads=1), token_ids),
     "ctrl": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, dff=37, n_positions=64), token_ids),
+    "mistral": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "gemma": (dict(TEXT, num_key_value_heads=1, head_dim=16), token_ids),
+    "gemma2": (dict(TEXT, num_key_value_heads=1, head_dim=16, sliding_window=4), token_ids),
+    "phi": (TEXT, token_ids),
+    "phi3": (dict(TEXT, num_key_value_heads=1, pad_token_id=0), token_ids),
+    "stablelm": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "olmo": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "starcoder2": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "gpt_neox": (TEXT, token_ids),
+    "gptj": (dict(vocab_size=99, n_embd=32, n_layer=2, n_head=2, n_positions=64, rotary_dim=8), token_ids),
+    "opt": (dict(TEXT, ffn_dim=37, word_embed_proj_dim=32), token_ids),
+    "falcon": (TEXT, token_ids),
+    "xglm": (dict(vocab_size=99, d_model=32, num_layers=2, attention_heads=2, ffn_dim=37, max_position_embeddings=64),
+             token_ids),
+    "nemotron": (dict(TEXT, num_key_value_heads=1), token_ids),
+    "bloom": (dict(vocab_size=99, hidden_size=32, n_layer=2, n_head=2), token_ids),  # its GELU: an autograd.Function
+    # mixture of experts (grouped_mm needs 16-byte aligned strides: an intermediate size of 32)
+    "mixtral": (dict(TEXT, num_key_value_heads=1, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2),
+                token_ids),
+    "qwen2_moe": (dict(TEXT, num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                       shared_expert_intermediate_size=16), token_ids),
+    # state space: the sequential scan (the default associative_scan is a higher-order op with a Python combine_fn)
+    "mamba": (dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, state_size=4, expand=2, conv_kernel=4,
+                   use_associative_scan=False), input_ids),
     # encoder-decoders (each makes its cache: the decoder's config is a deep copy of the model's, adjusted)
     "t5": (T5, encoder_decoder_ids),
     "mt5": (T5, encoder_decoder_ids),
@@ -109,6 +145,10 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     # vision-language
     "clip": (dict(TOWERS, projection_dim=16), text_and_pixels),
     "siglip": (TOWERS, text_and_pixels),
+    # a llama reading CLIP patch features (taken by output-capturing forward hooks)
+    "llava": (dict(text_config=dict(TEXT, model_type="llama", num_key_value_heads=1),
+                   vision_config=dict(VISION, model_type="clip_vision_model"), image_token_id=98),
+              image_tokens_and_pixels),
 }
 
 # In a training step these break the graph, with this reason, and still match eager: SpecAugment draws its time

@@ -3,6 +3,7 @@ module listings with their arguments, id() of objects guarded by identity, itert
 containers, classmethods of objects made in the trace."""
 import functools
 import itertools
+import os
 
 import torch
 import torch.fx
@@ -83,6 +84,32 @@ def test_itertools_and_functools_over_containers():
         first_two = sum(itertools.islice(parts, 2))
         flat = list(itertools.chain.from_iterable([[x], [x * 2]]))
         return total + first_two + flat[1] + functools.reduce(torch.mul, parts[:1], torch.ones(3))
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
+def test_os_getenv_is_a_guarded_read_of_the_environment(monkeypatch):
+    def fn(x):
+        return x + 1 if os.getenv("FRAMEJIT_TEST_FLAG", "0") == "1" else x - 1
+
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(3)
+    monkeypatch.delenv("FRAMEJIT_TEST_FLAG", raising=False)
+    assert same(compiled(x), x - 1)
+    monkeypatch.setenv("FRAMEJIT_TEST_FLAG", "1")
+    assert same(compiled(x), x + 1)  # the guard on the variable fails: recompiled
+    assert cnt.frame_count == 2
+
+
+def test_dict_fromkeys_shares_one_value():
+    def fn(x):
+        states = dict.fromkeys(range(3))
+        states[1] = x * 2
+        buckets = dict.fromkeys(("a", "b"), [])
+        buckets["a"].append(x)  # one list behind every key, as in Python
+        return states[1] + len(buckets["b"]) + (0 if states[2] is None else 1)
 
     x = torch.randn(3)
     assert same(run_fullgraph(fn, x), fn(x))

@@ -3,6 +3,7 @@ number: a graph's code writes its constants by repr(), and `np.float64(8.0)` nam
 import enum
 
 import numpy as np
+import pytest
 import torch
 
 import framejit
@@ -51,3 +52,21 @@ def test_a_numpy_function_giving_an_array_breaks_the_graph():
     explained = framejit.explain(fn)(x)
     assert explained.graph_break_count >= 1
     assert same(framejit.optimize("eager")(fn)(x), fn(x))
+
+
+class Dim(enum.IntEnum):
+    LAST = -1
+
+
+SCALE = np.sqrt(32.0)  # a numpy.float64, as models compute embedding scales
+
+
+@pytest.mark.parametrize("scale", [SCALE, np.float64(0.5), 2.0])
+def test_numpy_scalar_arguments(scale):
+    def fn(x, s):
+        x = x * s
+        x *= SCALE
+        return x.sum(Dim.LAST) + torch.full((), s)
+
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(run_fullgraph(fn, x, scale), fn(x, scale))

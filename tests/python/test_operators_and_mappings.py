@@ -212,3 +212,42 @@ def test_a_tuple_plus_a_size_and_a_size_plus_a_tuple():
     x = torch.randn(2, 3)
     got, want = run_fullgraph(fn, x), fn(x)
     assert same(got[0], want[0]) and same(got[1], want[1]) and got[2] is want[2] is True
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(3, 3)
+        self.same = self.inner  # one module under two names
+
+    def forward(self, x):
+        inner = getattr(self, "inner", None)
+        if inner is not None and inner is not self and self.same is inner:
+            return inner(x)
+        return x
+
+
+def test_identity_of_modules_guarded_by_identity():
+    model = Wrapper()
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(run_fullgraph(model, x), model(x))
+
+
+class Optional(torch.nn.Module):
+    def __init__(self, with_norm):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(3) if with_norm else None
+        self.empty = torch.nn.ModuleList()
+
+    def forward(self, x):
+        if self.norm:  # a module is true; an empty ModuleList is false
+            x = self.norm(x)
+        if self.empty or not torch.is_tensor(3.0):
+            x = x + 1
+        return x
+
+
+def test_truth_of_modules_and_pure_queries_of_non_tensors():
+    for with_norm in (True, False):
+        model, x = Optional(with_norm), torch.randn(2, 3)
+        torch.testing.assert_close(run_fullgraph(model, x), model(x))

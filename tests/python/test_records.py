@@ -97,3 +97,31 @@ def test_dataclass_fields_of_a_record_are_constants():
     x = torch.randn(3)
     got, want = run_fullgraph(fn, x), fn(x)
     assert same(got[0], want[0]) and got[1] == want[1] == ["a", "scale"]
+
+
+@dataclasses.dataclass
+class Wider(Output):
+    note: torch.Tensor = None
+
+
+class Doubled(dict):
+    """A dict subclass that keeps dict's iteration: ** takes its raw items, never calling this __getitem__."""
+
+    def __getitem__(self, key):
+        return super().__getitem__(key) * 2
+
+
+DOUBLED = Doubled(a=3)
+
+
+def test_double_star_of_a_record_takes_keys_and_items():
+    def fn(x):
+        out = Output(hidden=x + 1, pooled=x * 2)
+        wider = Wider(**out, note=x - 1)
+        plain = {**DOUBLED}
+        return wider, x * plain["a"] + DOUBLED["a"]
+
+    x = torch.randn(3)
+    (got, got_a), (want, want_a) = run_fullgraph(fn, x), fn(x)
+    assert_same_record(got, want)
+    assert same(got_a, want_a) and same(got_a, x * 3 + 6)

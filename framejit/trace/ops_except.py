@@ -1,0 +1,62 @@
+"""Exceptions inside inlined frames: `raise`, re-raise, and the jump to the handler a try block names.
+
+An exception the traced code raises (`exc.ObservedException`: a missing key, an index out of range, a `raise`
+statement) is routed as CPython routes it: the innermost exception-table entry covering the instruction gives the
+stack depth to keep and the handler to jump to. Only inlined frames catch; in the captured frame, and in a frame
+with no entry covering it, it stays a graph break (the caller's instruction breaks), as before.
+"""
+from __future__ import annotations
+
+from framejit.codeobj import Inst, exception_table, offset_to_index
+from framejit.codeobj.reading import exception_entry_at
+from framejit.exc import BreakCode, ObservedException, unsupported
+from framejit.trace.opcode_table import handles
+from framejit.variables.base import Variable
+from framejit.variables.constant import ConstantVariable, ObjectVariable
+
+
+def _raised(value: Variable) -> BaseException | None:
+    """The exception `raise value` raises when value is an exception class or instance known now."""
+    if not isinstance(value, (ConstantVariable, ObjectVariable)):
+        return None
+    exc = value.value
+    if isinstance(exc, type) and issubclass(exc, BaseException):
+        exc = exc()
+    return exc if isinstance(exc, BaseException) else None
+
+
+class ExceptOps:
+    """Opcode handlers of the translator that raise, and the routing of a raised exception to its handler."""
+
+    @handles("RAISE_VARARGS")
+    def RAISE_VARARGS(self, inst: Inst) -> None:
+        args = self.popn(inst.arg)
+        exc = _raised(args[0]) if args else None
+        if exc is None:
+            unsupported("raise of an exception not known at trace time (or a bare raise)", BreakCode.EXCEPTION)
+        if len(args) == 2:
+            cause = _raised(args[1])
+            exc.__cause__ = cause  # `raise X from None` leaves it None, as Python does
+        raise ObservedException(f"{type(exc).__name__}: {exc}", exc)
+
+    @handles("RERAISE")
+    def RERAISE(self, inst: Inst) -> None:
+        exc = self.pop()
+        if isinstance(exc, ObjectVariable) and isinstance(exc.value, BaseException):
+            raise ObservedException(f"{type(exc.value).__name__}: {exc.value}", exc.value)
+        unsupported("RERAISE: re-raising an exception inside a compiled region", BreakCode.EXCEPTION)
+
+    def route_exception(self, e: ObservedException) -> bool:
+        """Jump to the handler covering the current instruction, as CPython's unwinding does; False if none."""
+        if self.parent is None or self.current is None:
+            return False
+        entry = exception_entry_at(exception_table(self.code), self.current.offset)
+        if entry is None:
+            return False
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(self.current.offset))
+        self.push(ObjectVariable(e.exc))
+        self.kw_names = ()
+        self.ip = offset_to_index(self.instructions)[entry.target]
+        return True

@@ -1,0 +1,54 @@
+"""with-blocks over context managers written in Python (a class with __enter__/__exit__, contextlib.nullcontext):
+both methods are traced, the normal exit calls __exit__(None, None, None)."""
+import contextlib
+
+import torch
+
+import framejit
+from framejit.testing import CompileCounter
+from tests.helpers import run_fullgraph
+
+
+class Scale:
+    def __init__(self, log, factor):
+        self.log, self.factor = log, factor
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self.factor
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append("exit" if exc_type is None else "error")
+        return False
+
+
+def maybe_scaled(log, on):
+    return Scale(log, 3.0) if on else contextlib.nullcontext(1.0)
+
+
+def test_python_context_managers_are_traced():
+    def fn(x, log):
+        with maybe_scaled(log, True) as k:
+            x = x * k
+        with maybe_scaled(log, False) as k:
+            x = x + k
+        return x
+
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    torch.testing.assert_close(run_fullgraph(fn, x, compiled_log), fn(x, eager_log))
+    assert compiled_log == eager_log == ["enter", "exit"]
+
+
+def test_a_graph_break_inside_the_block_exits_once():
+    def fn(x, log):
+        with Scale(log, 2.0) as k:
+            y = x * k
+            print("inside")  # runs as Python: the rest of the block is a continuation
+            y = y + 1
+        return y
+
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    torch.testing.assert_close(framejit.optimize(CompileCounter())(fn)(x, compiled_log), fn(x, eager_log))
+    assert compiled_log == eager_log == ["enter", "exit"]

@@ -1,0 +1,76 @@
+"""Forward hooks of a module called in compiled code are traced after its forward, as nn.Module._call_impl runs
+them (hook(module, args, output); a non-None result replaces the output). Hooks added later recompile; other
+kinds of hooks (pre-hooks, backward hooks, hooks with kwargs) still run as Python."""
+import torch
+from torch import nn
+
+import framejit
+from framejit.testing import CompileCounter
+from tests.helpers import run_fullgraph
+
+
+class Collector:
+    """A global the hooks write to while active (output-capturing decorators keep one)."""
+
+    def __init__(self):
+        self.active = None
+
+
+COLLECTOR = Collector()
+
+
+def capture(module, args, output):
+    if COLLECTOR.active is not None:
+        COLLECTOR.active.append(output)
+
+
+def scale_output(module, args, output):
+    return output * 2 + args[0]
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(2))
+
+    def forward(self, x):
+        collected = []
+        COLLECTOR.active = collected
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        COLLECTOR.active = None
+        return x, tuple(collected)
+
+
+def make_model():
+    torch.manual_seed(0)
+    model = Stack()
+    for layer in model.layers:
+        layer.register_forward_hook(capture)
+    return model
+
+
+def test_forward_hooks_are_traced():
+    model, x = make_model(), torch.randn(2, 4)
+    got, want = run_fullgraph(model, x), model(x)
+    torch.testing.assert_close(got, want)
+    assert len(got[1]) == 2 and COLLECTOR.active is None
+
+
+def test_a_hook_added_later_recompiles_and_can_replace_the_output():
+    model, x = make_model(), torch.randn(2, 4)
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True)(model)
+    torch.testing.assert_close(compiled(x), model(x))
+    handle = model.layers[1].register_forward_hook(scale_output)
+    torch.testing.assert_close(compiled(x), model(x))
+    handle.remove()
+    torch.testing.assert_close(compiled(x), model(x))
+    assert cnt.frame_count == 2
+
+
+def test_a_pre_hook_still_runs_as_python():
+    model, x = make_model(), torch.randn(2, 4)
+    model.layers[0].register_forward_pre_hook(lambda module, args: (args[0] + 1,))
+    want = model(x)
+    torch.testing.assert_close(framejit.optimize(CompileCounter())(model)(x), want)
