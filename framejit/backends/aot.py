@@ -86,5 +86,8 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     """AOTAutograd with eager forward and backward: checks that a graph survives AOTAutograd (functionalization,
     the ATen decomposition of autograd, the partition into forward and backward) without a compiler."""
     # Input mutations (BatchNorm's running stats) stay in the inference graph as in-place ops, as TorchDynamo's
-    # aot_eager does, rather than becoming a copy after the graph.
-    return aot_autograd(fw_compiler=boxed_nop, keep_inference_input_mutations=True)(gm, example_inputs)
+    # aot_eager does, rather than becoming a copy after the graph. The min-cut partitioner (TorchDynamo's choice
+    # too) decides what the backward saves; the default one refuses a random op's (tuple) result it would save.
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    return aot_autograd(fw_compiler=boxed_nop, keep_inference_input_mutations=True,
+                        partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)

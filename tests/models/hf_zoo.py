@@ -134,12 +134,14 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
     # encoder-decoders (each makes its cache: the decoder's config is a deep copy of the model's, adjusted)
     "t5": (T5, encoder_decoder_ids),
     "mt5": (T5, encoder_decoder_ids),
+    "longt5": (T5, encoder_decoder_ids),
     "bart": (BART, encoder_decoder_ids),
     "mbart": (BART, encoder_decoder_ids),
     "pegasus": (BART, encoder_decoder_ids),
     "marian": (dict(BART, pad_token_id=0, decoder_start_token_id=0), encoder_decoder_ids),
     "blenderbot-small": (BART, encoder_decoder_ids),
     "m2m_100": (BART, encoder_decoder_ids),
+    "pegasus_x": (dict(BART, block_size=4, num_global_tokens=2), encoder_decoder_ids),
     "whisper": (dict(BART, num_mel_bins=8, max_source_positions=16, max_target_positions=32, pad_token_id=0,
                      bos_token_id=1, eos_token_id=2, decoder_start_token_id=1), mel_and_decoder_ids),
     # vision-language
