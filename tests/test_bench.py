@@ -135,3 +135,31 @@ def test_hf_suite_runs_transformers_models_in_one_graph(tmp_path):
 def test_unknown_model_of_the_hf_suite_names_the_choices():
     with pytest.raises(SystemExit, match="choose from bert, roberta"):
         main(["bench", "--suite", "hf", "--models", "mlp"])
+
+
+def _hf_sweep():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "hf_sweep.py"
+    spec = importlib.util.spec_from_file_location("hf_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
+    pytest.importorskip("transformers")
+    sweep = _hf_sweep()
+    bert, vit = sweep.build_model("bert"), sweep.build_model("vit")
+    assert (bert.config.hidden_size, bert.config.num_hidden_layers, bert.config.num_attention_heads,
+            bert.config.intermediate_size, bert.config.vocab_size) == (32, 2, 2, 37, 99)
+    assert (vit.config.image_size, vit.config.patch_size) == (32, 8)
+    assert set(sweep.candidate_inputs(bert)[0]) == {"input_ids", "attention_mask"}
+    assert sweep.candidate_inputs(vit)[0]["pixel_values"].shape == (2, 3, 32, 32)
+    row = sweep.run_model("bert")
+    assert row["status"] == "built" and row["inputs"] == "input_ids[2, 8],attention_mask[2, 8]"
+    assert (row["fj_status"], row["fj_graphs"], row["fj_breaks"]) == ("ok", 1, 0), row
+    assert (row["tc_status"], row["tc_graphs"]) == ("ok", 1), row
+    assert sweep.normalise("call to <function f at 0x7f00> line 12") == "call to <function f at <addr>> line N"
+    assert sweep.compare((torch.ones(2),), (torch.ones(2) + 1e-6,))[0]
+    assert not sweep.compare((torch.ones(2),), (torch.ones(2) + 1,))[0]
