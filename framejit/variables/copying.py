@@ -114,8 +114,14 @@ def _deepcopy(tx: Tracer, value: Variable, memo: dict) -> Variable:
         result.items = {k: _deepcopy(tx, v, memo) for k, v in value.items.items()}  # keys are constants
         return result
     if isinstance(value, SetVariable):  # its items are hashable constants
-        return memo.setdefault(key, SetVariable(list(value.items)))
+        return memo.setdefault(key, _new_set(value))
     _refuse(value, "framejit copies containers, constants and plain user objects")
+
+
+def _new_set(value: SetVariable) -> Variable:
+    if value.py_type is frozenset:  # immutable: the copy is the same object
+        return value
+    return SetVariable([key_variable(v) for v in value.values], None, value.py_type)
 
 
 def _shallow_copy(tx: Tracer, value: Variable) -> Variable:
@@ -129,7 +135,7 @@ def _shallow_copy(tx: Tracer, value: Variable) -> Variable:
     if isinstance(value, DictVariable) and cls in (dict, collections.OrderedDict):
         return DictVariable(dict(value.items), None, cls)
     if isinstance(value, SetVariable):
-        return SetVariable(list(value.items))
+        return _new_set(value)
     _refuse(value, "framejit copies containers, constants and plain user objects")
 
 

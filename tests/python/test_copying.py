@@ -129,3 +129,15 @@ def test_what_copies_itself_or_holds_a_tensor_breaks_the_graph_with_a_reason(mak
     assert explained.graph_break_count == 1 and reason in explained.break_reasons[0].reason
     got, copied = framejit.optimize("eager")(fn)(x, value)
     assert same(got, x + 1) and type(copied) is type(value)
+
+
+def test_sets_copy_to_new_sets_and_frozensets_to_themselves():
+    def fn(x, names):
+        deep, shallow = copy.deepcopy(names), copy.copy(names)
+        deep.add("c")
+        return x + len(deep) + len(shallow), deep, shallow, copy.deepcopy(frozenset(names))
+
+    names = {"a", "b"}
+    got, deep, shallow, frozen = run_fullgraph(fn, torch.zeros(1), names)
+    assert same(got, torch.full((1,), 5.0)) and deep == {"a", "b", "c"} and shallow == names
+    assert names == {"a", "b"} and shallow is not names and frozen == frozenset(names)
