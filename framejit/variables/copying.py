@@ -39,7 +39,8 @@ def _memo_key(value: Variable) -> Any:
 
 def _is_atomic(value: Variable) -> bool:
     cls = value.python_type()
-    return cls in _ATOMIC or issubclass(cls, type) or value.is_python_constant() and is_literal(value.as_python_constant())
+    return cls in _ATOMIC or issubclass(cls, type) or (value.is_python_constant()
+                                                       and is_literal(value.as_python_constant()))
 
 
 def _refuse(value: Variable, why: str) -> None:
