@@ -361,6 +361,8 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 def _type(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if len(args) != 1:
         unsupported("type() with 3 arguments", BreakCode.BUILTIN)
+    if isinstance(args[0], NewObjectVariable):  # the class as the trace read it: calling it makes another
+        return args[0].class_var(tx)
     source = args[0].source
     return ObjectVariable(args[0].python_type(), AttrSource(source, "__class__") if source is not None else None)
 

@@ -53,6 +53,10 @@ EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "regi
                                "requires_grad_", "detach_", "resize_", "resize_as_"})
 
 
+# torch._check(cond, msg) and its kind: with a condition known at trace time, nothing (or a raise) happens
+_CONDITION_CHECKS = frozenset({torch._check, torch._check_index, torch._check_value, torch._check_type})
+
+
 def op_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", "")
 
@@ -117,6 +121,10 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
         if name not in _GUARDED_EVERYWHERE:
             tx.output.guards.add_query(fn, values, result)
         return tx.wrap_constant(result)  # the dispatch mode stack is a list
+    if fn in _CONDITION_CHECKS and args and args[0].is_python_constant():
+        if not args[0].as_python_constant():  # it raises, with its message: Python makes that happen
+            unsupported(f"torch.{name}() of a false condition raises", BreakCode.TORCH_STATEFUL)
+        return ConstantVariable(None)  # a condition known true checks nothing
     if fn is torch.is_tensor and len(args) == 1 and not kwargs:  # isinstance(obj, Tensor): the type is guarded
         return ConstantVariable(issubclass(args[0].python_type(), torch.Tensor))
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)

@@ -1,0 +1,44 @@
+"""Idioms of model output code: a record rebuilt as `type(output)(**fields)`, and `torch._check(cond, msg)` on a
+condition known at trace time (nothing when true; the error, from Python, when false)."""
+import dataclasses
+
+import pytest
+import torch
+
+import framejit
+from framejit.testing import CompileCounter, same
+from tests.helpers import run_fullgraph
+
+
+@dataclasses.dataclass
+class Features:
+    maps: object
+    pooled: object = None
+
+
+def keep_first_map(x):
+    out = Features(x * 2, x.mean())
+    kept = {f.name: getattr(out, f.name) for f in dataclasses.fields(out) if f.name != "pooled"}
+    return type(out)(**kept)  # a backbone filtering its output: the same class, made again
+
+
+def test_a_record_made_in_the_trace_is_made_again_through_its_type():
+    x = torch.randn(3)
+    got, want = run_fullgraph(keep_first_map, x), keep_first_map(x)
+    assert type(got) is Features and same(got.maps, want.maps) and got.pooled is None
+
+
+def checked_scale(x, n):
+    torch._check(n > 0, lambda: "n must be positive")
+    torch._check_index(n < 10, lambda: "n too large")
+    return x * n
+
+
+def test_torch_check_of_a_known_condition():
+    x = torch.ones(2)
+    assert same(run_fullgraph(checked_scale, x, 3), x * 3)
+    cnt = CompileCounter()
+    with pytest.raises(RuntimeError, match="n must be positive"):
+        framejit.optimize(cnt)(checked_scale)(x, -1)
+    with pytest.raises(IndexError, match="n too large"):
+        framejit.optimize(cnt)(checked_scale)(x, 12)
