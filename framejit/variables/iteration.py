@@ -34,6 +34,14 @@ def _chain_from_iterable(tx: Tracer, args: list[Variable], kwargs: dict) -> Vari
     return _chain(tx, _items(tx, args[0], "itertools.chain.from_iterable"), kwargs)
 
 
+def _repeat(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """itertools.repeat(x, n): the one object n times (`tuple(repeat(k, 2))` makes torch.nn's pairs)."""
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if times is None:
+        unsupported("itertools.repeat without a count (endless)", BreakCode.ITER)
+    return IteratorVariable([args[0]] * times.as_python_constant())
+
+
 def _islice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     bounds = [a.as_python_constant() for a in args[1:]]
     return IteratorVariable(_items(tx, args[0], "itertools.islice")[slice(*bounds)])
@@ -97,6 +105,7 @@ def _unpack(tx: Tracer, value: Variable) -> list[Variable]:
 
 RULES: dict[Any, Callable[..., Variable]] = {
     itertools.chain: _chain, itertools.chain.from_iterable: _chain_from_iterable, itertools.islice: _islice,
+    itertools.repeat: _repeat,
     functools.reduce: _reduce, sorted: _sorted, min: _min_max(min), max: _min_max(max), all: _all_any(all),
     any: _all_any(any),
 }
