@@ -26,7 +26,7 @@ import torch
 from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
-from framejit.sources import ConstSource, DerivedSource, LocalSource, Source
+from framejit.sources import ConstSource, DerivedSource, LocalSource, Source, written_inline
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
@@ -147,9 +147,8 @@ class GuardSet:
                 return [self._is(f"type({X})", type(value)), _literal(f"len({X})", "==", len(value))]
             case GuardKind.DICT_KEYS:
                 keys = list(value)  # written inline when every key is; else compared with the list it was
-                inline = all(type(k) in (str, int, bool, type(None)) for k in keys)
-                return [self._is(f"type({X})", type(value)),
-                        _literal(f"list({X})", "==", keys) if inline else self._equal(f"list({X})", keys)]
+                return [self._is(f"type({X})", type(value)), _literal(f"list({X})", "==", keys)
+                        if all(map(written_inline, keys)) else self._equal(f"list({X})", keys)]
             case GuardKind.NO_HOOKS:  # a module called: still no hooks (nor an instance `forward`); one check
                 dicts, forward_from_class = value
                 parts = [Check(f"{X}.{d}", field=d) for d in dicts]

@@ -212,6 +212,9 @@ class DictItemSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"___dict_getitem({base}, {self.key!r})"
 
+    def guard_expr(self, scope: GuardScope) -> str:
+        return f"___dict_getitem({scope(self.base)}, {key_expr(scope, self.key)})"
+
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
         cg.emit_const(dict.__getitem__)
@@ -256,9 +259,7 @@ class ItemSource(DerivedSource):
         return f"{base}[{self.key!r}]"
 
     def guard_expr(self, scope: GuardScope) -> str:
-        if _written_inline(self.key):
-            return self.wrap(scope(self.base))
-        return f"{scope(self.base)}[{scope.const(self.key)}]"  # a class or other object key: held by the guard
+        return f"{scope(self.base)}[{key_expr(scope, self.key)}]"
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -266,11 +267,16 @@ class ItemSource(DerivedSource):
         cg.emit("BINARY_SUBSCR")
 
 
-def _written_inline(key: Any) -> bool:
-    """Whether repr(key) is Python that evaluates to the key."""
+def written_inline(key: Any) -> bool:
+    """Whether repr(key) is Python that evaluates to the key (a dict key or an item index in guard code)."""
     if isinstance(key, tuple):
-        return all(map(_written_inline, key))
+        return all(map(written_inline, key))
     return type(key) in (str, int, bool, bytes, type(None))
+
+
+def key_expr(scope: GuardScope, key: Any) -> str:
+    """`key` in guard code: written inline, or (a class, a type hint...) a constant the guard function holds."""
+    return repr(key) if written_inline(key) else scope.const(key)
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]+")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from framejit.codeobj import Inst, exception_table, offset_to_index
 from framejit.codeobj.reading import exception_entry_at
-from framejit.exc import BreakCode, ObservedException, unsupported
+from framejit.exc import BreakCode, ObservedException, raise_observed, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, ObjectVariable
@@ -37,13 +37,13 @@ class ExceptOps:
         if len(args) == 2:
             cause = _raised(args[1])
             exc.__cause__ = cause  # `raise X from None` leaves it None, as Python does
-        raise ObservedException(f"{type(exc).__name__}: {exc}", exc)
+        raise_observed(exc)
 
     @handles("RERAISE")
     def RERAISE(self, inst: Inst) -> None:
         exc = self.pop()
         if isinstance(exc, ObjectVariable) and isinstance(exc.value, BaseException):
-            raise ObservedException(f"{type(exc.value).__name__}: {exc.value}", exc.value)
+            raise_observed(exc.value)
         unsupported("RERAISE: re-raising an exception inside a compiled region", BreakCode.EXCEPTION)
 
     def route_exception(self, e: ObservedException) -> bool:

@@ -24,7 +24,7 @@ from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecorated
 from framejit.variables.base import Variable
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
-                                          UserFunctionVariable, UserMethodVariable, is_numpy_ufunc)
+                                          UserFunctionVariable, UserMethodVariable, is_numpy_number_function)
 from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
@@ -191,7 +191,7 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn, obj, source)
-    if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__") or is_numpy_ufunc(value):
+    if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__") or is_numpy_number_function(value):
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return ObjectVariable(value, source)
     if isinstance(value, (types.CodeType, inspect.Signature, inspect.Parameter)):  # immutable: what is read

@@ -276,9 +276,9 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
         return ListVariable([tx.wrap(c, None) for c in subclasses])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
-                      or getattr(value, "__module__", None) == "math" or is_numpy_ufunc(value)):
+                      or getattr(value, "__module__", None) == "math" or is_numpy_number_function(value)):
         result = value(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
-        if is_numpy_ufunc(value) and not is_literal(result):  # an array: not a constant the trace can hold
+        if is_numpy_number_function(value) and not is_literal(result):  # an array: not a constant the trace can hold
             unsupported(f"numpy.{value.__name__} giving an array", BreakCode.OPAQUE_CALL)  # (not a number)
         return tx.wrap_constant(result)
     name = getattr(value, "__qualname__", None) or repr(value)
@@ -286,7 +286,7 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
                 BreakCode.OPAQUE_CALL)
 
 
-def is_numpy_ufunc(value: Any) -> bool:
+def is_numpy_number_function(value: Any) -> bool:
     """np.sqrt and its kind, and the scalar types (np.float32): of numbers, pure functions giving a number."""
     numpy = sys.modules.get("numpy")
     return numpy is not None and (isinstance(value, numpy.ufunc) or isinstance(value, type)

@@ -69,15 +69,11 @@ def _check_default_protocol(value: Variable, hook: str) -> type:
 
 def _object_state(tx: Tracer, value: Variable) -> tuple[dict[str, Variable], list[tuple[Variable, Variable]]]:
     """A user object's attributes and, for a dict subclass, its items, as the trace reads them."""
-    if isinstance(value, NewObjectVariable):
-        writes = tx.output.side_effects
-        attrs = {name: writes.pending_attr(value, name) for name in value.attribute_names(tx)}
-        part = value.dict_part
-    else:
-        attrs = DictVariable.read(tx, instance_dict(value.value), value.attr_source("__dict__")).items
-        attrs.update({name: tx.output.side_effects.pending_attr(value, name)  # what the trace wrote on it
-                      for name in tx.output.side_effects.attribute_names(value)})
-        part = value.dict_contents(tx) if issubclass(value.python_type(), dict) else None
+    writes = tx.output.side_effects
+    attrs = {} if isinstance(value, NewObjectVariable) else \
+        DictVariable.read(tx, instance_dict(value.value), value.attr_source("__dict__")).items
+    attrs.update({name: writes.pending_attr(value, name) for name in writes.attribute_names(value)})  # the trace's
+    part = value.base_contents(tx) if issubclass(value.python_type(), dict) else None
     items = [] if part is None else [(key_variable(k), v) for k, v in part.items.items()]
     return attrs, items
 

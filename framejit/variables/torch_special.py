@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import operator
 import types
-import weakref
 from typing import Any, Sequence
 
 import torch

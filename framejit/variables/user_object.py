@@ -103,7 +103,7 @@ def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
     are Python). None for anything that is not an object of a dict subclass."""
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or not issubclass(obj.python_type(), dict):
         return None
-    raw = obj.dict_part if isinstance(obj, NewObjectVariable) else obj.dict_contents(tx)
+    raw = obj.base_contents(tx)
     if obj.python_type().__iter__ is dict.__iter__:
         return DictVariable(raw.items)
     from framejit.variables.builtins import call_operator
@@ -119,10 +119,7 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
         return None
     cls = obj.python_type()
     if lookup_class_attr(cls, "__iter__")[1] in (list.__iter__, dict.__iter__):  # a list or dict subclass
-        if isinstance(obj, NewObjectVariable):
-            return IteratorVariable(obj.base_part.unpack(tx))
-        contents = obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
-        return IteratorVariable(contents.unpack(tx))
+        return IteratorVariable(obj.base_contents(tx).unpack(tx))
     if issubclass(cls, collections.abc.Sequence) and lookup_class_attr(cls, "__iter__")[1] is \
             collections.abc.Sequence.__iter__:
         length = python_class_method(tx, obj, "__len__")
@@ -190,9 +187,7 @@ def user_truth(tx: Tracer, obj: Variable) -> bool:
             continue
         method = python_class_method(tx, obj, name)
         if method is None and issubclass(cls, (list, dict)):
-            contents = obj.base_part if isinstance(obj, NewObjectVariable) else \
-                obj.dict_contents(tx) if issubclass(cls, dict) else obj.list_contents(tx)
-            return contents.truth(tx)
+            return obj.base_contents(tx).truth(tx)
         answer = method.call(tx, [], {}) if method is not None else None
         if answer is None or not answer.is_python_constant():
             unsupported(f"bool() of a {cls.__name__} whose {name} is not known at trace time", BreakCode.TRUTH)
@@ -267,6 +262,10 @@ class UserObjectVariable(Variable):
 
     def class_var(self, tx: Tracer) -> Variable:
         return tx.wrap(type(self.value), self.attr_source("__class__"))
+
+    def base_contents(self, tx: Tracer) -> DictVariable | ListVariable:
+        """What an instance of a dict or list subclass holds as a dict or list."""
+        return self.dict_contents(tx) if isinstance(self.value, dict) else self.list_contents(tx)
 
     def dict_contents(self, tx: Tracer) -> DictVariable:
         """What an instance of a dict subclass holds as a dict, read (and guarded) through its source."""
@@ -378,6 +377,10 @@ class NewObjectVariable(Variable):
     @property
     def base_part(self) -> DictVariable | ListVariable | None:
         return self.dict_part if self.dict_part is not None else self.list_part
+
+    def base_contents(self, tx: Tracer) -> DictVariable | ListVariable | None:
+        """What it holds as a dict or list (an instance of a dict or list subclass), as the trace made it."""
+        return self.base_part
 
     def python_type(self) -> type:
         return self.cls
