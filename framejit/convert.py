@@ -10,7 +10,7 @@ import torch
 
 from framejit import logs
 from framejit._C import _hook
-from framejit.codeobj import arg_slot_names, build_function_code, compiled_fn_name, format_code
+from framejit.codeobj import arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
@@ -107,7 +107,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     guards = tuple(output.guards.ordered())
     for instr in finished.instructions if finished else ():  # continuations show by name in the listing
         if getattr(instr, "name", None) == "LOAD_CONST" and isinstance(instr.arg, types.CodeType):
-            const_names[id(instr.arg)] = instr.arg.co_name
+            const_names[id(instr.arg)] = code_label(instr.arg)
         elif getattr(instr, "name", None) == "LOAD_CONST" and instr.arg is _hook.call_with_callback:
             const_names[id(instr.arg)] = "call_with_capture_off"
     if logs.enabled("bytecode", options.debug) and finished is not None:

@@ -3,9 +3,10 @@
 At a break before instruction K the replacement code: calls the graph; replays
 side effects; keeps the values deeper on the stack and the live locals in
 temporaries; pushes K's inputs and runs K itself (with the original's
-except or finally block around it, if K is inside a try or with block); then calls
-`__resume_at_<offset>_<n>` with the stack and live locals, which continues the
-original bytecode in a new frame that the hook captures again.
+except or finally block around it, if K is inside a try or with block); then
+returns a tail call of `__resume_at_<offset>_<n>` with the stack and live locals:
+the hook calls it in place of the finished frame, and it continues the original
+bytecode in a frame that the hook captures again.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
 
+from framejit._C import _hook
 from framejit.codegen import PyCodegen
 from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
                               original_location, resume_fn_name, stack_inputs)
@@ -219,6 +221,7 @@ def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successo
     code = resume_code_for(orig_code, succ.offset, nulls, local_names)
     if not (out_temps and out_temps[0] is None):
         cg.emit("PUSH_NULL")  # else K's own NULL result is still on the stack, in the callable's place
+    cg.emit_const(_hook.tail_call)  # the hook calls the continuation once this frame is gone
     freevars = orig_code.co_cellvars + orig_code.co_freevars
     for name in freevars:
         cg.emit("LOAD_CLOSURE", name)
@@ -229,5 +232,5 @@ def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successo
     args = [local_temps[n] for n in local_names] + [t for t in slots if t is not None]
     for temp in args:
         cg.emit("LOAD_FAST", temp)
-    cg.call(len(args))
+    cg.call(1 + len(args))
     cg.emit("RETURN_VALUE")

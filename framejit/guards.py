@@ -27,6 +27,7 @@ from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
 from framejit.sources import ConstSource, DerivedSource, LocalSource, Source, written_inline
+from framejit.codeobj.reading import safe_repr
 
 _dispatch_keys = torch._C._dispatch_keys
 _get_default_device = torch._C._get_default_device
@@ -340,7 +341,7 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
         case GuardKind.DEFAULT_DEVICE:
             return f"default device changed to {actual!r}"
         case GuardKind.GLOBAL_QUERY:
-            return f"{guard.name} now returns {actual!r}"
+            return f"{guard.name} now returns {safe_repr(actual)}"
         case GuardKind.AUTOCAST:
             on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
             return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"
@@ -361,6 +362,6 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
             except Exception as e:
                 return f"{guard.name}: {type(e).__name__}: {e}"
             if guard.kind == GuardKind.EQUALS:
-                return f"{guard.name}: value changed to {value!r} (failed `{text}`)"
+                return f"{guard.name}: value changed to {safe_repr(value)} (failed `{text}`)"
             return f"{guard.name}: a different object ({type(value).__name__}) than when compiled"
     return f"{guard.name}: failed `{text}`"

@@ -106,6 +106,52 @@ static void restore_cb(ThreadSlot *slot, PyObject *cb)
         Py_DECREF(cb);
 }
 
+/* A continuation to run in place of the frame that returns it (a tail call).
+ * Replacement code ends a graph break with `return tail_call(resume_fn, *args)`
+ * instead of calling the continuation itself; the hook that ran the user's
+ * frame then calls it after that frame is gone. So the continuation's frame
+ * sits where the user's frame sat: a loop that breaks on every iteration keeps
+ * one frame on the stack, and `inspect`/tracebacks see the user's depth. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;
+    PyObject *args;  /* tuple */
+} TailCall;
+
+static void tail_call_dealloc(TailCall *self)
+{
+    Py_XDECREF(self->fn);
+    Py_XDECREF(self->args);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject TailCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "framejit._C._hook.TailCall",
+    .tp_basicsize = sizeof(TailCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)tail_call_dealloc,
+};
+
+/* The function the trampoline is about to call: the hook returns that frame's
+ * TailCall to the trampoline as is, so the C stack does not grow either. */
+static _Thread_local PyObject *tail_target;
+
+/* Runs the TailCalls `result` names until one returns a value (steals `result`). */
+static PyObject *trampoline(PyObject *result)
+{
+    while (result != NULL && Py_IS_TYPE(result, &TailCallType)) {
+        TailCall *tc = (TailCall *)result;
+        PyObject *saved = tail_target;
+        tail_target = tc->fn;
+        PyObject *next = PyObject_Call(tc->fn, tc->args, NULL);
+        tail_target = saved;
+        Py_DECREF(result);
+        result = next;
+    }
+    return result;
+}
+
 static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag);
 
 static PyObject *pass_through(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
@@ -240,6 +286,9 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
 {
     if (prev_eval != NULL && frame == chaining)
         return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+    int tail = tail_target != NULL && (PyObject *)frame->f_func == tail_target;
+    if (tail)
+        tail_target = NULL;  /* calls the continuation makes are not tail calls */
     PyCodeObject *code = frame->f_code;
     /* Only fresh frames of ordinary functions (CO_OPTIMIZED excludes module
      * and class bodies); generators, coroutines and throw() run untouched. */
@@ -288,7 +337,7 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
      * pops the untouched original frame. */
     PyObject *result = PyObject_Vectorcall(fn, frame->localsplus, nargs, NULL);
     Py_DECREF(fn);
-    return result;
+    return tail ? result : trampoline(result);
 }
 
 static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
@@ -398,6 +447,31 @@ static PyObject *is_installed(PyObject *self, PyObject *unused)
     return PyBool_FromLong(_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == eval_frame);
 }
 
+static PyObject *tail_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "tail_call(fn, *args)");
+        return NULL;
+    }
+    TailCall *tc = PyObject_New(TailCall, &TailCallType);
+    if (tc == NULL)
+        return NULL;
+    tc->fn = Py_NewRef(args[0]);
+    if ((tc->args = PyTuple_New(nargs - 1)) == NULL) {
+        Py_DECREF(tc);
+        return NULL;
+    }
+    for (Py_ssize_t i = 1; i < nargs; i++)
+        PyTuple_SET_ITEM(tc->args, i - 1, Py_NewRef(args[i]));
+    return (PyObject *)tc;
+}
+
+/* For code that calls replacement code without the hook (tests, tools). */
+static PyObject *run_tail_calls(PyObject *self, PyObject *result)
+{
+    return trampoline(Py_NewRef(result));
+}
+
 static PyObject *get_stats(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{sl,sl,sl}", "hits", n_hits, "misses", n_misses,
@@ -437,6 +511,9 @@ static PyMethodDef methods[] = {
     {"set_extra", (PyCFunction)(void (*)(void))set_extra, METH_FASTCALL,
      "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo, owner)."},
     {"is_installed", is_installed, METH_NOARGS, "Whether our eval-frame function is the current one."},
+    {"tail_call", (PyCFunction)(void (*)(void))tail_call, METH_FASTCALL,
+     "tail_call(fn, *args): returned by replacement code, the hook then calls fn(*args) in the frame's place."},
+    {"run_tail_calls", run_tail_calls, METH_O, "run_tail_calls(result): the value, after running the tail calls it names."},
     {"get_stats", get_stats, METH_NOARGS, "Counters: hits, misses, guard_errors."},
     {"reset_stats", reset_stats, METH_NOARGS, "Zero the counters."},
     {NULL, NULL, 0, NULL},
@@ -448,7 +525,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__hook(void)
 {
-    if (PyType_Ready(&SkipType) < 0)
+    if (PyType_Ready(&SkipType) < 0 || PyType_Ready(&TailCallType) < 0)
         return NULL;
     if (extra_index < 0 && (extra_index = _PyEval_RequestCodeExtraIndex(free_extra)) < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: no co_extra index left");

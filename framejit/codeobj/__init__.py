@@ -22,7 +22,7 @@ from framejit.codeobj.reading import (
     offset_to_index,
     read_instructions,
 )
-from framejit.codeobj.resume import build_resume_code, is_continuation, original_code, original_location
+from framejit.codeobj.resume import build_resume_code, code_label, is_continuation, original_code, original_location
 from framejit.codeobj.stack_effects import forward_jump, stack_inputs
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "exception_table",
     "format_code",
     "forward_jump",
+    "code_label",
     "is_continuation",
     "live_locals_at",
     "live_locals_table",

@@ -44,7 +44,7 @@ class _ConstSlot:
     __slots__ = ()
 
 
-def _assemble(bc: Bytecode) -> types.CodeType:
+def _assemble(bc: Bytecode, stacksize: int | None = None) -> types.CodeType:
     """`bc.to_code()`, keeping every non-plain constant by identity and the given exception-table depths.
 
     The bytecode package merges constants whose marshal encodings are equal, so two
@@ -53,6 +53,7 @@ def _assemble(bc: Bytecode) -> types.CodeType:
     Handler depths (TryBegin.stack_depth) are recomputed only when some TryBegin has
     none: bytecode computes the least depth inside the range, which keeps values that
     CPython's own tables pop (e.g. a return value held while an inlined `finally` runs).
+    `stacksize`, when given, is used as is instead of bytecode's stack-depth pass.
     """
     slots: dict[int, _ConstSlot] = {}
     objects: dict[int, object] = {}
@@ -62,7 +63,7 @@ def _assemble(bc: Bytecode) -> types.CodeType:
             objects[id(slot)] = instr.arg
             instr.arg = slot
     missing_depth = any(isinstance(i, TryBegin) and i.stack_depth is UNSET for i in bc)
-    code = bc.to_code(compute_exception_stack_depths=missing_depth)
+    code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=missing_depth)
     if not objects:
         return code
     return code.replace(co_consts=tuple(objects.get(id(c), c) for c in code.co_consts))

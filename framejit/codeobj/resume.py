@@ -23,8 +23,8 @@ _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
 _DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
 
-# resume code -> (the code it continues, {offset in the resume code: offset in that code})
-_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, dict[int, int]]]" = \
+# resume code -> (the code it continues, {offset in the resume code: offset in that code}, label)
+_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, dict[int, int], str]]" = \
     weakref.WeakKeyDictionary()
 
 
@@ -44,6 +44,13 @@ def is_continuation(code: types.CodeType) -> bool:
     return code in _ORIGINS
 
 
+def code_label(code: types.CodeType) -> str:
+    """The name the debug view and logs give `code`: `__resume_at_<offset>_<n>` for a continuation
+    (whose co_name is the user's function's, for tracebacks and `inspect`)."""
+    origin = _ORIGINS.get(code)
+    return code.co_name if origin is None else origin[2]
+
+
 def original_code(code: types.CodeType) -> types.CodeType:
     """The function a continuation continues (the code itself for an ordinary function)."""
     origin = _ORIGINS.get(code)
@@ -51,8 +58,11 @@ def original_code(code: types.CodeType) -> types.CodeType:
 
 
 def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
-                      local_names: tuple[str, ...], name: str) -> types.CodeType:
-    """A code object `name(*locals, *stack_values)` that continues `code` at `offset`.
+                      local_names: tuple[str, ...], label: str) -> types.CodeType:
+    """A code object `(*locals, *stack_values)` that continues `code` at `offset`.
+
+    It has `code`'s name, file and line numbers, so its frame reads as the user's frame
+    (tracebacks, `inspect`, `warnings` stack levels); `label` names it in the debug view.
 
     The live locals `local_names` come first (so that a method's `self` stays the first
     local, as zero-argument `super()` needs), then one parameter per stack slot that is not
@@ -86,7 +96,7 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
                         else Instr("LOAD_FAST", next(params), lineno=code.co_firstlineno))
     prologue.append(Instr("JUMP_FORWARD", target, lineno=code.co_firstlineno))
     out = Bytecode(prologue + body)
-    out.name = out.qualname = name
+    out.name, out.qualname = code.co_name, code.co_qualname
     out.filename = code.co_filename
     out.first_lineno = code.co_firstlineno
     out.argnames = list(local_names) + stack_params
@@ -96,8 +106,11 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     out.freevars = freevars
     out.flags = (code.co_flags & ~_DROPPED_FLAGS) | (inspect.CO_NESTED if freevars else 0)
     out.docstring = None
-    resume = _assemble(out)
+    # The body is the original's and the prologue rebuilds a stack the original had at `offset`, so the
+    # original's stack size bounds it. bytecode's own pass can't be used: it takes the depth at which a try
+    # block's handler is entered from the path through its TryBegin, which the jump into the block skips.
+    resume = _assemble(out, stacksize=code.co_stacksize)
     kept = [i.offset for i in real if i.opname not in _PROLOGUE_OPS]
     body_offsets = [i.offset for i in dis.get_instructions(resume) if i.opname != "EXTENDED_ARG"][-len(kept):]
-    _ORIGINS[resume] = (code, dict(zip(body_offsets, kept)))
+    _ORIGINS[resume] = (code, dict(zip(body_offsets, kept)), label)
     return resume

@@ -12,6 +12,7 @@ import torch
 
 import framejit
 from framejit import graph_break
+from framejit.codeobj import code_label
 from framejit.testing import CompileCounter, EagerAndRecordGraphs
 
 from tests.graph_breaks.harness import EVENTS, brk, differential
@@ -380,7 +381,8 @@ def test_continuations_are_reused():
     after = next(i.offset for i in dis.get_instructions(code) if i.offset > jump.offset and i.opname != "CACHE")
     offsets = {offset for offset, _, _ in resumes}
     assert offsets == {after, jump.argval}
-    names = {c.co_name for c in resumes.values()}
+    assert {c.co_name for c in resumes.values()} == {"toy_example"}, "tracebacks show the user's function"
+    names = {code_label(c) for c in resumes.values()}
     assert all(n.startswith("__resume_at_") for n in names)
     assert {int(n.split("_")[4]) for n in names} == offsets, "the name carries the offset it resumes at"
     framejit.reset()  # a new compile after reset builds no new continuation code for the same keys
