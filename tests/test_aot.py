@@ -214,3 +214,41 @@ def test_inductor_with_options_compiles_for_real_and_leaves_the_graph_alone():
         compiled = BACKENDS["inductor"](gm, example_inputs, mode="reduce-overhead", options={"cpp.simdlen": None})
         assert same(list(compiled(*example_inputs)), list(gm(*example_inputs)))  # inductor returns a list
     assert gm.code == code  # compile_fx got a copy: a composing backend can hand gm to another backend
+
+
+def _modifies_a_saved_value(x, y):
+    z = x.sin()
+    z.mul_(2)
+    w = z.cos()  # cos saves z for its backward ...
+    z.add_(1)  # ... which this changes: backward() raises, the forward is fine
+    return w + z
+
+
+def _floor_divides(x, y):
+    return (x // 2 + y) * x  # floor_divide has no derivative: only backward() raises
+
+
+@pytest.mark.parametrize("fn", [_modifies_a_saved_value, _floor_divides])
+def test_a_graph_whose_backward_cannot_be_derived_runs_its_forward_and_fails_in_backward_as_eager(fn):
+    def inputs():
+        torch.manual_seed(0)
+        return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+    eager_out = fn(*inputs())
+    with pytest.raises(RuntimeError) as eager_error:
+        eager_out.sum().backward()
+    out = framejit.compile(fn, backend="aot_eager")(*inputs())
+    torch.testing.assert_close(out, eager_out)
+    assert out.requires_grad
+    with pytest.raises(RuntimeError) as error:
+        out.sum().backward()
+    assert str(error.value) == str(eager_error.value)
+
+
+def test_a_failing_forward_compiler_is_still_the_backends_error_not_a_fallback():
+    def broken(gm, example_inputs):
+        raise ValueError("no forward today")
+
+    with pytest.raises(framejit.exc.BackendCompilerFailed, match="no forward today"):
+        framejit.compile(_floor_divides, backend=aot_autograd(fw_compiler=broken))(
+            torch.randn(3, requires_grad=True), torch.randn(3))

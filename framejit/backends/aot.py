@@ -6,6 +6,7 @@ in much of torch (TorchDynamo's utilities among them, which AOTAutograd itself u
 should not."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import torch
@@ -15,6 +16,7 @@ from framejit.backends.registry import register_backend
 from framejit.contracts import Backend
 
 AOTCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
+log = logging.getLogger(__name__)
 
 
 def make_boxed_func(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
@@ -68,12 +70,48 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
-        # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
-        return aot_module_simplified(gm, example_inputs, fw_compiler=fw, bw_compiler=bw,
-                                     decompositions=decompositions, **kwargs)
+        compilers_raised: list[BaseException] = []
+        try:
+            # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
+            return aot_module_simplified(gm, example_inputs, fw_compiler=_noting_errors(fw, compilers_raised),
+                                         bw_compiler=_noting_errors(bw, compilers_raised),
+                                         decompositions=decompositions, **kwargs)
+        except Exception as e:
+            if compilers_raised or not torch.is_grad_enabled() or not _forward_alone_compiles(gm, example_inputs):
+                raise
+            # Only the backward can't be derived (an input of a differentiated op modified in place, an op
+            # without a derivative): eager raises that in `backward()`, if the program ever calls it. Run this
+            # graph's torch ops as they are, so that autograd records them and does exactly what eager does.
+            log.info("AOTAutograd cannot derive the backward of a graph (%s: %s); it runs as eager torch ops",
+                     type(e).__name__, e)
+            return gm
 
     compile_with_aot.__name__ = f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
     return compile_with_aot
+
+
+def _noting_errors(compiler: AOTCompiler, raised: list[BaseException]) -> AOTCompiler:
+    """`compiler`, noting what it raises: a compiler's own failure is never mistaken for the graph's."""
+    def compile_noting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        try:
+            return compiler(gm, example_inputs)
+        except BaseException as e:
+            raised.append(e)
+            raise
+
+    compile_noting.__name__ = compiler.__name__
+    return compile_noting
+
+
+def _forward_alone_compiles(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """Whether AOTAutograd traces `gm` as an inference graph (no backward), with a compiler that compiles nothing."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    try:
+        with torch.no_grad():
+            aot_module_simplified(gm, example_inputs, fw_compiler=boxed_nop, keep_inference_input_mutations=True)
+    except Exception:  # noqa: BLE001 - any failure: the forward fails too, so the first error stands
+        return False
+    return True
 
 
 def boxed_nop(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[[list[Any]], Any]:
