@@ -2,24 +2,22 @@
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any, Callable
 
-from framejit import config, eval_frame
+from framejit import eval_frame
 from framejit.backends.registry import backend_name, lookup_backend
 
 
-def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool = False,
+def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool | None = None,
              guard_export_fn: Callable | None = None, guard_fail_fn: Callable | None = None,
              disable: bool = False) -> Any:
     """A context that captures frames into graphs compiled by `backend`: decorator, module wrapper,
     or `with` block (capturing the frames called inside it)."""
     if disable:
         return _Identity()
-    _warn_if_dynamic(dynamic)
     compiler = lookup_backend(backend)
     name = backend if isinstance(backend, str) else backend_name(compiler)
-    return eval_frame.make_context(compiler, name, nopython=nopython, guard_fail_fn=guard_fail_fn,
+    return eval_frame.make_context(compiler, name, nopython=nopython, dynamic=dynamic, guard_fail_fn=guard_fail_fn,
                                    guard_export_fn=guard_export_fn)
 
 
@@ -39,22 +37,13 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         raise TypeError(f"framejit.compile expects a function or nn.Module, got {type(model).__name__}")
     if disable:
         return model
-    _warn_if_dynamic(dynamic)
     compiler = lookup_backend(backend)
     if mode is not None or options:
         if not getattr(compiler, "accepts_mode_and_options", False):
             raise ValueError(f"backend {backend!r} does not take mode/options")
         compiler = functools.partial(compiler, mode=mode, options=options)
     name = backend if isinstance(backend, str) else backend_name(compiler)
-    return eval_frame.make_context(compiler, name, nopython=fullgraph)(model)
-
-
-def _warn_if_dynamic(dynamic: bool | None) -> None:
-    """Symbolic shapes are not implemented: say so rather than silently specialising."""
-    if dynamic or config.dynamic_shapes:
-        warnings.warn("framejit: dynamic shapes are not supported yet (dynamic=True / config.dynamic_shapes); "
-                      "shapes are specialised, so each new input shape compiles a new graph, up to "
-                      "config.cache_size_limit", UserWarning, stacklevel=3)
+    return eval_frame.make_context(compiler, name, nopython=fullgraph, dynamic=dynamic)(model)
 
 
 def run(fn: Any = None) -> Any:

@@ -15,7 +15,8 @@ debug: bool = False             # print ORIGINAL/MODIFIED BYTECODE, GUARDS and t
 verbose: bool = False           # full tracebacks for internal errors
 log_level: int = logging.WARNING  # level of the `framejit` logger (INFO: graph breaks, recompiles, fallbacks)
 output_code: bool = False       # print each graph's code and let backends that generate code show theirs
-dynamic_shapes: bool = False    # dynamic=True everywhere; not yet supported: shapes are specialised (warns)
+dynamic_shapes: bool = False    # dynamic=True everywhere: every input dim symbolic from the first compile
+automatic_dynamic_shapes: bool = True  # dynamic=None: a dim whose size changed is symbolic in the recompile
 cache_size_limit: int = 8       # compiled entries per code object (and per module instance: entries for
                                 #   other objects guarded by identity, e.g. other nn.Linear, do not count)
 accumulated_cache_size_limit: int = 256  # compiled entries per code object for all objects together
@@ -23,14 +24,15 @@ suppress_errors: bool = False   # backend failures warn and fall back instead of
 inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
 instruction_budget: int = 100_000  # symbolic instructions per compiled frame (inlined calls included)
 
-_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "cache_size_limit",
+_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "automatic_dynamic_shapes",
+          "cache_size_limit",
           "accumulated_cache_size_limit", "suppress_errors", "inline_depth_limit", "instruction_budget")
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
     """A snapshot of the settings one compile runs with. (The cache size limits are read when deciding
-    whether to compile at all, and dynamic_shapes when a context is made.)"""
+    whether to compile at all.)"""
 
     debug: bool
     verbose: bool
@@ -39,6 +41,17 @@ class Options:
     suppress_errors: bool
     inline_depth_limit: int
     instruction_budget: int
+    dynamic_shapes: bool
+    automatic_dynamic_shapes: bool
+
+    def dynamic(self, asked: bool | None) -> bool | None:
+        """The dynamic-shape policy for a context made with `dynamic=asked` (shapes.py): True, False, or None
+        for automatic."""
+        if asked is not None:
+            return asked
+        if self.dynamic_shapes:
+            return True
+        return None if self.automatic_dynamic_shapes else False
 
 
 def snapshot() -> Options:

@@ -46,6 +46,7 @@ class GuardKind(enum.StrEnum):
     DEFAULT_DEVICE = "DEFAULT_DEVICE"
     AUTOCAST = "AUTOCAST"
     GLOBAL_QUERY = "GLOBAL_QUERY"      # a query of global state folded to its answer
+    SHAPE_ENV = "SHAPE_ENV"            # what the trace assumed of dynamic sizes (equalities, ranges...)
 
 
 GUARDED_VALUE = "\x00"

@@ -17,6 +17,7 @@ from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
 from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
 from framejit.output_graph import OutputGraph
+from framejit.shapes import TraceShapes
 from framejit.trace.translator import root_translator
 
 
@@ -29,6 +30,7 @@ class GraphCompiler:
     backend_name: str
     on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None
     on_break: Callable[[Unsupported], None] | None = None
+    dynamic: bool | None = None  # as asked of compile(): None follows config (shapes.py)
 
 
 def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
@@ -61,7 +63,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops).
     With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
     code = fn.__code__
-    output = OutputGraph(fn.__globals__, options)
+    output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code))
     graph_names: list[str] = []
     const_names: dict[int, str] = {}
 
@@ -103,6 +105,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         new_code = passthrough_code(code)
     else:
         new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
+    output.guards.settle_dynamic_dims(output.shapes.symbolic_dims())
+    output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())
     for instr in finished.instructions if finished else ():  # continuations show by name in the listing

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from framejit import cache, config, logs, policy
+from framejit import cache, config, logs, policy, shapes
 from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
@@ -33,6 +33,7 @@ def reset() -> None:
     with _compile_lock:
         cache.reset()
         clear_resume_codes()
+        shapes.reset()
         _fallback.clear()
         _warned_limit.clear()
 
@@ -255,15 +256,16 @@ class OptimizedModule(nn.Module):
 _callbacks: "weakref.WeakValueDictionary[tuple, FrameCallback]" = weakref.WeakValueDictionary()
 
 
-def make_context(backend: Callable, backend_name: str, *, nopython: bool = False,
+def make_context(backend: Callable, backend_name: str, *, nopython: bool = False, dynamic: bool | None = None,
                  guard_fail_fn: Callable | None = None, guard_export_fn: Callable | None = None,
                  on_graph: Callable | None = None, on_break: Callable | None = None) -> _Context:
     """A context for this backend and these options; contexts made with the same ones share one
     callback, and so one set of cache entries (the callback holds them all alive, so ids are stable)."""
-    key = (id(backend), backend_name, nopython, id(guard_fail_fn), id(guard_export_fn), id(on_graph), id(on_break))
+    key = (id(backend), backend_name, nopython, dynamic, id(guard_fail_fn), id(guard_export_fn), id(on_graph),
+           id(on_break))
     callback = _callbacks.get(key)
     if callback is None:
-        compiler = GraphCompiler(backend, backend_name, on_graph, on_break)
+        compiler = GraphCompiler(backend, backend_name, on_graph, on_break, dynamic)
         callback = FrameCallback(compiler, nopython=nopython, guard_fail_fn=guard_fail_fn,
                                  guard_export_fn=guard_export_fn)
         callback.keepalive = (guard_fail_fn, guard_export_fn, on_graph, on_break)

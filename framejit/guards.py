@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 
+from framejit import shapes
 from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
@@ -72,6 +73,7 @@ class GuardSet:
         self.records: dict[tuple[str, str], _Record] = {}
         self.constants: dict[str, Any] = {}
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
+        self.dynamic_dims: dict[str, frozenset[int]] = {}  # tensor source name -> its symbolic dims
         self._by_id: dict[int, str] = {}
 
     def _const(self, value: Any) -> str:
@@ -81,8 +83,9 @@ class GuardSet:
             self._by_id[id(value)] = name
         return self._by_id[id(value)]
 
-    def add(self, source: Source, kind: GuardKind, value: Any) -> None:
-        """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source."""
+    def add(self, source: Source, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset()) -> None:
+        """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source; for TENSOR_MATCH, `dynamic_dims` are
+        the dims whose size is symbolic (the shape guards cover them and the strides)."""
         name = source.name()
         if issubclass(type(value), Source):  # not isinstance(): it may run a user __getattribute__
             key = (name, f"{kind} {value.name()}")
@@ -97,10 +100,33 @@ class GuardSet:
             self.constants.setdefault("K", {})[id(root.value)] = root.value
         if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
             self.watched.append(value)
-        checks = tuple(self._checks(kind, value))
+        checks = tuple(self._tensor_checks(value, dynamic_dims) if kind == GuardKind.TENSOR_MATCH
+                       else self._checks(kind, value))
         code = tuple(c.text(name, _readable) for c in checks)
         self.records[key] = _Record(source, kind, value, Guard(name=name, kind=kind, code_list=code,
                                                                source_kind=source.kind, checks=checks))
+        if dynamic_dims:
+            self.dynamic_dims[name] = dynamic_dims
+
+    def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]]) -> None:
+        """Check again by value the dims of a tensor that the trace specialised (a `range(x.shape[0])`): the
+        shape environment then has a replacement rather than a guard for them."""
+        for name, dims in still_symbolic.items():
+            if dims == self.dynamic_dims.get(name):
+                continue
+            record = self.records.pop((name, GuardKind.TENSOR_MATCH))
+            self.dynamic_dims.pop(name, None)
+            self.add(record.source, GuardKind.TENSOR_MATCH, record.value, dims)
+
+    def add_shape_guards(self, exprs: list[str], tokens: dict[str, Source]) -> None:
+        """The shape environment's guards on the symbolic sizes (shapes.TraceShapes.guards), written over
+        tokens that stand for the input tensors: one guard, each expression a check over readable names."""
+        if not exprs:
+            return
+        readable = [shapes.render(e, tokens, _readable) for e in exprs]
+        checks = tuple(Check(e, field="shape") for e in readable)
+        self.records[("", "SHAPE_ENV")] = _Record(None, GuardKind.SHAPE_ENV, (tuple(exprs), tokens), Guard(
+            name="", kind=GuardKind.SHAPE_ENV, code_list=tuple(readable), source_kind="global", checks=checks))
 
     def add_global_state(self) -> None:
         device = _get_default_device()
@@ -166,12 +192,17 @@ class GuardSet:
                 return [Check(X, op="is not", expected=value, expected_text=None)]
         raise AssertionError(f"unknown guard kind {kind}")
 
-    def _tensor_checks(self, t: torch.Tensor) -> list[Check]:
+    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int] = frozenset()) -> list[Check]:
+        if dynamic_dims:  # the static dims one by one; strides are the shape guards' business
+            layout = [_literal(f"{X}.dim()", "==", t.dim(), "shape")]
+            layout += [_literal(f"{X}.size({d})", "==", n, "shape") for d, n in enumerate(t.shape)
+                       if d not in dynamic_dims]
+        else:
+            layout = [_literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
+                      _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride")]
         return [self._is(f"type({X})", type(t), "type"), self._is(f"{X}.dtype", t.dtype, "dtype"),
                 self._equal(f"{X}.device", t.device, "device"),
-                _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"),
-                _literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
-                _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride"),
+                _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"), *layout,
                 _literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset"),
                 self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys")]
 
@@ -267,6 +298,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     records = list(guard_set.records.values())
     sources = [r.source for r in records if r.source is not None]
     sources += [r.value for r in records if issubclass(type(r.value), Source)]
+    sources += [s for r in records if r.kind == GuardKind.SHAPE_ENV for s in r.value[1].values()]
     render = _Renderer(guard_set, code, argnames, sources)
     tensors = [r for r in records if r.kind == GuardKind.TENSOR_MATCH]
     # identity checks of arguments first: one compare rejects the entries of other module instances
@@ -274,12 +306,17 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     exprs = [e for r in first for e in render.checks(r)]
     done = {id(r) for r in first}
     if tensors:
-        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors]))
+        dynamic = [sorted(guard_set.dynamic_dims.get(r.source.name(), ())) for r in tensors]
+        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
         if r.kind == GuardKind.TENSOR_MATCH or id(r) in done:
             continue
-        exprs += r.guard.code_list if r.source is None else render.checks(r)
+        if r.kind == GuardKind.SHAPE_ENV:
+            shape_exprs, tokens = r.value
+            exprs += [shapes.render(e, tokens, render) for e in shape_exprs]
+        else:
+            exprs += r.guard.code_list if r.source is None else render.checks(r)
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
     body = " and ".join(f"({e})" for e in exprs) or "True"
     prologue = ["    ___G = ___fn.__globals__"] if "___G" in body + "".join(render.prologue) else []
@@ -340,6 +377,8 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
             return f"default dtype changed to {actual}"
         case GuardKind.DEFAULT_DEVICE:
             return f"default device changed to {actual!r}"
+        case GuardKind.SHAPE_ENV:
+            return f"a dynamic size no longer satisfies `{text}`"
         case GuardKind.GLOBAL_QUERY:
             return f"{guard.name} now returns {safe_repr(actual)}"
         case GuardKind.AUTOCAST:

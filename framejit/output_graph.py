@@ -12,8 +12,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,
-                                           FakeTensorMode)
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.utils import _pytree as pytree
 
 from framejit._C import _hook
@@ -23,6 +22,7 @@ from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
 from framejit.guards import GuardSet
+from framejit.shapes import TraceShapes
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
@@ -32,6 +32,7 @@ from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
+from framejit.variables.symbolic import SymbolicVariable, is_symbolic, plain_number
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
 
@@ -46,11 +47,12 @@ class GraphInput:
 
 
 class OutputGraph:
-    def __init__(self, f_globals: dict[str, Any], options: Options) -> None:
+    def __init__(self, f_globals: dict[str, Any], options: Options, shapes: TraceShapes) -> None:
         self.f_globals = f_globals
         self.options = options
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.shapes = shapes
+        self.fake_mode = shapes.fake_mode
         self.guards = GuardSet()
         self.guards.add_global_state()
         self.side_effects = SideEffects(f_globals)
@@ -85,11 +87,11 @@ class OutputGraph:
             # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from
             # users who turn warnings into errors (pytest -W error), where it would abort the trace
             warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
-            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+            fake, dynamic_dims = self.shapes.fake_input(value, source, _is_module_state(value, source))
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
-        self.guards.add(source, GuardKind.TENSOR_MATCH, value)
+        self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims)
         return TensorVariable(node, fake, source, type(value))
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
@@ -104,7 +106,8 @@ class OutputGraph:
         fake_args = [a.as_fake() for a in args]
         fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
         name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
-        has_tensor_args = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves((fake_args, fake_kwargs)))
+        has_tensor_args = any(isinstance(x, torch.Tensor) or is_symbolic(x)
+                              for x in pytree.tree_leaves((fake_args, fake_kwargs)))
         check_op_before_run(target, has_tensor_args)
         try:
             with self.fake_mode:
@@ -118,9 +121,9 @@ class OutputGraph:
             unsupported(f"{name} cannot run on fake tensors: {e}", BreakCode.FAKE_ERROR)
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
             unsupported(f"{name} raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
-        has_tensor = any(isinstance(x, torch.Tensor) for x in pytree.tree_leaves(result))
+        has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
         if not has_tensor and not keeps_non_tensor_result(target, kwargs):
-            return wrap_constant_result(result)
+            return wrap_constant_result(pytree.tree_map(plain_number, result))
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
         if not has_tensor or op_name(target).endswith("_"):
@@ -131,15 +134,16 @@ class OutputGraph:
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
             return TensorVariable(node, result)
+        if is_symbolic(result):
+            return SymbolicVariable(node, result)
         if isinstance(result, (tuple, list)):
             items: list[Variable] = []
             for i, item in enumerate(result):
-                if isinstance(item, torch.Tensor):
+                if isinstance(item, torch.Tensor) or is_symbolic(item):
                     getitem = self.create_node(tx, "call_function", operator.getitem, (node, i), {})
-                    getitem.meta["example_value"] = item
-                    items.append(TensorVariable(getitem, item))
+                    items.append(self.wrap_result(tx, getitem, item))
                 else:
-                    items.append(wrap_constant_result(item))
+                    items.append(wrap_constant_result(plain_number(item)))
             return ListVariable(items) if isinstance(result, list) else TupleVariable(items, py_type=type(result))
         if result is None:
             return wrap_constant_result(None)
@@ -192,7 +196,8 @@ class OutputGraph:
         if self.count_ops() or outputs:
             gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
             self.restore_global_state()  # the graph starts under the state the trace started in
-            graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
+            with self.shapes.backend_context():
+                graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             cg.emit("PUSH_NULL")
             cg.emit_const(_hook.call_with_callback)
@@ -232,15 +237,22 @@ class OutputGraph:
         cg.emit("RETURN_VALUE")
         return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
-    def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable]:
-        """Tensors the Python side needs from the graph (inputs are reloaded from their sources)."""
-        return [v for v in _reachable(roots) if isinstance(v, TensorVariable) and v.node.op != "placeholder"]
+    def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable | SymbolicVariable]:
+        """Tensors and symbolic numbers the Python side needs from the graph (inputs are reloaded from their
+        sources)."""
+        return [v for v in _reachable(roots) if isinstance(v, (TensorVariable, SymbolicVariable))
+                and v.node.op != "placeholder"]
 
     def _remove_unused_inputs(self) -> None:
         for graph_input in list(self.inputs):
             if not graph_input.node.users:
                 self.graph.erase_node(graph_input.node)
                 self.inputs.remove(graph_input)
+
+
+def _is_module_state(value: torch.Tensor, source: Source) -> bool:
+    """A module's parameter or buffer: its shape stays static under every dynamic policy (as in torch.compile)."""
+    return isinstance(value, torch.nn.Parameter) or "._buffers[" in source.name()
 
 
 def _reachable(roots: list[Variable]) -> list[Variable]:

@@ -16,8 +16,8 @@ struct TensorSpec {
   at::ScalarType dtype;
   c10::Device device;
   bool requires_grad;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  std::vector<int64_t> sizes;    // -1: a dynamic dim, any size (the shape guards check it)
+  std::vector<int64_t> strides;  // empty when some dim is dynamic: not checked here
   int64_t storage_offset;
 };
 
@@ -37,7 +37,10 @@ bool matches(const TensorSpec& s, PyObject* obj) {
   auto sizes = t.sizes();
   auto strides = t.strides();
   for (size_t i = 0; i < s.sizes.size(); ++i) {
-    if (sizes[i] != s.sizes[i] || strides[i] != s.strides[i]) return false;
+    if (s.sizes[i] >= 0 && sizes[i] != s.sizes[i]) return false;
+  }
+  for (size_t i = 0; i < s.strides.size(); ++i) {
+    if (strides[i] != s.strides[i]) return false;
   }
   return true;
 }
@@ -46,9 +49,13 @@ void free_spec(PyObject* capsule) {
   delete static_cast<Spec*>(PyCapsule_GetPointer(capsule, "framejit.TensorSpec"));
 }
 
-PyObject* make_spec(PyObject*, PyObject* examples) {
-  if (!PyList_Check(examples)) {
-    PyErr_SetString(PyExc_TypeError, "make_spec expects a list of tensors");
+// make_spec(examples, dynamic_dims=None): dynamic_dims[i] lists the dynamic dims of examples[i].
+PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* examples = nargs > 0 ? args[0] : nullptr;
+  PyObject* dynamic = nargs > 1 ? args[1] : Py_None;
+  if (nargs < 1 || nargs > 2 || !PyList_Check(examples) ||
+      (dynamic != Py_None && (!PyList_Check(dynamic) || PyList_GET_SIZE(dynamic) != PyList_GET_SIZE(examples)))) {
+    PyErr_SetString(PyExc_TypeError, "make_spec(list of tensors, list of dynamic dims per tensor or None)");
     return nullptr;
   }
   auto spec = new Spec();
@@ -60,8 +67,22 @@ PyObject* make_spec(PyObject*, PyObject* examples) {
       return nullptr;
     }
     const at::Tensor& t = THPVariable_Unpack(obj);
-    spec->push_back(TensorSpec{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
-                               t.sizes().vec(), t.strides().vec(), t.storage_offset()});
+    TensorSpec ts{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
+                  t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+    PyObject* dims = dynamic == Py_None ? nullptr : PyList_GET_ITEM(dynamic, i);
+    if (dims != nullptr && PyList_Check(dims) && PyList_GET_SIZE(dims) > 0) {
+      for (Py_ssize_t k = 0; k < PyList_GET_SIZE(dims); ++k) {
+        int64_t d = PyLong_AsLongLong(PyList_GET_ITEM(dims, k));
+        if (d < 0 || d >= static_cast<int64_t>(ts.sizes.size())) {
+          delete spec;
+          if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "make_spec: dynamic dim out of range");
+          return nullptr;
+        }
+        ts.sizes[d] = -1;
+      }
+      ts.strides.clear();
+    }
+    spec->push_back(std::move(ts));
   }
   return PyCapsule_New(spec, "framejit.TensorSpec", free_spec);
 }
@@ -84,7 +105,8 @@ PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyMethodDef methods[] = {
-    {"make_spec", make_spec, METH_O, "make_spec(list of example tensors) -> spec"},
+    {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
+     "make_spec(list of example tensors, dynamic dims of each or None) -> spec"},
     {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
      METH_FASTCALL, "check_tensors(spec, *tensors) -> bool: every tensor matches its example"},
     {nullptr, nullptr, 0, nullptr}};

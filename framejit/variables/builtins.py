@@ -20,6 +20,7 @@ from framejit.variables import copying, iteration, mappings, pure_functions, sig
 from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
                                            TupleVariable, BaseListVariable)
 from framejit.variables.mappings import DictVariable
+from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import (NewObjectVariable, UserObjectVariable, delete_attribute,
                                             python_class_method)
@@ -27,7 +28,8 @@ from framejit.variables.user_object import (NewObjectVariable, UserObjectVariabl
 
 
 def _has_tensor(args: Sequence[Variable]) -> bool:
-    return any(isinstance(a, TensorVariable) for a in args)
+    """Whether the op needs the graph: a tensor, or a number computed from dynamic sizes, among its operands."""
+    return any(isinstance(a, (TensorVariable, SymbolicVariable)) for a in args)
 
 
 def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:

@@ -1,7 +1,8 @@
 """Tensors during tracing: an FX node plus a fake-tensor example value.
 
 Metadata (shape, dtype, device, ...) is static under our guards, so reading it
-gives Python constants and adds no node; everything else becomes a graph op.
+gives Python constants and adds no node; everything else becomes a graph op. Sizes
+of dynamic dims are the exception: they are graph values (variables/symbolic.py).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from framejit.variables.base import Variable
 from framejit.sources import AttrSource
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import BoundMethod
+from framejit.variables.symbolic import has_symbolic
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
@@ -80,6 +82,8 @@ class TensorVariable(Variable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in _META_ATTRS:
             value = getattr(self.example, name)
+            if has_symbolic(value):  # a dynamic size: its value comes from the graph
+                return tx.output.call_graph_op(tx, "call_method", "size", [self], {})
             return ConstantVariable(torch.Size(value) if name == "shape" else value)
         if name in _TENSOR_ATTRS:
             return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
@@ -101,7 +105,10 @@ class TensorVariable(Variable):
         if name in META_METHODS:
             consts = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return tx.wrap_constant(getattr(self.example, name)(*consts, **kw))
+            value = getattr(self.example, name)(*consts, **kw)
+            if has_symbolic(value):
+                return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
+            return tx.wrap_constant(value)
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
         if name in ("__getitem__", "__setitem__"):

@@ -95,11 +95,3 @@ def test_cache_entries_live_in_code_not_wrapper():
     f2(x)
     assert cnt.frame_count == 1  # the second wrapper reuses the code object's entry
     assert cache.entries(fn.__code__)
-
-
-def test_dynamic_true_warns_that_shapes_are_specialised():
-    with pytest.warns(UserWarning, match="dynamic shapes are not supported yet"):
-        f = framejit.compile(torch.neg, backend="eager", dynamic=True)
-    assert torch.equal(f(torch.ones(2)), -torch.ones(2))
-    with pytest.warns(UserWarning, match="dynamic shapes"):
-        framejit.optimize("eager", dynamic=True)

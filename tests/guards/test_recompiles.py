@@ -196,7 +196,7 @@ def test_cache_size_limit_warns_once_and_runs_python():
     def fn(x):
         return torch.tanh(x) - 1
 
-    f = framejit.optimize(cnt)(fn)
+    f = framejit.optimize(cnt, dynamic=False)(fn)  # every size compiles anew
     with framejit.config.patch(cache_size_limit=2):
         for n in (2, 3):
             x = torch.randn(n)

@@ -79,7 +79,7 @@ class ReadsAValue(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        return x * x.sum().item()
+        return x * float(x.sum())
 
     @staticmethod
     def backward(ctx, grad):

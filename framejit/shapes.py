@@ -1,0 +1,172 @@
+"""Dynamic shapes: which input dims are symbolic, the shape environment they live in, and the guards it asks for.
+
+A trace has one `ShapeEnv` (torch.fx.experimental.symbolic_shapes) and one `FakeTensorMode` over it. An input tensor
+whose dims are dynamic gets a fake tensor with a symbol for each such dim; sizes read from it are SymInts, size
+arithmetic becomes graph nodes (variables/symbolic.py), and every decision the trace makes on a size (a branch,
+a specialisation, a `view` whose sizes must divide) is recorded by the shape environment as a guard on the
+symbols. At the end `produce_guards` writes those as Python expressions over each input's sizes and strides;
+they join the entry's guards (guards.GuardSet.add_shape_guards). Sizes 0 and 1 are always specialised (the
+shape environment's rule, as in torch.compile), and so is a dim the guards pin to one value.
+
+Which dims are dynamic (the policy of torch.compile):
+- `dynamic=False`: none.
+- `dynamic=True`: every dim of every input tensor that is not a module's parameter or buffer.
+- `dynamic=None` (automatic, the default): the first compile of a frame is static; a later compile makes dynamic
+  the dims whose size differs from what an earlier compile of that frame saw at that source, so a third size
+  does not compile again.
+- `mark_dynamic(t, dim)` / `maybe_mark_dynamic` mark dims of one tensor; `mark_static` keeps them static.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+import weakref
+from typing import Any
+
+import torch
+from torch._guards import GuardSource
+from torch._guards import Source as TorchSource
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext
+
+from framejit.sources import Source
+
+# code object -> {source name: sizes seen by earlier compiles, None in a dim that already changed}
+_SEEN_SIZES: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int | None, ...]]]" = weakref.WeakKeyDictionary()
+
+_DYNAMIC_ATTR = "_framejit_dynamic_dims"    # mark_dynamic: {dim: (min, max)}
+_MAYBE_DYNAMIC_ATTR = "_framejit_maybe_dynamic_dims"
+_STATIC_ATTR = "_framejit_static_dims"
+
+
+@dataclasses.dataclass(frozen=True)
+class _TokenSource(TorchSource):
+    """How the shape environment names one input tensor in the guards it writes: a token that guard code
+    replaces with the tensor's own expression."""
+
+    token: str
+
+    @property
+    def _name_template(self) -> str:
+        return self.token
+
+    @property
+    def guard_source(self) -> GuardSource:
+        return GuardSource.LOCAL
+
+
+class TraceShapes:
+    """The shape environment of one trace and its symbolic inputs."""
+
+    def __init__(self, dynamic: bool | None, code: Any) -> None:
+        self.dynamic = dynamic
+        self.code = code
+        self.env = ShapeEnv()
+        self.fake_mode = FakeTensorMode(shape_env=self.env)
+        self.tokens: dict[str, Source] = {}       # token -> the input's source
+        self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
+
+    def fake_input(self, value: torch.Tensor, source: Source, is_module_state: bool) -> tuple[torch.Tensor,
+                                                                                              frozenset[int]]:
+        """The fake tensor the trace uses for input `value`, and its dynamic dims."""
+        dims = self._dynamic_dims(value, source, is_module_state)
+        if not dims:
+            return self.fake_mode.from_tensor(value, static_shapes=True), dims
+        token = _TokenSource(f"___shape{len(self.tokens)}")
+        self.tokens[token.token] = source
+        sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(value.dim())]
+        context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
+        fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
+        self._symbolic.append((fake, token))
+        return fake, dims
+
+    def _dynamic_dims(self, value: torch.Tensor, source: Source, is_module_state: bool) -> frozenset[int]:
+        if self.dynamic is False or value.dim() == 0:
+            return frozenset()
+        static = getattr(value, _STATIC_ATTR, set())
+        marked = set(getattr(value, _DYNAMIC_ATTR, {})) | set(getattr(value, _MAYBE_DYNAMIC_ATTR, set()))
+        if self.dynamic is True and not is_module_state:
+            marked |= set(range(value.dim()))
+        elif self.code is not None and not is_module_state:
+            marked |= self._changed_dims(value, source.name())
+        return frozenset(d for d in marked if d not in static and value.size(d) > 1)
+
+    def _changed_dims(self, value: torch.Tensor, name: str) -> set[int]:
+        """Automatic dynamic: dims whose size differs from the one an earlier compile of this frame saw."""
+        seen = _SEEN_SIZES.setdefault(self.code, {})
+        before = seen.get(name)
+        now = tuple(value.shape)
+        if before is None or len(before) != len(now):
+            seen[name] = now
+            return set()
+        changed = {d for d, (a, b) in enumerate(zip(before, now)) if a != b}
+        seen[name] = tuple(None if d in changed else n for d, n in enumerate(before))
+        return changed
+
+    @property
+    def is_dynamic(self) -> bool:
+        return bool(self._symbolic)
+
+    def backend_context(self) -> Any:
+        """Where the backend compiles: with symbolic inputs, a tracing context that hands AOTAutograd and
+        inductor this trace's fake mode, so that they fakify the real example inputs to the same symbolic
+        fakes (the fake mode memoises each tensor's fake) and compile kernels for every size."""
+        if not self._symbolic:
+            return contextlib.nullcontext()
+        return torch._guards.tracing(torch._guards.TracingContext(self.fake_mode))
+
+    def symbolic_dims(self) -> dict[str, frozenset[int]]:
+        """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""
+        from framejit.variables.symbolic import is_symbolic
+        return {self.tokens[token.token].name(): frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
+                for fake, token in self._symbolic}
+
+    def guards(self) -> list[str]:
+        """The shape environment's guards over the symbolic inputs, written over tokens (see `render`)."""
+        if not self._symbolic:
+            return []
+        fakes, sources = zip(*self._symbolic)
+        return list(self.env.produce_guards(list(fakes), list(sources)))
+
+
+_TOKEN = re.compile(r"___shape\d+")
+
+
+def render(expr: str, tokens: dict[str, Source], write: Any) -> str:
+    """`expr` with each input's token replaced by `write(source)`."""
+    return _TOKEN.sub(lambda m: write(tokens[m.group(0)]), expr)
+
+
+def reset() -> None:
+    _SEEN_SIZES.clear()
+
+
+def mark_dynamic(t: torch.Tensor, dim: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
+    """Make these dims of `t` symbolic in every compile that reads `t`."""
+    dims = _dims(t, dim, "mark_dynamic")
+    marks = dict(getattr(t, _DYNAMIC_ATTR, {}))
+    for d in dims:
+        marks[d] = (min, max)
+    setattr(t, _DYNAMIC_ATTR, marks)
+
+
+def maybe_mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:
+    """Like mark_dynamic, but a trace that specialises the dim is not an error."""
+    setattr(t, _MAYBE_DYNAMIC_ATTR, set(getattr(t, _MAYBE_DYNAMIC_ATTR, set())) | set(_dims(t, dim, "maybe_mark_dynamic")))
+
+
+def mark_static(t: torch.Tensor, dim: int | list[int] | None = None) -> None:
+    """Keep these dims of `t` (all of them by default) static, whatever the policy."""
+    dims = _dims(t, list(range(t.dim())) if isinstance(t, torch.Tensor) and dim is None else dim, "mark_static")
+    setattr(t, _STATIC_ATTR, set(getattr(t, _STATIC_ATTR, set())) | set(dims))
+
+
+def _dims(t: Any, dim: int | list[int], caller: str) -> list[int]:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"framejit.{caller} expects a tensor, got {type(t).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < max(t.dim(), 1):
+            raise IndexError(f"framejit.{caller}: dim {d!r} is out of range for a tensor of {t.dim()} dims")
+    return [d % t.dim() for d in dims]

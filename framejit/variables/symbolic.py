@@ -1,0 +1,72 @@
+"""Python numbers that depend on symbolic sizes: `x.shape[0]`, `x.size(-1) // heads`, `x.numel()` of a tensor whose
+dims are dynamic. Each is an FX node whose example value is a torch.SymInt (SymFloat, SymBool) of the graph's shape
+environment, so size arithmetic goes into the graph and the compiled code works for every size its guards admit.
+
+Where the trace needs the number itself (a `range()`, a dict key, a Python function that isn't traced) it asks for
+`as_python_constant()`, which specialises: the shape environment records a guard that the size equals its current
+value. Branching on a comparison (`if x.shape[0] > 1`) records that comparison as a guard instead.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import torch
+import torch.fx
+
+from framejit.contracts import Tracer
+from framejit.variables.base import Variable
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_PY_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+_GUARD = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+
+
+def is_symbolic(value: Any) -> bool:
+    """A SymInt/SymFloat/SymBool that still has free symbols (a constant one is a plain number)."""
+    return isinstance(value, SYMBOLIC_TYPES) and not value.node.expr.is_number
+
+
+def plain_number(value: Any) -> Any:
+    """A symbolic value whose expression is a number, as that Python number; anything else unchanged."""
+    if isinstance(value, SYMBOLIC_TYPES) and value.node.expr.is_number:
+        return _GUARD[type(value)](value)
+    return value
+
+
+def has_symbolic(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(has_symbolic(v) for v in value)
+    return is_symbolic(value)
+
+
+class SymbolicVariable(Variable):
+    def __init__(self, node: torch.fx.Node, value: Any) -> None:
+        self.node = node
+        self.value = value
+
+    def python_type(self) -> type:
+        return _PY_TYPES[type(self.value)]
+
+    def as_node_arg(self) -> Any:
+        return self.node
+
+    def as_fake(self) -> Any:
+        return self.value
+
+    def as_python_constant(self) -> Any:
+        return _GUARD[type(self.value)](self.value)  # specialises: the shape environment guards the value
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.value)  # guards the comparison (or, for an int, that it is nonzero)
+
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
+                    kwargs: dict[str, Variable]) -> Variable:
+        op = getattr(operator, name.strip("_"), None) if name.startswith("__") else None
+        if op is not None and not kwargs:
+            from framejit.variables.builtins import call_operator
+            return call_operator(tx, op, [self, *args])
+        return super().call_method(tx, name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"SymbolicVariable({self.node.name}: {self.value})"

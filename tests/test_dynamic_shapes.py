@@ -1,0 +1,178 @@
+"""Dynamic shapes (issue 11): symbolic sizes, the dynamic= policy, mark_dynamic / mark_static, shape guards.
+
+Every test is differential (compiled results equal eager's on each size) and counts compiles; the expected
+counts are torch.compile's on the same sequences of sizes (automatic dynamic: static first, then the dims that
+changed)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import framejit
+from framejit.testing import CompileCounter
+
+
+def reshape_and_slice(x, y):
+    b, n = x.shape
+    h = x.view(b, -1, 2) * 2
+    z = h.sum(-1) + y[: n // 2]
+    return z.relu(), x.size(0) * 3
+
+
+def inputs(b, n, requires_grad=False):
+    torch.manual_seed(b * 100 + n)
+    return torch.randn(b, n, requires_grad=requires_grad), torch.randn(n)
+
+
+def run_sizes(fn, sizes, **compile_kwargs):
+    cnt = CompileCounter()
+    compiled = framejit.compile(fn, backend=cnt, **compile_kwargs)
+    for size in sizes:
+        args = inputs(*size)
+        torch.testing.assert_close(compiled(*args), fn(*args))
+    return cnt.frame_count
+
+
+SIZES = [(3, 8), (4, 8), (5, 8), (6, 10), (7, 12), (9, 12)]
+
+
+@pytest.mark.parametrize("dynamic, sizes, compiles", [
+    (True, SIZES, 1),                              # symbolic from the start
+    (False, SIZES, 6),                             # every new size compiles
+    (None, [(3, 8), (4, 8), (5, 8), (6, 8)], 2),   # automatic: dim 0 changed once, then it is symbolic
+    (None, SIZES, 3),                              # ... and dim 1 when it changes too
+    (None, [(3, 8)] * 4, 1),
+])
+def test_the_policy_decides_how_often_new_sizes_compile(dynamic, sizes, compiles):
+    assert run_sizes(reshape_and_slice, sizes, dynamic=dynamic) == compiles
+
+
+def test_config_dynamic_shapes_means_dynamic_everywhere():
+    with framejit.config.patch(dynamic_shapes=True):
+        assert run_sizes(reshape_and_slice, SIZES) == 1
+    with framejit.config.patch(automatic_dynamic_shapes=False):
+        assert run_sizes(reshape_and_slice, SIZES[:3]) == 3
+
+
+def test_sizes_0_and_1_are_specialised():
+    # a size of 1 broadcasts differently, so it is never symbolic (as in torch.compile)
+    assert run_sizes(reshape_and_slice, [(1, 8), (3, 8), (4, 8)], dynamic=True) == 2
+
+
+def branch_on_size(x):
+    if x.shape[0] > 4:
+        return x * 2
+    return x - 1
+
+
+def test_a_branch_on_a_size_is_a_guard_on_the_symbol():
+    cnt = CompileCounter()
+    compiled = framejit.compile(branch_on_size, backend=cnt, dynamic=True)
+    for n in (2, 3, 4, 5, 6, 9, 3):
+        x = torch.randn(n)
+        torch.testing.assert_close(compiled(x), branch_on_size(x))
+    assert cnt.frame_count == 2  # one graph for n <= 4, one for n > 4
+
+
+def loop_over_size(x):
+    total = x.sum() * 0
+    for i in range(x.shape[0]):  # range() needs the number: the size is specialised
+        total = total + x[i].sum() * i
+    return total
+
+
+def test_a_size_the_code_needs_as_a_number_is_specialised():
+    cnt = CompileCounter()
+    compiled = framejit.compile(loop_over_size, backend=cnt, dynamic=True)
+    for n in (3, 4, 3):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(compiled(x), loop_over_size(x))
+    assert cnt.frame_count == 2
+
+
+def test_mark_dynamic_makes_a_dim_symbolic_from_the_first_compile():
+    cnt = CompileCounter()
+    compiled = framejit.compile(reshape_and_slice, backend=cnt)
+    for b in (3, 4, 5, 8):
+        x, y = inputs(b, 8)
+        framejit.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x, y), reshape_and_slice(x, y))
+    assert cnt.frame_count == 1
+
+
+def test_mark_static_keeps_a_dim_static_under_dynamic_true():
+    cnt = CompileCounter()
+    compiled = framejit.compile(reshape_and_slice, backend=cnt, dynamic=True)
+    for b in (3, 4, 5):
+        x, y = inputs(b, 8)
+        framejit.mark_static(x)
+        torch.testing.assert_close(compiled(x, y), reshape_and_slice(x, y))
+    assert cnt.frame_count == 3
+
+
+@pytest.mark.parametrize("bad", [3, [1.0], None])
+def test_marking_a_non_tensor_is_a_clear_error(bad):
+    with pytest.raises(TypeError, match="framejit.mark_dynamic expects a tensor, got"):
+        framejit.mark_dynamic(bad, 0)
+
+
+def test_marking_a_dim_out_of_range_is_a_clear_error():
+    with pytest.raises(IndexError, match="dim 2 is out of range for a tensor of 2 dims"):
+        framejit.mark_dynamic(torch.ones(2, 3), 2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_training_through_a_dynamic_graph_matches_eager(backend):
+    compiled = framejit.compile(reshape_and_slice, backend=backend, dynamic=True)
+    for size in SIZES[:4]:
+        x, y = inputs(*size, requires_grad=True)
+        z, _ = compiled(x, y)
+        z.sum().backward()
+        ex, ey = inputs(*size, requires_grad=True)
+        ez, _ = reshape_and_slice(ex, ey)
+        ez.sum().backward()
+        torch.testing.assert_close(z, ez)
+        torch.testing.assert_close(x.grad, ex.grad)
+
+
+def test_inductor_compiles_one_kernel_for_every_size():
+    compiles = []
+
+    def counting_inductor(gm, example_inputs):
+        compiles.append(gm)
+        return framejit.lookup_backend("inductor")(gm, example_inputs)
+
+    compiled = framejit.compile(reshape_and_slice, backend=counting_inductor, dynamic=True)
+    for size in SIZES[:3]:
+        args = inputs(*size)
+        torch.testing.assert_close(compiled(*args), reshape_and_slice(*args))
+    assert len(compiles) == 1
+
+
+def test_size_arithmetic_is_in_the_graph_and_the_guards_are_readable():
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = framejit.compile(reshape_and_slice, backend=record, dynamic=True)
+    compiled(*inputs(4, 8))
+    (gm,) = graphs
+    code = gm.code
+    assert "size()" in code and "floordiv" in code or "//" in code, code
+    failures = []
+    compiled_branch = framejit.optimize(CompileCounter(), dynamic=True, guard_fail_fn=failures.append)(branch_on_size)
+    compiled_branch(torch.randn(6))
+    compiled_branch(torch.randn(3))
+    (failure,) = failures
+    assert "dynamic size" in failure.reason and "L['x'].size()[0]" in failure.reason, failure.reason
+
+
+def test_automatic_dynamic_recompile_reason_names_the_size():
+    failures = []
+    compiled = framejit.optimize(CompileCounter(), guard_fail_fn=failures.append)(reshape_and_slice)
+    compiled(*inputs(3, 8))
+    compiled(*inputs(4, 8))
+    (failure,) = failures
+    assert "L['x']" in failure.reason and "shape" in failure.reason and "3" in failure.reason, failure.reason
