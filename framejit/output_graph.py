@@ -106,9 +106,10 @@ class OutputGraph:
         fake_args = [a.as_fake() for a in args]
         fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
         name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
-        has_tensor_args = any(isinstance(x, torch.Tensor) or is_symbolic(x)
-                              for x in pytree.tree_leaves((fake_args, fake_kwargs)))
-        check_op_before_run(target, has_tensor_args)
+        leaves = pytree.tree_leaves((fake_args, fake_kwargs))
+        # arithmetic on symbolic sizes: a result known at trace time (s0 - s0) is a constant
+        numbers_only = any(map(is_symbolic, leaves)) and not any(isinstance(x, torch.Tensor) for x in leaves)
+        check_op_before_run(target, numbers_only or any(isinstance(x, torch.Tensor) for x in leaves))
         try:
             with self.fake_mode:
                 if op == "call_method":
@@ -122,7 +123,7 @@ class OutputGraph:
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
             unsupported(f"{name} raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
-        if not has_tensor and not keeps_non_tensor_result(target, kwargs):
+        if not has_tensor and (numbers_only or not keeps_non_tensor_result(target, kwargs)):
             return wrap_constant_result(pytree.tree_map(plain_number, result))
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
