@@ -105,7 +105,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         new_code = passthrough_code(code)
     else:
         new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
-    output.guards.settle_dynamic_dims(output.shapes.symbolic_dims())
+    output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())

@@ -108,9 +108,13 @@ class GuardSet:
         if dynamic_dims:
             self.dynamic_dims[name] = dynamic_dims
 
-    def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]]) -> None:
-        """Check again by value the dims of a tensor that the trace specialised (a `range(x.shape[0])`): the
-        shape environment then has a replacement rather than a guard for them."""
+    def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]], specialised_ints: dict[str, int]
+                            ) -> None:
+        """Check again by value the dims of a tensor, and the int inputs, that the trace specialised (a
+        `range(x.shape[0])`): the shape environment then has a replacement rather than a guard for them."""
+        for name, value in specialised_ints.items():
+            record = self.records[(name, GuardKind.TYPE_MATCH)]
+            self.add(record.source, GuardKind.EQUALS, value)
         for name, dims in still_symbolic.items():
             if dims == self.dynamic_dims.get(name):
                 continue

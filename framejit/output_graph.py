@@ -32,7 +32,7 @@ from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
-from framejit.variables.symbolic import SymbolicVariable, is_symbolic, plain_number
+from framejit.variables.symbolic import SYMBOLIC_TYPES, SymbolicVariable, is_symbolic, plain_number
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
 
@@ -69,7 +69,8 @@ class OutputGraph:
         self.current_tx: "Translator | None" = None
 
     # -- building the graph -------------------------------------------------------------------
-    def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+    def _placeholder(self, source: Source) -> torch.fx.Node:
+        """A new graph input after the others, named after its source."""
         name = graph_input_name(source)
         base, n = name, 1
         while name in self._used_names:
@@ -82,7 +83,23 @@ class OutputGraph:
         else:
             ctx = self.graph.inserting_after(anchor)
         with ctx:
-            node = self.graph.placeholder(name)
+            return self.graph.placeholder(name)
+
+    def add_int_input(self, source: Source, value: int) -> Variable | None:
+        """A Python int argument made symbolic by the dynamic policy (a `seq_len` that varies): a graph input
+        whose value is passed in at each call. None when the policy keeps it a constant."""
+        symbol = self.shapes.symbolic_int(value, source)
+        if symbol is None:
+            return None
+        node = self._placeholder(source)
+        node.meta["example_value"] = symbol
+        node.meta["framejit_source"] = source.name()
+        self.inputs.append(GraphInput(source, value, node))
+        self.guards.add(source, GuardKind.TYPE_MATCH, value)
+        return SymbolicVariable(node, symbol, source)
+
+    def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+        node = self._placeholder(source)
         with warnings.catch_warnings():
             # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from
             # users who turn warnings into errors (pytest -W error), where it would abort the trace
@@ -188,6 +205,7 @@ class OutputGraph:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
         with its call; the returned codegen loads any of those values afterwards."""
         outputs = self._collect_outputs(roots)
+        self._remove_unused_sizes(outputs)
         self._remove_unused_inputs()
         for _, reenter_args in reversed(self.autocast_left):
             self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
@@ -243,6 +261,17 @@ class OutputGraph:
         sources)."""
         return [v for v in _reachable(roots) if isinstance(v, (TensorVariable, SymbolicVariable))
                 and v.node.op != "placeholder"]
+
+    def _remove_unused_sizes(self, outputs: list[Variable]) -> None:
+        """Drop size reads and size arithmetic nothing uses (the trace decided a branch on them, or read a whole
+        `x.shape` for one dim): they would make a graph of an otherwise empty trace."""
+        kept = {id(v.node) for v in outputs}
+        for node in reversed(list(self.graph.nodes)):
+            value = node.meta.get("example_value")
+            sizes = value if isinstance(value, torch.Size) else (value,)
+            if node.op in ("call_function", "call_method") and not node.users and id(node) not in kept \
+                    and all(isinstance(v, SYMBOLIC_TYPES) or type(v) is int for v in sizes):
+                self.graph.erase_node(node)
 
     def _remove_unused_inputs(self) -> None:
         for graph_input in list(self.inputs):

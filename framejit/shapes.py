@@ -89,20 +89,33 @@ class TraceShapes:
         if self.dynamic is True and not is_module_state:
             marked |= set(range(value.dim()))
         elif self.code is not None and not is_module_state:
-            marked |= self._changed_dims(value, source.name())
+            marked |= self._changed(source.name(), tuple(value.shape))
         return frozenset(d for d in marked if d not in static and value.size(d) > 1)
 
-    def _changed_dims(self, value: torch.Tensor, name: str) -> set[int]:
-        """Automatic dynamic: dims whose size differs from the one an earlier compile of this frame saw."""
+    def _changed(self, name: str, now: tuple[int, ...]) -> set[int]:
+        """Automatic dynamic: the dims of the input at `name` whose size (`now`) differs from the one an earlier
+        compile of this frame saw there (an int input is one dim: its value)."""
         seen = _SEEN_SIZES.setdefault(self.code, {})
         before = seen.get(name)
-        now = tuple(value.shape)
         if before is None or len(before) != len(now):
             seen[name] = now
             return set()
         changed = {d for d, (a, b) in enumerate(zip(before, now)) if a != b}
         seen[name] = tuple(None if d in changed else n for d, n in enumerate(before))
         return changed
+
+    def symbolic_int(self, value: int, source: Source) -> torch.SymInt | None:
+        """A SymInt for a Python int read from `source`, if the policy makes it dynamic (as a size would be:
+        never 0 or 1; automatic: once its value changed between compiles)."""
+        if self.dynamic is False or value in (0, 1):
+            return None
+        if self.dynamic is None and (self.code is None or not self._changed(source.name(), (value,))):
+            return None
+        token = _TokenSource(f"___shape{len(self.tokens)}")
+        self.tokens[token.token] = source
+        symbol = self.env.create_symintnode(self.env.create_symbol(value, token), hint=value, source=token)
+        self._symbolic.append((symbol, token))
+        return symbol
 
     @property
     def is_dynamic(self) -> bool:
@@ -120,7 +133,13 @@ class TraceShapes:
         """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""
         from framejit.variables.symbolic import is_symbolic
         return {self.tokens[token.token].name(): frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
-                for fake, token in self._symbolic}
+                for fake, token in self._symbolic if isinstance(fake, torch.Tensor)}
+
+    def specialised_ints(self) -> dict[str, int]:
+        """The int inputs made symbolic that the trace then needed as numbers: by source name, their value."""
+        from framejit.variables.symbolic import is_symbolic
+        return {self.tokens[token.token].name(): int(symbol) for symbol, token in self._symbolic
+                if isinstance(symbol, torch.SymInt) and not is_symbolic(symbol)}
 
     def guards(self) -> list[str]:
         """The shape environment's guards over the symbolic inputs, written over tokens (see `render`)."""

@@ -176,3 +176,33 @@ def test_automatic_dynamic_recompile_reason_names_the_size():
     compiled(*inputs(4, 8))
     (failure,) = failures
     assert "L['x']" in failure.reason and "shape" in failure.reason and "3" in failure.reason, failure.reason
+
+
+def take_first(x, seq_len):
+    return x[:, :seq_len] * seq_len
+
+
+def test_an_int_argument_that_varies_becomes_symbolic():
+    cnt = CompileCounter()
+    compiled = framejit.compile(take_first, backend=cnt)
+    x = torch.randn(2, 20)
+    for n in (4, 5, 6, 9, 13):
+        torch.testing.assert_close(compiled(x, n), take_first(x, n))
+    assert cnt.frame_count == 2  # 4, then every other length
+    assert [n.op for n in cnt.graphs[1].graph.nodes].count("placeholder") == 2, "seq_len is an input of the graph"
+
+
+def repeat_n(x, n):
+    for _ in range(n):  # the loop needs the number: specialised, and checked by value
+        x = x * 2
+    return x
+
+
+def test_an_int_argument_the_code_needs_as_a_number_is_checked_by_value():
+    cnt = CompileCounter()
+    compiled = framejit.compile(repeat_n, backend=cnt)
+    x = torch.randn(3)
+    for n in (2, 3, 4, 3, 2):
+        torch.testing.assert_close(compiled(x, n), repeat_n(x, n))
+    assert cnt.frame_count == 3
+

@@ -16,7 +16,8 @@ from torch import nn
 from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import AttrSource, ConstSource, ItemSource, ModuleGlobalsSource, ReduceSource, Source
+from framejit.sources import (AttrSource, ConstSource, ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource,
+                              Source)
 from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
                                                   is_bound_apply)
 from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
@@ -110,6 +111,10 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         if source is None:
             unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
+    if type(value) is int and source is not None and isinstance(source.root(), LocalSource):
+        symbolic = tx.output.add_int_input(source, value)  # an argument that varies (dynamic shapes policy)
+        if symbolic is not None:
+            return symbolic
     if is_literal(value):
         singleton = value is None or isinstance(value, (bool, type(Ellipsis)))
         _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)

@@ -41,9 +41,10 @@ def has_symbolic(value: Any) -> bool:
 
 
 class SymbolicVariable(Variable):
-    def __init__(self, node: torch.fx.Node, value: Any) -> None:
+    def __init__(self, node: torch.fx.Node, value: Any, source: Any = None) -> None:
         self.node = node
         self.value = value
+        self.source = source  # an int argument made symbolic is reloaded from where it was read
 
     def python_type(self) -> type:
         return _PY_TYPES[type(self.value)]

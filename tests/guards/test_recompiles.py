@@ -148,13 +148,13 @@ def test_rebound_global_scalar_recompiles():
         _SCALE = 2.0
 
 
-def test_int_argument_is_specialised():
+def test_int_argument_is_specialised_with_dynamic_false():
     cnt = CompileCounter()
 
     def fn(x, n):
         return x * n + n
 
-    f = framejit.optimize(cnt)(fn)
+    f = framejit.optimize(cnt, dynamic=False)(fn)  # by default a varying int becomes symbolic (test_dynamic_shapes)
     x = torch.randn(4)
     assert same(f(x, 2), fn(x, 2))
     assert same(f(x, 3), fn(x, 3))
