@@ -41,11 +41,11 @@ def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Opti
     (an inlined call, say), so the break is made by a fresh trace that stops before it.
     """
     try:
-        return convert_frame(fn, args, options, compiler)
+        return convert_frame(fn, args, options, compiler, nopython=nopython)
     except Unsupported as e:
         if nopython or e.break_index is None:
             raise
-        return convert_frame(fn, args, options, compiler, break_at=e)
+        return convert_frame(fn, args, options, compiler, break_at=e, nopython=nopython)
 
 
 def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options) -> None:
@@ -59,11 +59,12 @@ def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options
 
 
 def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
-                  break_at: Unsupported | None = None) -> CompiledFrame | None:
+                  break_at: Unsupported | None = None, nopython: bool = False) -> CompiledFrame | None:
     """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops).
     With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
     code = fn.__code__
-    output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code))
+    output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code,
+                                                              data_dependent=nopython))
     graph_names: list[str] = []
     const_names: dict[int, str] = {}
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.utils import _pytree as pytree
 
 from framejit._C import _hook
@@ -139,11 +140,16 @@ class OutputGraph:
             unsupported(f"{name} cannot run on fake tensors: {e}", BreakCode.FAKE_ERROR)
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
             unsupported(f"{name} raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
+        # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result
+        unbacked = compute_unbacked_bindings(self.shapes.env, result)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
         if not has_tensor and (numbers_only or not keeps_non_tensor_result(target, kwargs)):
             return wrap_constant_result(pytree.tree_map(plain_number, result))
         node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
                                 {k: v.as_node_arg() for k, v in kwargs.items()})
+        if unbacked:
+            node.meta["unbacked_bindings"] = unbacked
+            self.shapes.has_unbacked = True
         if not has_tensor or op_name(target).endswith("_"):
             self.side_effects.note_write()
         return self.wrap_result(tx, node, result)

@@ -59,13 +59,18 @@ class _TokenSource(TorchSource):
 class TraceShapes:
     """The shape environment of one trace and its symbolic inputs."""
 
-    def __init__(self, dynamic: bool | None, code: Any) -> None:
+    def __init__(self, dynamic: bool | None, code: Any, data_dependent: bool = False) -> None:
         self.dynamic = dynamic
         self.code = code
-        self.env = ShapeEnv()
+        # Ops whose output size depends on data (nonzero, masking, unique) and numbers read out of tensors get
+        # unbacked symbols only when the graph must be whole (fullgraph, export); elsewhere they are graph breaks
+        # (fake execution raises), as in torch.compile by default.
+        self.env = ShapeEnv(allow_dynamic_output_shape_ops=data_dependent, allow_scalar_outputs=data_dependent)
         self.fake_mode = FakeTensorMode(shape_env=self.env)
         self.tokens: dict[str, Source] = {}       # token -> the input's source
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
+        self._contexts: list[tuple[torch.Tensor, StatefulSymbolicContext]] = []  # (real input, its context)
+        self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
 
     def fake_input(self, value: torch.Tensor, source: Source, is_module_state: bool) -> tuple[torch.Tensor,
                                                                                               frozenset[int]]:
@@ -79,6 +84,7 @@ class TraceShapes:
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
+        self._contexts.append((value, context))
         return fake, dims
 
     def _dynamic_dims(self, value: torch.Tensor, source: Source, is_module_state: bool) -> frozenset[int]:
@@ -122,12 +128,19 @@ class TraceShapes:
         return bool(self._symbolic)
 
     def backend_context(self) -> Any:
-        """Where the backend compiles: with symbolic inputs, a tracing context that hands AOTAutograd and
-        inductor this trace's fake mode, so that they fakify the real example inputs to the same symbolic
-        fakes (the fake mode memoises each tensor's fake) and compile kernels for every size."""
-        if not self._symbolic:
+        """Where the backend compiles: a tracing context that hands AOTAutograd and inductor a fake mode over
+        this trace's shape environment, with each dynamic input's symbolic context, so that they fakify the
+        real example inputs to the same symbols (fresh fakes: the trace's own ones may carry its in-place
+        changes) and compile kernels for every size; the environment also has the unbacked symbols of
+        data-dependent ops."""
+        if not self._symbolic and not self.has_unbacked:
+            # a static graph compiles as before: AOTAutograd under a tracing context was seen to give other
+            # gradients for one model with dropout (PEGASUS-X), which nothing static needs the context for
             return contextlib.nullcontext()
-        return torch._guards.tracing(torch._guards.TracingContext(self.fake_mode))
+        context = torch._guards.TracingContext(FakeTensorMode(shape_env=self.env))
+        for real, symbolic_context in self._contexts:
+            context.tensor_to_context[real] = symbolic_context
+        return torch._guards.tracing(context)
 
     def symbolic_dims(self) -> dict[str, frozenset[int]]:
         """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""

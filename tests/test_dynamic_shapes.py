@@ -206,3 +206,47 @@ def test_an_int_argument_the_code_needs_as_a_number_is_checked_by_value():
         torch.testing.assert_close(compiled(x, n), repeat_n(x, n))
     assert cnt.frame_count == 3
 
+
+
+def data_dependent_sizes(x):
+    positive = x[x > 0]
+    return positive * 2 + positive.sum(), torch.nonzero(x), x.unique()
+
+
+def item_feeds_a_size(x):
+    n = x.sum().item()
+    return torch.zeros(n) + 1, x * n
+
+
+DATA = [torch.tensor([1.0, -2.0, 3.0]), torch.tensor([-1.0, -2.0, 3.0]), torch.tensor([5.0, 2.0, 3.0, 4.0])]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_data_dependent_sizes_stay_in_the_graph_under_fullgraph(backend):
+    cnt = CompileCounter()
+    compiled = framejit.compile(data_dependent_sizes, backend=framejit.testing.CompileCounterWithBackend(backend)
+                                if backend != "eager" else cnt, fullgraph=True)
+    for x in DATA:
+        got, want = compiled(x), data_dependent_sizes(x)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+    compiled = framejit.compile(item_feeds_a_size, backend="eager", fullgraph=True)
+    for x in (torch.tensor([1, 2]), torch.tensor([3, 4])):
+        got, want = compiled(x), item_feeds_a_size(x)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_data_dependent_sizes_break_the_graph_elsewhere_with_the_reason():
+    for fn, x in ((data_dependent_sizes, DATA[0]), (item_feeds_a_size, torch.tensor([1, 2]))):
+        out = framejit.explain(fn)(x)
+        assert out.graph_break_count >= 1
+        assert "data-dependent" in out.break_reasons[0].reason, out.break_reasons[0].reason
+        got, want = framejit.compile(fn, backend="eager")(x), fn(x)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_a_number_read_out_of_a_tensor_and_needed_in_python_is_an_error_under_fullgraph():
+    def needs_the_number(x):
+        return [1] * int(x.sum().item())
+
+    with pytest.raises(framejit.exc.Unsupported, match="data-dependent"):
+        framejit.compile(needs_the_number, backend="eager", fullgraph=True)(torch.tensor([1, 2]))

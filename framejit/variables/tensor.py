@@ -100,6 +100,8 @@ class TensorVariable(Variable):
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
+        if name == "item" and not args and not kwargs and tx.output.shapes.env.allow_scalar_outputs:
+            return tx.output.call_graph_op(tx, "call_method", name, [self], {})  # an unbacked symbol (fullgraph)
         if name in _DATA_METHODS:
             unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", BreakCode.DATA_DEPENDENT)
         if name in META_METHODS:

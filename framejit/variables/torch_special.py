@@ -48,7 +48,7 @@ PURE_QUERIES = META_METHODS | {"is_tensor", "result_type", "promote_types", "can
 # Tensor methods with effects outside the graph (autograd, storage): they run as Python (a graph break).
 EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
                                "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",
-                               "pin_memory", "record_stream", "tolist", "item", "numpy", "is_shared",
+                               "pin_memory", "record_stream", "tolist", "numpy", "is_shared",
                                "requires_grad_", "detach_", "resize_", "resize_as_"})
 
 
