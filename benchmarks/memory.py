@@ -1,14 +1,17 @@
-"""Memory over many compiles: compile, call and drop N distinct functions or modules, and print the process's
-RSS and the live objects framejit could leak at checkpoints (0, N/4, N/2, N), then after framejit.reset().
+"""Memory over many compiles: compile, call and drop N distinct functions, closures or modules, and print the
+process's RSS and the live objects framejit could leak at checkpoints (0, N/4, N/2, N), then after reset().
 
 Run: python benchmarks/memory.py [--n 2000] [--kind code|closure|module|all]
 
-Kinds: "code" makes each function from its own source (a distinct code object, so a cache entry and a
-graph of its own); "closure" makes each one by a factory closing over a different number (one code object,
-so it recompiles on the closed-over value until config.cache_size_limit, then runs as Python); "module"
-makes a fresh nn.Module instance each time (one forward code, a cache entry per instance, guarded by
-identity). Every function and forward has a graph break (a print), so continuations are compiled too.
-RSS is read from /proc/self/statm after a gc.collect(); object counts from gc.get_objects().
+Kinds: "code" makes each function from its own source with its own globals (a distinct code object, as exec'd or
+generated code has: a cache entry and graphs of its own); "closure" makes each by one factory closing over a fresh
+weight tensor (one code object and one cache entry, the weight being a graph input); "module" makes a fresh
+nn.Module instance each time (one forward code, an entry per instance). Every function and forward breaks its
+graph (a print of nothing), so continuations are compiled too. Each dropped object is checked to be dead after
+del + gc. RSS comes from /proc/self/statm and object counts from gc.get_objects(), after collecting until
+nothing more is freed; "GraphModules" counts the live ones of those handed to the backend. torch.fx itself keeps
+the source of every GraphModule it generated code for (in linecache, for tracebacks): the last column, and
+the slow rise in "gc objects" (4 per graph), are that.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import gc
 import os
 import sys
 import types
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -49,30 +53,26 @@ class KeepWeakGraphs:
         return sum(r() is not None for r in self.graphs)
 
 
-def _quiet_print(*args: Any, **kwargs: Any) -> None:
-    """The graph break in each function: a call framejit cannot trace (it prints nothing)."""
-
-
 SOURCE = """
 def fn_{i}(x):
     y = torch.sin(x * 2) + 1
-    _quiet_print(y)
+    print("", end="")
     return y.cos() - 1
 """
 
 
 def make_code_fn(i: int) -> Callable[..., Any]:
-    ns: dict[str, Any] = {"torch": torch, "_quiet_print": _quiet_print}
+    ns: dict[str, Any] = {"torch": torch}
     exec(compile(SOURCE.format(i=i), __file__, "exec"), ns)  # a real file name: framejit skips "<string>"
     return ns[f"fn_{i}"]
 
 
-def make_closure(i: int) -> Callable[..., Any]:
-    def fn(x):
-        y = torch.sin(x * i) + 1
-        _quiet_print(y)
-        return y.cos() - i
-    return fn
+def make_closure(weight: torch.Tensor) -> Callable[..., Any]:
+    def step(x):
+        y = torch.sin(x @ weight) + 1
+        print("", end="")
+        return y.cos() - 1
+    return step
 
 
 class Block(nn.Module):
@@ -82,7 +82,7 @@ class Block(nn.Module):
 
     def forward(self, x):
         y = torch.relu(self.lin(x))
-        _quiet_print(y)
+        print("", end="")
         return y * 2
 
 
@@ -91,77 +91,90 @@ def one_round(kind: str, i: int, backend: KeepWeakGraphs, x: torch.Tensor) -> li
     if kind == "module":
         mod = Block()
         opt = framejit.compile(mod, backend=backend)
-        want = mod(x)
         refs = [weakref.ref(mod), weakref.ref(opt)]
-    else:
-        mod = make_code_fn(i) if kind == "code" else make_closure(i)
+    elif kind == "closure":
+        weight = torch.randn(8, 8)
+        mod = make_closure(weight)
         opt = framejit.compile(mod, backend=backend)
+        refs = [weakref.ref(mod), weakref.ref(weight)]
+    else:
+        mod = make_code_fn(i)
+        opt = framejit.compile(mod, backend=backend)
+        refs = [weakref.ref(mod), weakref.ref(mod.__code__)]
+    with torch.no_grad():
         want = mod(x)
-        refs = [weakref.ref(mod)] + ([weakref.ref(mod.__code__)] if kind == "code" else [])
-    for _ in range(2):
-        if not torch.allclose(opt(x), want):
-            raise AssertionError(f"{kind} {i}: compiled result differs from eager")
+        for _ in range(2):
+            if not torch.allclose(opt(x), want):
+                raise AssertionError(f"{kind} {i}: compiled result differs from eager")
     return refs
 
 
-def counts(backend: KeepWeakGraphs) -> dict[str, int]:
+def collect() -> None:
     for _ in range(10):  # a code freed in one collection frees its cache entries' cycles only in the next
         if not gc.collect():
             break
+
+
+def counts(backend: KeepWeakGraphs) -> dict[str, int]:
+    collect()
     objs = gc.get_objects()
+    with warnings.catch_warnings():  # isinstance() wakes lazy deprecated module attributes (torch.distributed)
+        warnings.simplefilter("ignore")
+        live = {name: sum(isinstance(o, cls) for o in objs) for name, cls in (
+            ("fx.Node", torch.fx.Node), ("nn.Module", nn.Module), ("tensors", torch.Tensor),
+            ("functions", types.FunctionType))}
     return {
-        "GraphModule (live)": backend.live(),
-        "fx.Node": sum(isinstance(o, torch.fx.Node) for o in objs),
-        "code objects": sum(isinstance(o, types.CodeType) for o in objs),
-        "functions": sum(isinstance(o, types.FunctionType) for o in objs),
-        "nn.Module": sum(isinstance(o, nn.Module) for o in objs),
-        "tensors": sum(isinstance(o, torch.Tensor) for o in objs),
-        "codes with entries": len(cache._codes),
+        "GraphModules": backend.live(), **live,
         "cache entries": sum(len(cache.entries(c)) for c in list(cache._codes)),
         "compiled frames": len(cache._frames),
-        "resume codes": sum(len(v) for v in _RESUME_CODES.values()),
+        "continuations": sum(len(v) for v in _RESUME_CODES.values()),
         "gc objects": len(objs),
+        # torch.fx keeps the generated source of every GraphModule it ever built (for linecache), by design
+        "FX sources kept (KiB)": sum(map(len, torch.fx.graph_module._loader.eval_cache.values())) // 1024,
     }
 
 
-def run(kind: str, n: int, report: Callable[[str], None] = print) -> list[tuple[str, float, dict[str, int]]]:
-    """Rows (label, RSS MiB, counts) at 0, n/4, n/2, n rounds and after reset(); raises if a dropped object
-    is still alive after gc.collect()."""
+def run(kind: str, n: int, warmup: int = 20) -> list[tuple[str, float, dict[str, int]]]:
+    """Rows (rounds, RSS MiB, counts) at 0, n/4, n/2, n rounds (after `warmup` rounds) and after reset(), counting
+    too the functions, code objects, modules and weights dropped so far that are still alive; raises if a compiled
+    result differs from eager."""
     framejit.reset()
     backend = KeepWeakGraphs()
     x = torch.randn(4, 8)
+    for i in range(warmup):  # first compiles fill torch's own caches (fake tensor dispatch, FX codegen, ...)
+        one_round(kind, 10**6 + i, backend, x)
     checkpoints = {0, n // 4, n // 2, n}
-    rows = []
+    rows: list[tuple[str, float, dict[str, int]]] = []
+    dropped: list[weakref.ref] = []
+
+    def row(label: str) -> None:
+        alive = {"dropped but alive": sum(r() is not None for r in dropped)}
+        rows.append((label, rss_mib(), {**counts(backend), **alive}))
     for i in range(n + 1):
         if i in checkpoints:
-            c = counts(backend)
-            rows.append((str(i), rss_mib(), c))
-            report(f"{kind:8} {i:6} rss {rows[-1][1]:8.1f} MiB  {c}")
-        if i == n:
-            break
-        refs = one_round(kind, i, backend, x)
-        if i % 100 == 0:
-            gc.collect()
-            alive = [r() for r in refs if r() is not None]
-            if alive and kind != "code":
-                raise AssertionError(f"{kind} {i}: still alive after del + gc.collect(): {alive}")
+            row(str(i))
+        if i < n:
+            dropped += one_round(kind, i, backend, x)
     framejit.reset()
-    c = counts(backend)
-    rows.append(("reset", rss_mib(), c))
-    report(f"{kind:8} reset  rss {rows[-1][1]:8.1f} MiB  {c}")
+    row("after reset()")
     return rows
+
+
+def table(kind: str, rows: list[tuple[str, float, dict[str, int]]]) -> str:
+    names = list(rows[0][2])
+    lines = [f"| {kind} rounds | RSS MiB | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 2)]
+    lines += [f"| {label} | {rss:.1f} | " + " | ".join(str(c[k]) for k in names) + " |" for label, rss, c in rows]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--kind", choices=["code", "closure", "module", "all"], default="all")
+    parser.add_argument("--warmup", type=int, default=20, help="rounds run (and dropped) before round 0")
     args = parser.parse_args(argv)
-    import warnings
-    warnings.simplefilter("ignore")  # the closure kind reaches the cache size limit by design
     for kind in (["code", "closure", "module"] if args.kind == "all" else [args.kind]):
-        run(kind, args.n)
-        sys.stdout.flush()
+        print(table(kind, run(kind, args.n, args.warmup)) + "\n", flush=True)
 
 
 if __name__ == "__main__":
