@@ -1,17 +1,18 @@
 """Memory over many compiles: compile, call and drop N distinct functions, closures or modules, and print the
 process's RSS and the live objects framejit could leak at checkpoints (0, N/4, N/2, N), then after reset().
 
-Run: python benchmarks/memory.py [--n 2000] [--kind code|closure|module|all]
+Run: python benchmarks/memory.py [--n 2000] [--kind code|closure|module|all] [--collect-every 100]
 
 Kinds: "code" makes each function from its own source with its own globals (a distinct code object, as exec'd or
 generated code has: a cache entry and graphs of its own); "closure" makes each by one factory closing over a fresh
 weight tensor (one code object and one cache entry, the weight being a graph input); "module" makes a fresh
 nn.Module instance each time (one forward code, an entry per instance). Every function and forward breaks its
-graph (a print of nothing), so continuations are compiled too. Each dropped object is checked to be dead after
-del + gc. RSS comes from /proc/self/statm and object counts from gc.get_objects(), after collecting until
-nothing more is freed; "GraphModules" counts the live ones of those handed to the backend. torch.fx itself keeps
-the source of every GraphModule it generated code for (in linecache, for tracebacks): the last column, and
-the slow rise in "gc objects" (4 per graph), are that.
+graph (a print of nothing), so continuations are compiled too. RSS comes from /proc/self/statm at each
+checkpoint; object counts from gc.get_objects() after collecting until nothing more is freed, and "dropped but
+alive" counts the dropped functions, codes, modules and weights still alive then. "GraphModules" counts the live
+ones of those handed to the backend. torch.fx itself keeps the source of every GraphModule it generated code
+for (in linecache, for tracebacks): the column "FX sources kept", and the slow rise in "gc objects" (4 per
+graph), are that.
 """
 from __future__ import annotations
 
@@ -134,10 +135,11 @@ def counts(backend: KeepWeakGraphs) -> dict[str, int]:
     }
 
 
-def run(kind: str, n: int, warmup: int = 20) -> list[tuple[str, float, dict[str, int]]]:
-    """Rows (rounds, RSS MiB, counts) at 0, n/4, n/2, n rounds (after `warmup` rounds) and after reset(), counting
-    too the functions, code objects, modules and weights dropped so far that are still alive; raises if a compiled
-    result differs from eager."""
+def run(kind: str, n: int, warmup: int = 20, collect_every: int = 100) -> list[tuple[str, float, dict[str, int]]]:
+    """Rows (rounds, RSS MiB, counts) at 0, n/4, n/2, n rounds (after `warmup` rounds) and after reset(), with the
+    number of functions, code objects, modules and weights dropped so far that are still alive after collecting;
+    raises if a compiled result differs from eager. gc.collect() runs every `collect_every` rounds (0: only
+    CPython's own collections, which leave cyclic garbage such as dead GraphModules for its rare full ones)."""
     framejit.reset()
     backend = KeepWeakGraphs()
     x = torch.randn(4, 8)
@@ -148,13 +150,16 @@ def run(kind: str, n: int, warmup: int = 20) -> list[tuple[str, float, dict[str,
     dropped: list[weakref.ref] = []
 
     def row(label: str) -> None:
-        alive = {"dropped but alive": sum(r() is not None for r in dropped)}
-        rows.append((label, rss_mib(), {**counts(backend), **alive}))
+        rss = rss_mib()  # before counts() collects: what the process holds at this point
+        found = counts(backend)
+        rows.append((label, rss, {**found, "dropped but alive": sum(r() is not None for r in dropped)}))
     for i in range(n + 1):
         if i in checkpoints:
             row(str(i))
         if i < n:
             dropped += one_round(kind, i, backend, x)
+            if collect_every and (i + 1) % collect_every == 0:
+                collect()
     framejit.reset()
     row("after reset()")
     return rows
@@ -172,9 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--kind", choices=["code", "closure", "module", "all"], default="all")
     parser.add_argument("--warmup", type=int, default=20, help="rounds run (and dropped) before round 0")
+    parser.add_argument("--collect-every", type=int, default=100, help="rounds between gc.collect() (0: never)")
     args = parser.parse_args(argv)
     for kind in (["code", "closure", "module"] if args.kind == "all" else [args.kind]):
-        print(table(kind, run(kind, args.n, args.warmup)) + "\n", flush=True)
+        print(table(kind, run(kind, args.n, args.warmup, args.collect_every)) + "\n", flush=True)
 
 
 if __name__ == "__main__":
