@@ -19,7 +19,7 @@ from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
 from framejit.convert import GraphCompiler, convert_frame_with_breaks
-from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
+from framejit.exc import CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
@@ -144,6 +144,8 @@ class FrameCallback:
                 raise error from e
             warnings.warn(f"framejit: {error}; running {frame_label(code)} as Python (config.suppress_errors)",
                           stacklevel=user_stacklevel())
+            if options.verbose:
+                log.warning("framejit: what made %s run as Python:", frame_label(code), exc_info=e)
             self._give_up(code, has_entries)
             return None
         if compiled is None or (compiled.passthrough and not compiled.reads_tensors and not has_entries

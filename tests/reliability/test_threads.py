@@ -140,4 +140,6 @@ def test_a_different_backend_on_each_thread():
         return run
 
     run_threads([work(i) for i in range(len(backends))] + [work(0), work(2)])
-    assert [c.frame_count for c in counters] == [4, 4]  # two graphs per shape, each counter its own
+    # each counter its own graphs, at most two per shape (automatic dynamic shapes, whose sizes seen are per
+    # code object, may make one compile cover both shapes)
+    assert all(2 <= c.frame_count <= 4 for c in counters), [c.frame_count for c in counters]
