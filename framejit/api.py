@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from framejit import eval_frame
+from framejit import eval_frame, logs
 from framejit.backends.registry import backend_name, lookup_backend
 
 
@@ -15,6 +15,7 @@ def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool
     or `with` block (capturing the frames called inside it)."""
     if disable:
         return _Identity()
+    logs.sections()  # a misspelt FRAMEJIT_LOGS fails here, at the call that set up capture
     compiler = lookup_backend(backend)
     name = backend if isinstance(backend, str) else backend_name(compiler)
     return eval_frame.make_context(compiler, name, nopython=nopython, dynamic=dynamic, guard_fail_fn=guard_fail_fn,
@@ -37,10 +38,16 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         raise TypeError(f"framejit.compile expects a function or nn.Module, got {type(model).__name__}")
     if disable:
         return model
+    logs.sections()
     compiler = lookup_backend(backend)
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"framejit.compile: options must be a dict of backend options, got {type(options).__name__}")
     if mode is not None or options:
         if not getattr(compiler, "accepts_mode_and_options", False):
             raise ValueError(f"backend {backend!r} does not take mode/options")
+        check = getattr(compiler, "check_mode_and_options", None)
+        if check is not None:  # an unknown mode or option fails here, as torch.compile's do, not at the first call
+            check(mode, options)
         compiler = functools.partial(compiler, mode=mode, options=options)
     name = backend if isinstance(backend, str) else backend_name(compiler)
     return eval_frame.make_context(compiler, name, nopython=fullgraph, dynamic=dynamic)(model)

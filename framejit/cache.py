@@ -3,11 +3,13 @@
 An entry is a `contracts.CacheEntry` (guard_fn, code, memo, owner), a named tuple
 that the C hook reads by position; `owner` is the FrameCallback (one per backend and
 options) that compiled it, so contexts with different backends never run each other's code. The
-CompiledFrame behind an entry is kept weakly keyed by its guard function.
+CompiledFrame behind an entry is kept weakly keyed by its guard function (stored without it: a value that
+referred to its key would keep the entry alive forever).
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import types
 import weakref
 from typing import Any
@@ -19,7 +21,10 @@ SKIP = _hook.SKIP
 
 _frames: "weakref.WeakKeyDictionary[Any, CompiledFrame]" = weakref.WeakKeyDictionary()
 _codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()   # codes with something in co_extra
-_keepalive: list[weakref.ref] = []                               # weakrefs whose callbacks drop entries
+# per live entry: weak references to its guard function and to the objects it is guarded on by identity, whose
+# callbacks drop the entry (and forget them all, so that nothing outlives the entry)
+_watchers: dict[int, list[weakref.ref]] = {}
+_tokens = itertools.count()
 
 
 def entries(code: types.CodeType, owner: Any = None) -> list[CacheEntry]:
@@ -30,7 +35,8 @@ def entries(code: types.CodeType, owner: Any = None) -> list[CacheEntry]:
 
 
 def compiled_frames(code: types.CodeType, owner: Any = None) -> list[CompiledFrame]:
-    return [_frames[e.guard_fn] for e in entries(code, owner) if e.guard_fn in _frames]
+    return [dataclasses.replace(_frames[e.guard_fn], guard_fn=e.guard_fn)
+            for e in entries(code, owner) if e.guard_fn in _frames]
 
 
 def mark_skip(code: types.CodeType) -> None:
@@ -48,18 +54,17 @@ def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> CacheEntr
         _hook.set_extra(code, cache)
         _codes.add(code)
     cache.insert(0, entry)
-    _frames[frame.guard_fn] = dataclasses.replace(frame, watched=())
-    code_ref, guard_ref, get_extra = weakref.ref(code), weakref.ref(frame.guard_fn), _hook.get_extra
+    _frames[frame.guard_fn] = dataclasses.replace(frame, watched=(), guard_fn=None)
+    token, code_ref, get_extra = next(_tokens), weakref.ref(code), _hook.get_extra
 
-    def drop(_: weakref.ref) -> None:  # holds only weak references: never keeps a dead entry alive
-        live_code, guard = code_ref(), guard_ref()
+    def drop(ref: weakref.ref) -> None:  # holds only weak references: never keeps a dead entry alive
+        refs = _watchers.pop(token, None)
+        guard = refs[0]() if refs else None  # None once the entry itself died (its code was freed)
+        live_code = code_ref()
         cache = get_extra(live_code) if live_code is not None and guard is not None else None
         if isinstance(cache, list):  # (module globals may already be gone at interpreter exit)
             cache[:] = [e for e in cache if e.guard_fn is not guard]
-    for obj in frame.watched:
-        _keepalive.append(weakref.ref(obj, drop))
-    if len(_keepalive) > 1024:
-        _keepalive[:] = [r for r in _keepalive if r() is not None]
+    _watchers[token] = [weakref.ref(frame.guard_fn, drop), *(weakref.ref(obj, drop) for obj in frame.watched)]
     return entry
 
 
@@ -74,7 +79,7 @@ def reset() -> None:
         _hook.set_extra(code, None)
     _codes.clear()
     _frames.clear()
-    _keepalive.clear()
+    _watchers.clear()
 
 
 def snapshot() -> dict[types.CodeType, Any]:

@@ -8,8 +8,9 @@ from typing import Any, Callable
 
 import torch
 
-from framejit import logs
+from framejit import logs, tracebacks
 from framejit._C import _hook
+from framejit.backends.common import check_outputs
 from framejit.codeobj import arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
@@ -66,6 +67,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code,
                                                               data_dependent=nopython))
     graph_names: list[str] = []
+    graphs: list[torch.fx.GraphModule] = []
     const_names: dict[int, str] = {}
 
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[Callable, str]:
@@ -82,9 +84,13 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
             logs.log.warning("backend %r declined %s; running that graph eagerly", compiler.backend_name, name)
             compiled = gm.forward
         if not callable(compiled):
-            raise BackendCompilerFailed(compiler.backend_name,
-                                        RuntimeError(f"the backend returned {compiled!r}, not a callable"))
+            message = (f"backend {compiler.backend_name!r} returned {compiled!r} (type {type(compiled).__name__}) for "
+                       f"{name}, not a callable; a backend returns a function that runs the graph "
+                       f"(gm.forward, say), or None to decline it")
+            raise BackendCompilerFailed(compiler.backend_name, TypeError(message), message)
+        compiled = check_outputs(compiled, gm, compiler.backend, compiler.backend_name, name)
         graph_names.append(name)
+        graphs.append(gm)
         const_names[id(compiled)] = name
         if compiler.on_graph is not None:
             compiler.on_graph(gm, compiled)
@@ -108,6 +114,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
     output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
+    tracebacks.remember_graph_lines(new_code, graphs)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())
     for instr in finished.instructions if finished else ():  # continuations show by name in the listing

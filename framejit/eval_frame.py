@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import sys
 import threading
 import types
 import warnings
@@ -17,12 +19,14 @@ from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
 from framejit.convert import GraphCompiler, convert_frame_with_breaks
-from framejit.exc import BackendCompilerFailed, CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
+from framejit.exc import CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
 from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
+from framejit.tracebacks import add_user_line_note
 
 log = logs.log
+_FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _compile_lock = threading.RLock()
 _fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes that now always run as Python
 _warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
@@ -95,12 +99,11 @@ class FrameCallback:
             name, value, count = limit
             if code not in _warned_limit:
                 _warned_limit.add(code)
-                warnings.warn(f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) was "
-                              f"recompiled {count} times, reaching config.{name}={value}; it now runs as plain "
-                              f"Python for new inputs", stacklevel=2)
+                warnings.warn(f"framejit: {frame_label(code)} was recompiled {count} times, reaching "
+                              f"config.{name}={value}; it now runs as plain Python for new inputs",
+                              stacklevel=user_stacklevel())
             if self.nopython:
-                raise CacheLimitExceeded(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno}) reached "
-                                         f"config.{name}={value} under fullgraph=True")
+                raise CacheLimitExceeded(f"{frame_label(code)} reached config.{name}={value} under fullgraph=True")
             _fallback.add(code)
             return False
         if same:  # else this is the first compile for these objects (another module instance), not a recompile
@@ -109,7 +112,7 @@ class FrameCallback:
                 guard, why = failed
                 failure = GuardFailure(code=code, guard=guard, reason=why)
                 if logs.enabled("recompiles", config.debug):
-                    print(f"RECOMPILING {code.co_name} ({code.co_filename}:{code.co_firstlineno}): {why}")
+                    print(f"RECOMPILING {frame_label(code)}: {why}")
                 log.info("recompiling %s: %s", code.co_name, why)
                 if self.guard_fail_fn is not None:
                     self.guard_fail_fn(failure)
@@ -125,25 +128,24 @@ class FrameCallback:
         except Unsupported as e:
             if self.nopython:
                 raise fullgraph_error(e) from None
-            log.info("framejit runs %s (%s:%d) as Python: %s", code.co_name, code.co_filename,
-                     code.co_firstlineno, e)
+            log.info("framejit runs %s as Python: %s", frame_label(code), e)
             self._give_up(code, has_entries)
             return None
-        except BackendCompilerFailed as e:
-            if not options.suppress_errors:
-                raise
-            warnings.warn(f"framejit: {e}; running {code.co_name} as Python (config.suppress_errors)")
-            self._give_up(code, has_entries)
+        except RecursionError:  # too deep to compile from here; Python runs it as it would have (later calls retry)
+            log.info("framejit runs %s as Python: the stack is too deep to compile it here", frame_label(code))
             return None
-        except FramejitError:
-            raise
-        except Exception as e:
-            if self.nopython:
-                raise InternalError(f"internal error while compiling {code.co_name} "
-                                    f"({code.co_filename}:{code.co_firstlineno}): {type(e).__name__}: {e}") from e
-            log.warning("framejit internal error on %s (%s:%d), running it as Python: %s: %s", code.co_name,
-                        code.co_filename, code.co_firstlineno, type(e).__name__, e,
-                        exc_info=options.verbose)
+        except Exception as e:  # a backend failure or a bug in framejit; BaseExceptions pass through untouched
+            error = e if isinstance(e, FramejitError) else InternalError(
+                f"internal error while compiling {frame_label(code)}: {type(e).__name__}: {e}\n(set "
+                f"framejit.config.suppress_errors = True to run such frames as Python instead)")
+            if self.nopython or not options.suppress_errors:
+                if error is e:
+                    raise
+                raise error from e
+            warnings.warn(f"framejit: {error}; running {frame_label(code)} as Python (config.suppress_errors)",
+                          stacklevel=user_stacklevel())
+            if options.verbose:
+                log.warning("framejit: what made %s run as Python:", frame_label(code), exc_info=e)
             self._give_up(code, has_entries)
             return None
         if compiled is None or (compiled.passthrough and not compiled.reads_tensors and not has_entries
@@ -163,6 +165,22 @@ class FrameCallback:
             cache.mark_skip(code)
         else:
             _fallback.add(code)
+
+
+def frame_label(code: types.CodeType) -> str:
+    """How messages name a frame: its function and where it is defined (a continuation: the function it
+    continues)."""
+    after = ", after a graph break" if is_continuation(code) else ""
+    return f"{code.co_qualname}{after} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning point at the innermost frame outside framejit: the user's call
+    of the function being compiled."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_FRAMEJIT_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @contextlib.contextmanager
@@ -213,8 +231,10 @@ class _Context:
         prior.append(_hook.set_callback(self.callback))
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
         _hook.set_callback(self._local.prior.pop())
+        if isinstance(exc, Exception):
+            add_user_line_note(exc)
 
     def __call__(self, fn: Any) -> Any:
         if isinstance(fn, nn.Module):
@@ -227,7 +247,11 @@ class _Context:
 
         @functools.wraps(fn)
         def framejit_wrapper(*args: Any, **kwargs: Any) -> Any:
-            return call(callback, fn, *args, **kwargs)
+            try:  # (free in CPython 3.11 unless it raises)
+                return call(callback, fn, *args, **kwargs)
+            except Exception as e:
+                add_user_line_note(e)
+                raise
         framejit_wrapper._framejit_orig = fn  # type: ignore[attr-defined]
         return framejit_wrapper
 

@@ -147,12 +147,18 @@ class UserError(Unsupported):
 
 
 class BackendCompilerFailed(FramejitError):
-    """A backend raised while compiling a graph; the backend's exception is chained."""
+    """A backend raised while compiling a graph (the backend's exception is chained), or returned something
+    that cannot run it (`message` says what)."""
 
-    def __init__(self, backend_name: str, inner: BaseException) -> None:
-        super().__init__(f"backend {backend_name!r} raised {type(inner).__name__}: {inner}")
+    def __init__(self, backend_name: str, inner: BaseException, message: str | None = None) -> None:
+        super().__init__(message or f"backend {backend_name!r} raised {type(inner).__name__}: {inner}")
         self.backend_name = backend_name
         self.inner_exception = inner
+
+
+class BackendOutputError(FramejitError):
+    """A compiled graph returned something other than its graph's outputs (a tuple or list of as many values
+    as `gm.forward` returns)."""
 
 
 class CacheLimitExceeded(FramejitError):

@@ -119,7 +119,9 @@ class TraceShapes:
             return None
         token = _TokenSource(f"___shape{len(self.tokens)}")
         self.tokens[token.token] = source
-        symbol = self.env.create_symintnode(self.env.create_symbol(value, token), hint=value, source=token)
+        # positive=None: an int argument may be negative (sizes are the positive ones)
+        symbol = self.env.create_symintnode(self.env.create_symbol(value, token, positive=None), hint=value,
+                                            source=token)
         self._symbolic.append((symbol, token))
         return symbol
 

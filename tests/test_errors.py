@@ -1,6 +1,7 @@
-"""Internal errors while tracing never give a wrong result: plain Python instead, or InternalError under fullgraph."""
+"""Internal errors while tracing never give a wrong result: InternalError, or plain Python with one warning
+under config.suppress_errors."""
 import dis
-import logging
+import warnings
 
 import pytest
 import torch
@@ -26,17 +27,27 @@ def add_mul(x, y):
     return x * 2 + y
 
 
-def test_internal_error_falls_back_to_python(broken_binary_op, caplog):
+def test_internal_error_with_suppress_errors_runs_python_with_one_warning(broken_binary_op):
     cnt = CompileCounter()
     f = framejit.optimize(cnt)(add_mul)
     x, y = torch.randn(3), torch.randn(3)
-    with caplog.at_level(logging.WARNING, logger="framejit"):
+    with framejit.config.patch(suppress_errors=True), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         assert same(f(x, y), add_mul(x, y))
         assert same(f(x, y), add_mul(x, y))
     assert cnt.frame_count == 0
-    messages = [r.getMessage() for r in caplog.records if r.name == "framejit"]
+    messages = [str(w.message) for w in caught]
     assert len(messages) == 1, "the failing frame is not retraced on every call"
-    assert "internal error" in messages[0] and "boom in BINARY_OP" in messages[0] and "add_mul" in messages[0]
+    assert "internal error" in messages[0] and "boom in BINARY_OP" in messages[0]
+    assert f"add_mul ({__file__}:{add_mul.__code__.co_firstlineno})" in messages[0]
+    assert caught[0].filename == __file__, "the warning points at the user's call"
+
+
+def test_internal_error_raises_internal_error_without_suppress_errors(broken_binary_op):
+    f = framejit.optimize(CompileCounter())(add_mul)
+    with pytest.raises(framejit.exc.InternalError, match="add_mul") as info:
+        f(torch.randn(3), torch.randn(3))
+    assert isinstance(info.value.__cause__, RuntimeError) and "suppress_errors" in str(info.value)
 
 
 def test_internal_error_raises_under_fullgraph(broken_binary_op):

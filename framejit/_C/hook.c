@@ -15,6 +15,10 @@
 #error "framejit._C._hook supports CPython 3.11 only"
 #endif
 
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
 #define SMALL_STACK 8
 #if defined(__GNUC__)
 #define NOINLINE __attribute__((noinline))
@@ -39,7 +43,47 @@ static long n_hits, n_misses, n_guard_errors;
 typedef struct {
     PyObject *cb;            /* strong; NULL means None (off) */
     PyThreadState *owner;
+    uintptr_t stack_floor;   /* see stack_overflow(); 0 when unknown */
 } ThreadSlot;
+
+/* With an eval-frame hook installed, CPython 3.11 evaluates every Python call
+ * in a C call of its own (without one it inlines them), so a recursion limit
+ * raised to a depth plain Python runs fine could overflow the C stack: below
+ * this much headroom a new frame raises RecursionError instead of crashing. */
+#define C_STACK_MARGIN (256 * 1024)
+#if defined(__GNUC__)
+#define STACK_HERE() ((uintptr_t)__builtin_frame_address(0))
+#else
+#define STACK_HERE() ((uintptr_t)0)  /* no check */
+#endif
+
+static uintptr_t thread_stack_floor(void)
+{
+#if defined(__linux__)
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    uintptr_t floor = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size >= 2 * C_STACK_MARGIN)
+            floor = (uintptr_t)addr + C_STACK_MARGIN;
+        pthread_attr_destroy(&attr);
+    }
+    return floor;
+#else
+    return 0;
+#endif
+}
+
+static NOINLINE PyObject *stack_overflow(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
+{
+    if (frame->owner != FRAME_OWNED_BY_THREAD)  /* generators: CPython recurses in C for them anyway */
+        return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+    PyErr_SetString(PyExc_RecursionError, "maximum recursion depth exceeded: the C stack is nearly full (under "
+                    "framejit's frame hook each Python call takes C stack; lower sys.setrecursionlimit, or "
+                    "raise the stack size: threading.stack_size, ulimit -s)");
+    return NULL;
+}
 
 static void slot_free(PyObject *capsule)
 {
@@ -85,6 +129,7 @@ static ThreadSlot *get_slot(void)
         return NULL;
     }
     slot->owner = ts;
+    slot->stack_floor = thread_stack_floor();
     if ((capsule = PyCapsule_New(slot, "framejit.slot", slot_free)) == NULL) {
         PyMem_RawFree(slot);
         return NULL;
@@ -177,8 +222,28 @@ static void ensure_installed(void)
     _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame);
 }
 
+/* Whether `globals` is the namespace of a module in sys.modules (which holds it anyway). */
+static int is_module_namespace(PyObject *globals)
+{
+    static PyObject *name_key;
+    if (name_key == NULL && (name_key = PyUnicode_InternFromString("__name__")) == NULL)
+        return -1;
+    PyObject *name = PyDict_GetItemWithError(globals, name_key);
+    if (name == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *mod = PyImport_GetModule(name);
+    int is = mod != NULL && PyModule_Check(mod) && PyModule_GetDict(mod) == globals;
+    Py_XDECREF(mod);
+    return PyErr_Occurred() ? -1 : is;
+}
+
 /* memo = [closure, globals, function]: the replacement function for `code`,
- * rebuilt only when the frame's function has another closure or globals. */
+ * rebuilt only when the frame's function has another closure or globals.
+ * The memo sits in co_extra, which the garbage collector cannot see, so it
+ * only keeps what outlives the code anyway: a module's globals and no closure.
+ * A closure's cells (a model, the function itself) or exec'd globals (which
+ * hold the function) would keep the code and all it compiled alive for good;
+ * those calls make their function each time. */
 static PyObject *memo_function(PyObject *memo, PyObject *code, PyFunctionObject *func)
 {
     PyObject *closure = func->func_closure ? func->func_closure : Py_None;
@@ -201,6 +266,12 @@ static PyObject *memo_function(PyObject *memo, PyObject *code, PyFunctionObject 
     if (closure != Py_None && PyFunction_SetClosure(fn, closure) < 0) {
         Py_DECREF(fn);
         return NULL;
+    }
+    int keep = closure == Py_None ? is_module_namespace(func->func_globals) : 0;
+    if (keep <= 0) {
+        if (keep < 0)
+            Py_CLEAR(fn);
+        return fn;
     }
     /* Swap all three before releasing the old ones: their finalizers may run code. */
     PyObject *old[3] = {m[0], m[1], m[2]};
@@ -301,6 +372,8 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
         slot = PyThread_tss_get(&slot_tss);
     if (slot == NULL || slot->cb == NULL || slot->owner != ts)
         return pass_through(ts, frame, throw_flag);
+    if (STACK_HERE() < slot->stack_floor)
+        return stack_overflow(ts, frame, throw_flag);
     /* Another hook on top chains to us: it owns this frame; never rewrite twice. */
     if (_PyInterpreterState_GetEvalFrameFunc(ts->interp) != eval_frame)
         return pass_through(ts, frame, throw_flag);
@@ -345,8 +418,11 @@ static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int t
     ThreadSlot *slot = NULL;
     if (prev_eval == NULL) {
         slot = PyThread_tss_get(&slot_tss);
-        if (slot == NULL || slot->cb == NULL)
+        if (slot == NULL || slot->cb == NULL) {
+            if (slot != NULL && STACK_HERE() < slot->stack_floor)  /* the floor is per OS thread */
+                return stack_overflow(ts, frame, throw_flag);
             return _PyEval_EvalFrameDefault(ts, frame, throw_flag);
+        }
     }
     return eval_hooked(ts, frame, throw_flag, slot);
 }

@@ -10,6 +10,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit._C import _hook
+from framejit.backends.registry import is_builtin
+from framejit.exc import BackendOutputError
 
 log = logging.getLogger("framejit.backends")  # a child of "framejit": its handlers and level apply
 
@@ -111,3 +113,26 @@ def returns_tuple(gm: torch.fx.GraphModule) -> bool:
 
 def tensor_devices(example_inputs: Sequence[Any]) -> set[str]:
     return {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
+
+
+def check_outputs(compiled: Callable[..., Any], gm: torch.fx.GraphModule, backend: Any, backend_name: str,
+                  graph_name: str) -> Callable[..., Any]:
+    """`compiled`, checked on each call to return the graph's outputs, unless it is known to: framejit's own
+    backends and the graph's own forward are not wrapped (a wrapper costs a Python call per graph call).
+
+    The replacement code reads output i as `result[i]`: a callable that returned one tensor instead of a
+    1-tuple would silently give that tensor's first row."""
+    if compiled is gm or getattr(compiled, "__self__", None) is gm or is_builtin(backend):
+        return compiled
+    n = len(next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0])
+
+    def checked_graph(*args: Any) -> Any:
+        out = compiled(*args)
+        if not isinstance(out, (tuple, list)) or len(out) != n:
+            what = f"a {type(out).__name__} of {len(out)} value(s)" if isinstance(out, (tuple, list)) else \
+                f"a value of type {type(out).__name__}, not a tuple or list"
+            raise BackendOutputError(f"backend {backend_name!r}: the callable it compiled {graph_name} to returned "
+                                     f"{what}; framejit expects a tuple or list of the graph's {n} output(s), "
+                                     f"as gm.forward returns")
+        return out
+    return checked_graph

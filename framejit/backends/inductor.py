@@ -60,4 +60,5 @@ def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any
 
 
 inductor.accepts_mode_and_options = True  # type: ignore[attr-defined]  (framejit.compile passes them)
+inductor.check_mode_and_options = inductor_config_patches  # type: ignore[attr-defined]  (and checks them first)
 register_backend(inductor, name="inductor")

@@ -9,6 +9,7 @@ from framejit.contracts import Backend
 
 BACKENDS: dict[str, Backend] = {}
 _TAGS: dict[str, tuple[str, ...]] = {}
+_BUILTIN: list[Backend] = []  # framejit's own backends: what they return runs the graph and returns its outputs
 ENTRY_POINT_GROUP = "framejit_backends"
 
 
@@ -24,7 +25,15 @@ def register_backend(compiler_fn: Backend | None = None, name: str | None = None
         raise ValueError(f"a backend named {key!r} is already registered")
     BACKENDS[key] = compiler_fn
     _TAGS[key] = tuple(tags)
+    if getattr(compiler_fn, "__module__", "").startswith("framejit.backends."):
+        _BUILTIN.append(compiler_fn)
     return compiler_fn
+
+
+def is_builtin(backend: Any) -> bool:
+    """Whether `backend` is one of framejit's own (also with mode/options bound by framejit.compile)."""
+    backend = backend.func if isinstance(backend, functools.partial) else backend
+    return any(backend is b for b in _BUILTIN)
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,8 +23,10 @@ _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
 _DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
 
-# resume code -> (the code it continues, {offset in the resume code: offset in that code}, label)
-_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, dict[int, int], str]]" = \
+# resume code -> (the code it continues, {offset in the resume code: offset in that code}, label). The code it
+# continues is held weakly: it holds its continuations (graph_break._RESUME_CODES), and a strong reference back
+# would keep both alive for good, whatever dies.
+_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[weakref.ref, dict[int, int], str]]" = \
     weakref.WeakKeyDictionary()
 
 
@@ -35,9 +37,10 @@ def original_location(code: types.CodeType, offset: int) -> tuple[types.CodeType
     loop keep reusing one continuation instead of nesting new code objects forever.
     """
     origin = _ORIGINS.get(code)
-    if origin is None:
+    original = origin[0]() if origin is not None else None
+    if original is None:
         return code, offset
-    return origin[0], origin[1][offset]
+    return original, origin[1][offset]
 
 
 def is_continuation(code: types.CodeType) -> bool:
@@ -54,7 +57,8 @@ def code_label(code: types.CodeType) -> str:
 def original_code(code: types.CodeType) -> types.CodeType:
     """The function a continuation continues (the code itself for an ordinary function)."""
     origin = _ORIGINS.get(code)
-    return code if origin is None else origin[0]
+    original = origin[0]() if origin is not None else None
+    return code if original is None else original
 
 
 def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
@@ -112,5 +116,5 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     resume = _assemble(out, stacksize=code.co_stacksize)
     kept = [i.offset for i in real if i.opname not in _PROLOGUE_OPS]
     body_offsets = [i.offset for i in dis.get_instructions(resume) if i.opname != "EXTENDED_ARG"][-len(kept):]
-    _ORIGINS[resume] = (code, dict(zip(body_offsets, kept)), label)
+    _ORIGINS[resume] = (weakref.ref(code), dict(zip(body_offsets, kept)), label)
     return resume

@@ -54,7 +54,28 @@ def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
     assert _hook.get_stats() == {"hits": 2, "misses": 1, "guard_errors": 3}
 
 
-def test_memo_is_reused_and_rebuilt_for_another_closure() -> None:
+def _module_level(x):
+    return x
+
+
+def test_memo_is_reused_for_a_function_of_a_module() -> None:
+    code = replacement("def r(x):\n    return ('R', x)\n", "r")
+    memo = [None, None, None]
+    _hook.set_extra(_module_level.__code__, [(lambda func, x: True, code, memo, None)])
+    try:
+        assert _hook.call_with_callback(False, _module_level, 10) == ("R", 10)
+        first = memo[2]
+        assert memo[0] is None and memo[1] is _module_level.__globals__
+        assert first.__code__ is code and first.__globals__ is _module_level.__globals__
+        assert _hook.call_with_callback(False, _module_level, 20) == ("R", 20)
+        assert memo[2] is first
+    finally:
+        _hook.set_extra(_module_level.__code__, None)
+
+
+def test_memo_never_holds_a_closure_or_globals_that_are_not_a_module() -> None:
+    """The memo sits in co_extra, out of the garbage collector's sight: a closure's cells or exec'd globals
+    held there (both can refer back to the function, so to the code) would never be freed."""
     def make_adder(n: int) -> Callable:
         def add(x):
             return x + n
@@ -66,13 +87,15 @@ def test_memo_is_reused_and_rebuilt_for_another_closure() -> None:
     memo = [None, None, None]
     _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo, None)])
     assert _hook.call_with_callback(False, add1, 10) == ("R", 11)
-    first = memo[2]
-    assert memo[0] is add1.__closure__ and memo[1] is add1.__globals__
-    assert first.__code__ is code and first.__closure__ is add1.__closure__
-    assert _hook.call_with_callback(False, add1, 20) == ("R", 21)
-    assert memo[2] is first
     assert _hook.call_with_callback(False, add2, 10) == ("R", 12)
-    assert memo[0] is add2.__closure__ and memo[2] is not first
+    assert memo == [None, None, None]
+
+    namespace: dict = {}
+    exec("def f(x):\n    return x\n", namespace)
+    plain = replacement("def r(x):\n    return ('R', x)\n", "r")
+    _hook.set_extra(namespace["f"].__code__, [(lambda func, x: True, plain, memo, None)])
+    assert _hook.call_with_callback(False, namespace["f"], 3) == ("R", 3)
+    assert memo == [None, None, None]
 
 
 def test_closure_mismatch_raises() -> None:
