@@ -14,7 +14,7 @@ from framejit.backends.common import check_outputs
 from framejit.codeobj import arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
-from framejit.exc import BackendCompilerFailed, Unsupported, format_user_stack
+from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
 from framejit.graph_break import finish_at_break
 from framejit.guards import compile_guard_fn
 from framejit.output_graph import OutputGraph
@@ -112,6 +112,11 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         new_code = passthrough_code(code)
     else:
         new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
+    for broken in output.shapes.broken_marks():  # a promise the code can't keep: an error where the graph is whole
+        if nopython:
+            raise UserError(broken, code=BreakCode.DYNAMIC_CONSTRAINT)
+        logs.log.info("%s (%s:%d): %s; that size is specialised", code.co_name, code.co_filename,
+                      code.co_firstlineno, broken)
     output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
     tracebacks.remember_graph_lines(new_code, graphs)

@@ -34,6 +34,8 @@ class BreakCode(enum.StrEnum):
                   "the compiled function.")
     SKIPPED_FILE = ("skipped_file", "framejit does not trace into this library's code; call it outside the "
                     "compiled function, or use framejit.allow_in_graph if it only does tensor ops.")
+    DYNAMIC_CONSTRAINT = ("dynamic_constraint", "Use framejit.maybe_mark_dynamic for a size the code may need as a "
+                          "number, or keep the size in tensor ops (no int(), range() or Python branches on it).")
     GENERATOR = "generator"
     INLINE_DEPTH = ("inline_depth", "Raise framejit.config.inline_depth_limit, or flatten the recursion.")
     BUDGET = ("budget", "A long Python loop is unrolled into the graph; move it out of the compiled function, or "

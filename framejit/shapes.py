@@ -28,8 +28,9 @@ import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext, constrain_range
 
+from framejit.exc import BreakCode, UserError
 from framejit.sources import Source
 
 # code object -> {source name: sizes seen by earlier compiles, None in a dim that already changed}
@@ -71,6 +72,7 @@ class TraceShapes:
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
         self._contexts: list[tuple[torch.Tensor, StatefulSymbolicContext]] = []  # (real input, its context)
         self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
+        self.marked: dict[tuple[str, int], tuple[torch.Tensor, int | None, int | None]] = {}  # mark_dynamic dims
 
     def fake_input(self, value: torch.Tensor, source: Source, is_module_state: bool) -> tuple[torch.Tensor,
                                                                                               frozenset[int]]:
@@ -85,6 +87,14 @@ class TraceShapes:
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
         self._contexts.append((value, context))
+        for d, (low, high) in getattr(value, _DYNAMIC_ATTR, {}).items():  # mark_dynamic: a promise, with a range
+            if d in dims:
+                self.marked[(source.name(), d)] = (fake, low, high)
+                if not (low or 0) <= value.size(d) <= (high if high is not None else value.size(d)):
+                    raise UserError(f"framejit.mark_dynamic({source.name()}, {d}{_range_text(low, high)}): the "
+                                    f"size is {value.size(d)}, outside that range", code=BreakCode.DYNAMIC_CONSTRAINT)
+                if low is not None or high is not None:
+                    constrain_range(fake.shape[d], min=low, max=high)
         return fake, dims
 
     def _dynamic_dims(self, value: torch.Tensor, source: Source, is_module_state: bool) -> frozenset[int]:
@@ -156,6 +166,13 @@ class TraceShapes:
         return {self.tokens[token.token].name(): int(symbol) for symbol, token in self._symbolic
                 if isinstance(symbol, torch.SymInt) and not is_symbolic(symbol)}
 
+    def broken_marks(self) -> list[str]:
+        """mark_dynamic dims the trace specialised (it needed the size as a number), described."""
+        from framejit.variables.symbolic import is_symbolic
+        return [f"framejit.mark_dynamic({name}, {d}{_range_text(low, high)}) asked for a symbolic size, but the code "
+                f"needs it to be {int(fake.shape[d])}" for (name, d), (fake, low, high) in self.marked.items()
+                if not is_symbolic(fake.shape[d])]
+
     def guards(self) -> list[str]:
         """The shape environment's guards over the symbolic inputs, written over tokens (see `render`)."""
         if not self._symbolic:
@@ -170,6 +187,10 @@ _TOKEN = re.compile(r"___shape\d+")
 def render(expr: str, tokens: dict[str, Source], write: Any) -> str:
     """`expr` with each input's token replaced by `write(source)`."""
     return _TOKEN.sub(lambda m: write(tokens[m.group(0)]), expr)
+
+
+def _range_text(low: int | None, high: int | None) -> str:
+    return "".join(f", {k}={v}" for k, v in (("min", low), ("max", high)) if v is not None)
 
 
 def reset() -> None:

@@ -250,3 +250,34 @@ def test_a_number_read_out_of_a_tensor_and_needed_in_python_is_an_error_under_fu
 
     with pytest.raises(framejit.exc.Unsupported, match="data-dependent"):
         framejit.compile(needs_the_number, backend="eager", fullgraph=True)(torch.tensor([1, 2]))
+
+
+def test_mark_dynamic_on_a_dim_the_code_specialises_is_an_error_under_fullgraph():
+    x = torch.randn(3, 2)
+    framejit.mark_dynamic(x, 0)
+    with pytest.raises(framejit.exc.Unsupported, match=r"mark_dynamic\(L\['x'\], 0\) asked for a symbolic size, but "
+                                                     r"the code needs it to be 3"):
+        framejit.compile(loop_over_size, backend="eager", fullgraph=True)(x)
+    # without fullgraph the size is specialised: right results, a recompile for another size
+    cnt = CompileCounter()
+    compiled = framejit.compile(loop_over_size, backend=cnt)
+    for n in (3, 4):
+        x = torch.randn(n, 2)
+        framejit.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), loop_over_size(x))
+    assert cnt.frame_count == 2
+
+
+def test_mark_dynamic_range_is_guarded():
+    cnt = CompileCounter()
+    compiled = framejit.compile(reshape_and_slice, backend=cnt)
+    for b in (3, 4, 6, 5):
+        x, y = inputs(b, 8)
+        framejit.mark_dynamic(x, 0, min=2, max=6)
+        torch.testing.assert_close(compiled(x, y), reshape_and_slice(x, y))
+    assert cnt.frame_count == 1
+    x, y = inputs(9, 8)
+    framejit.mark_dynamic(x, 0, min=2, max=6)
+    torch.testing.assert_close(compiled(x, y), reshape_and_slice(x, y))  # outside the range: runs as Python
+    with pytest.raises(framejit.exc.Unsupported, match=r"mark_dynamic\(L\['x'\], 0, min=2, max=6\): the size is 9"):
+        framejit.compile(reshape_and_slice, backend="eager", fullgraph=True)(x, y)
