@@ -10,10 +10,12 @@ from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
-from framejit.shapes import mark_dynamic, mark_static, maybe_mark_dynamic
+from framejit.portable import save_onnx, save_torchscript
+from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
 
-__all__ = ["OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",
-           "disable", "disallow_in_graph", "exc", "explain", "export", "list_backends", "lookup_backend", "mark_dynamic",
-           "mark_static", "maybe_mark_dynamic", "optimize", "optimize_assert", "register_backend", "reset", "run", "testing"]
+__all__ = ["Dim", "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",
+           "disable", "disallow_in_graph", "exc", "explain", "export", "list_backends", "lookup_backend",
+           "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "optimize_assert", "register_backend",
+           "reset", "run", "save_onnx", "save_torchscript", "testing"]

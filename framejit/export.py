@@ -27,14 +27,18 @@ import torch
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 from torch.utils import _pytree as pytree
 
-from framejit import eval_frame
+from framejit import eval_frame, shapes
+from framejit.portable import DYNAMIC_DIMS
 from framejit.contracts import Guard, GuardKind
 from framejit.exc import BreakCode, UserError
 
 
-def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
+def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None,
+           **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
     """`gm, guards = export(fn, *args, **kwargs)`: `fn` for these inputs as one graph; a graph break raises
-    `framejit.exc.Unsupported` (or `UserError`) naming where."""
+    `framejit.exc.Unsupported` (or `UserError`) naming where. `dynamic_shapes` (as torch.export takes it, with
+    framejit.Dim objects) makes those sizes symbolic: the graph then works for every size its guards admit, and
+    the guards (SHAPE_ENV) say what it assumes of them."""
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
         raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
@@ -52,11 +56,13 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
             return out
         return run_and_keep_outputs
 
-    ctx = eval_frame.make_context(record, "export", nopython=True, guard_export_fn=guards.extend)
+    ctx = eval_frame.make_context(record, "export", nopython=True, dynamic=False, guard_export_fn=guards.extend)
     saved = eval_frame.snapshot_state()
+    marked = shapes.mark_from_spec(args, kwargs, dynamic_shapes, _argument_names(fn, args, kwargs))
     try:
         result = ctx(fn)(*args, **kwargs)
     finally:
+        shapes.unmark(marked)
         eval_frame.restore_state(saved)
     if len(captured) > 1:
         raise UserError(f"export: {_name(fn)} was captured as {len(captured)} graphs, not one", code=BreakCode.EXPORT)
@@ -71,7 +77,9 @@ def export(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[torch.fx.
                         code=BreakCode.EXPORT)
     graph, example_inputs = captured[0] if captured else (None, [])
     graph_outputs = outputs[-1] if outputs else ()
-    return _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result), guards
+    gm = _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result)
+    gm.meta[DYNAMIC_DIMS] = shapes.named_dims(args, kwargs, dynamic_shapes, _argument_names(fn, args, kwargs))
+    return gm, guards
 
 
 def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph: torch.fx.GraphModule | None,

@@ -14,7 +14,8 @@ Which dims are dynamic (the policy of torch.compile):
 - `dynamic=None` (automatic, the default): the first compile of a frame is static; a later compile makes dynamic
   the dims whose size differs from what an earlier compile of that frame saw at that source, so a third size
   does not compile again.
-- `mark_dynamic(t, dim)` / `maybe_mark_dynamic` mark dims of one tensor; `mark_static` keeps them static.
+- `mark_dynamic(t, dim)` / `maybe_mark_dynamic` mark dims of one tensor, under every policy (export uses them
+  with `dynamic=False`); `mark_static` keeps them static.
 """
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ class TraceShapes:
         return fake, dims
 
     def _dynamic_dims(self, value: torch.Tensor, source: Source, is_module_state: bool) -> frozenset[int]:
-        if self.dynamic is False or value.dim() == 0:
+        if value.dim() == 0:
             return frozenset()
         static = getattr(value, _STATIC_ATTR, set())
         marked = set(getattr(value, _DYNAMIC_ATTR, {})) | set(getattr(value, _MAYBE_DYNAMIC_ATTR, set()))
@@ -195,6 +196,67 @@ def _range_text(low: int | None, high: int | None) -> str:
 
 def reset() -> None:
     _SEEN_SIZES.clear()
+
+
+@dataclasses.dataclass(frozen=True)
+class Dim:
+    """A named dynamic dimension for `framejit.export(..., dynamic_shapes=...)`, with an optional range (as
+    torch.export.Dim)."""
+
+    name: str
+    min: int | None = None
+    max: int | None = None
+
+
+def mark_from_spec(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -> list[torch.Tensor]:
+    """Apply export's `dynamic_shapes` (a tuple mirroring the positional arguments, or a dict by argument name;
+    per tensor a {dim: Dim} mapping, a sequence of Dim-or-None per dim, or None) as mark_dynamic calls.
+    Returns the tensors marked (their marks are taken off again by `unmark`)."""
+    if spec is None:
+        return []
+    named = dict(zip(arg_names, args), **kwargs)
+    if isinstance(spec, dict):
+        unknown = [k for k in spec if k not in named]
+        if unknown:
+            raise UserError(f"export: dynamic_shapes names {unknown}, which are not arguments ({list(named)})",
+                            code=BreakCode.DYNAMIC_CONSTRAINT)
+        pairs = [(named[k], v, k) for k, v in spec.items()]
+    else:
+        pairs = [(a, v, n) for a, v, n in zip(args, spec, arg_names)]
+    marked: list[torch.Tensor] = []
+    for value, dims, name in pairs:
+        if dims is None:
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise UserError(f"export: dynamic_shapes gives dims for {name!r}, which is a {type(value).__name__}, "
+                            f"not a tensor", code=BreakCode.DYNAMIC_CONSTRAINT)
+        items = dims.items() if isinstance(dims, dict) else enumerate(dims)
+        for d, dim in items:
+            if dim is None:
+                continue
+            if not isinstance(dim, Dim):
+                raise UserError(f"export: dynamic_shapes[{name!r}][{d}] is {dim!r}, not a framejit.Dim or None",
+                                code=BreakCode.DYNAMIC_CONSTRAINT)
+            mark_dynamic(value, d, min=dim.min, max=dim.max)
+        marked.append(value)
+    return marked
+
+
+def named_dims(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -> dict[str, dict[int, str]]:
+    """{argument name: {dim: Dim name}} of the tensor arguments `spec` makes dynamic (saved programs name their
+    dynamic axes so)."""
+    if spec is None:
+        return {}
+    pairs = spec.items() if isinstance(spec, dict) else zip(arg_names, spec)
+    return {name: {d: dim.name for d, dim in (dims.items() if isinstance(dims, dict) else enumerate(dims))
+                   if isinstance(dim, Dim)} for name, dims in pairs if dims is not None}
+
+
+def unmark(tensors: list[torch.Tensor]) -> None:
+    for t in tensors:
+        for attr in (_DYNAMIC_ATTR, _MAYBE_DYNAMIC_ATTR, _STATIC_ATTR):
+            if hasattr(t, attr):
+                delattr(t, attr)
 
 
 def mark_dynamic(t: torch.Tensor, dim: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
