@@ -11,9 +11,12 @@ Workloads (models written here with torch.nn only; random weights):
 - decoder: a small decoder generating 64 tokens greedily, its key/value cache growing by one token per step.
 
 Each JIT runs with its default policy (dynamic=None: automatic dynamic shapes). Both JITs first compile a tiny
-function (one-time imports are not counted). "compiles" counts the graphs handed to the backend; "compile s" is the
+function (one-time imports are not counted); inductor's graph caches are off, so neither JIT reuses the other's
+kernels. "compiles" counts the graphs handed to the backend; "compile s" is the
 time spent in calls that compiled (the call's time minus the median steady call's); "steady ms" is the median time
-of the calls of the last pass over the workload, once nothing compiles any more. Printed as a table.
+of the calls of the last pass over the workload, once nothing compiles any more. Each JIT runs each workload twice
+(framejit, torch.compile, torch.compile, framejit, from an empty cache each time): the table has the fewer compile
+seconds of the two. Printed as a table.
 """
 from __future__ import annotations
 
@@ -182,6 +185,12 @@ def run(jit: str, name: str, backend: str, steps: int) -> tuple[int, float, floa
 
 
 def prime(backend: str) -> None:
+    # Inductor caches compiled graphs in memory and on disk by the graph's hash: the JIT that ran second would
+    # find the first one's kernels. Both compile from scratch here.
+    import torch._functorch.config
+    import torch._inductor.config
+    torch._inductor.config.fx_graph_cache = False
+    torch._functorch.config.enable_autograd_cache = False
     tiny = lambda x: (x * 2).sum()  # noqa: E731
     framejit.compile(tiny, backend=backend)(torch.randn(3))
     torch.compile(tiny, backend=backend)(torch.randn(3))
@@ -201,8 +210,15 @@ def main() -> None:
     print("| workload | JIT | compiles | compile s | steady ms |")
     print("|---|---|---|---|---|")
     for name in args.workloads.split(","):
-        for jit in ("framejit", "torch.compile"):
+        # each JIT twice, alternating (the first to meet a workload also pays torch's lazy setup of its ops):
+        # the fewer compile seconds of the two runs, the steady time of the second
+        best: dict[str, tuple[int, float, float]] = {}
+        for jit in ("framejit", "torch.compile", "torch.compile", "framejit"):
             compiles, compile_s, steady = run(jit, name, args.backend, args.steps)
+            if jit in best:
+                compile_s = min(compile_s, best[jit][1])
+            best[jit] = (compiles, compile_s, steady)
+        for jit, (compiles, compile_s, steady) in best.items():
             unit = " per token" if name == "decoder" else ""
             print(f"| {name} | {jit} | {compiles} | {compile_s:.2f} | {steady:.3f}{unit} |", flush=True)
 
