@@ -1,0 +1,1 @@
+"""framejit.fuzz: a differential fuzzer (placeholder docstring)."""
