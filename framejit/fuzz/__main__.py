@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from framejit.fuzz.driver import FAILURES, fuzz
+from framejit.fuzz.driver import fuzz
+from framejit.fuzz.remote import FAILURES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,9 +22,11 @@ def main(argv: list[str] | None = None) -> int:
                    "of eager / aot_eager")
     p.add_argument("--no-minimise", dest="minimise", action="store_false", help="do not minimise failures")
     p.add_argument("--per-signature", type=int, default=1, help="failures minimised per failure signature")
+    p.add_argument("--only", default=None, help="comma-separated program indices: check just these of the run")
     args = p.parse_args(argv)
     summary = fuzz(args.n, args.seed, out=args.out, batch=args.batch, jobs=args.jobs, timeout=args.timeout,
-                   backend=args.backend, minimise=args.minimise, per_signature=args.per_signature)
+                   backend=args.backend, minimise=args.minimise, per_signature=args.per_signature,
+                   only=[int(i) for i in args.only.split(",")] if args.only else None)
     return 1 if any(summary["counts"].get(k) for k in FAILURES) else 0
 
 

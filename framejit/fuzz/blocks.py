@@ -3,38 +3,35 @@ try/except/else/finally and raise, grad-mode `with` blocks, and functions define
 its locals, `nonlocal` counters, lambdas)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-from framejit.fuzz.symbols import FnCtx, FnV, PyNum, Scope, T, TDict, TList, is_float
-
-if TYPE_CHECKING:
-    from framejit.fuzz.stmts import Stmts, Writer
+from framejit.fuzz.symbols import FnCtx, FnV, Program, PyNum, Rng, Scope, T, TDict, TList, Writer, is_float
 
 _EXC = {"ValueError": "ValueError(f'bad value {}')", "KeyError": "KeyError('{}')", "IndexError": "IndexError('{}')"}
 
 
-class Blocks:
-    def __init__(self, stmts: "Stmts") -> None:
-        self.s = stmts
-        self.rng = stmts.rng
-        self.ex = stmts.ex
-        self.prog = stmts.prog
+class CompoundStatements:
+    """The compound statement kinds of stmts.Stmts, which provides `body`, `body_with_budget` and `bind`."""
+
+    prog: Program
+    rng: Rng
+    ex: Any  # exprs.Exprs
 
     def _size(self) -> int:
         return self.rng.int(1, 3)
 
-    def if_(self, w: "Writer", sc: Scope) -> bool:
+    def if_(self, w: Writer, sc: Scope) -> bool:
         with w.block(f"if {self.ex.condition(sc)}:"):
-            self.s.body(w, sc.child(), self._size())
+            self.body(w, sc.child(), self._size())
         if self.rng.chance(0.25):
             with w.block(f"elif {self.ex.condition(sc)}:"):
-                self.s.body(w, sc.child(), self._size())
+                self.body(w, sc.child(), self._size())
         if self.rng.chance(0.45):
             with w.block("else:"):
-                self.s.body(w, sc.child(), self._size())
+                self.body(w, sc.child(), self._size())
         return True
 
-    def for_(self, w: "Writer", sc: Scope) -> bool:
+    def for_(self, w: Writer, sc: Scope) -> bool:
         body = sc.child(loop=True)
         lists = sc.names(lambda v: isinstance(v, TList))
         dicts = sc.names(lambda v: isinstance(v, TDict))
@@ -75,24 +72,24 @@ class Blocks:
             sc.fn.locals.add(name)
             body.vars[name] = info
         with w.block(header):
-            self.s.body(w, body, self._size() + 1)
+            self.body(w, body, self._size() + 1)
         if self.rng.chance(0.15):
             with w.block("else:"):
-                self.s.body(w, sc.child(), 1)
+                self.body(w, sc.child(), 1)
         return True
 
-    def while_(self, w: "Writer", sc: Scope) -> bool:
+    def while_(self, w: Writer, sc: Scope) -> bool:
         j = self.prog.fresh("j")
-        if not self.s.bind(w, sc, j, "0", PyNum("int")):
+        if not self.bind(w, sc, j, "0", PyNum("int")):
             return False
         body = sc.child(loop=True)
         body.vars.pop(j)  # the counter is stepped first, so `continue` cannot loop forever
         with w.block(f"while {j} < {self.rng.int(1, 4)}:"):
             w.line(f"{j} += 1")
-            self.s.body(w, body, self._size())
+            self.body(w, body, self._size())
         return True
 
-    def break_continue(self, w: "Writer", sc: Scope) -> bool:
+    def break_continue(self, w: Writer, sc: Scope) -> bool:
         word = self.rng.pick(["break", "continue"])
         if self.rng.chance(0.2):
             w.line(word)
@@ -101,7 +98,7 @@ class Blocks:
             w.line(word)
         return True
 
-    def raise_(self, w: "Writer", sc: Scope) -> bool:
+    def raise_(self, w: Writer, sc: Scope) -> bool:
         """A raise under a condition; at the top of the program it usually escapes (the program raises)."""
         if sc.depth == 0 and self.rng.chance(0.6):
             return False
@@ -110,7 +107,7 @@ class Blocks:
             w.line("raise " + _EXC[kind].format(self.rng.int(0, 9)))
         return True
 
-    def _raising(self, w: "Writer", sc: Scope, caught: list[str]) -> None:
+    def _raising(self, w: Writer, sc: Scope, caught: list[str]) -> None:
         """A statement in a try body that may raise: an explicit raise, a missing key, an index past the end;
         mostly of a kind the handlers catch, sometimes not (the exception escapes the program)."""
         kinds = [k for k in sorted(_EXC) if k in caught or "Exception" in caught]
@@ -125,34 +122,34 @@ class Blocks:
             with w.block(f"if {self.ex.condition(sc)}:"):
                 w.line("raise " + _EXC[kind].format(self.rng.int(0, 9)))
 
-    def try_(self, w: "Writer", sc: Scope) -> bool:
+    def try_(self, w: Writer, sc: Scope) -> bool:
         handlers = self.rng.pick([["ValueError"], ["KeyError", "IndexError"], ["Exception"], ["ValueError", "KeyError"],
                                   []])
         with w.block("try:"):
             inner = sc.child()
-            self.s.body(w, inner, self._size())
+            self.body(w, inner, self._size())
             if handlers or self.rng.chance(0.3):
                 self._raising(w, inner, handlers)
             if self.rng.chance(0.4):
-                self.s.body(w, inner, 1)
+                self.body(w, inner, 1)
         if handlers:
             caught = handlers[0] if len(handlers) == 1 else "(" + ", ".join(handlers) + ")"
             e = self.prog.fresh("err")
             with w.block(f"except {caught} as {e}:"):
                 if self.rng.chance(0.6):
                     w.line(f'print("caught", type({e}).__name__, {e})')
-                self.s.body(w, sc.child(), self._size() - 1 or 1)
+                self.body(w, sc.child(), self._size() - 1 or 1)
                 if self.rng.chance(0.1):
                     w.line("raise")
             if self.rng.chance(0.2):
                 with w.block("else:"):
-                    self.s.body(w, sc.child(), 1)
+                    self.body(w, sc.child(), 1)
         if not handlers or self.rng.chance(0.35):
             with w.block("finally:"):
-                self.s.body(w, sc.child(), self._size())
+                self.body(w, sc.child(), self._size())
         return True
 
-    def with_grad(self, w: "Writer", sc: Scope) -> bool:
+    def with_grad(self, w: Writer, sc: Scope) -> bool:
         ctx = self.rng.weighted([("torch.no_grad()", 3), ("torch.enable_grad()", 1.5),
                                  ("torch.set_grad_enabled(False)", 2), ("torch.set_grad_enabled(True)", 0.5),
                                  (f"torch.set_grad_enabled(bool({self.ex.condition(sc)}))", 0.5)])
@@ -160,10 +157,10 @@ class Blocks:
         with w.block(f"with {ctx}:"):
             if sc.depth < 2 and self.rng.chance(0.25):
                 self.with_grad(w, inner)
-            self.s.body(w, inner, self._size())
+            self.body(w, inner, self._size())
         return True
 
-    def nested_def(self, w: "Writer", sc: Scope) -> bool:
+    def nested_def(self, w: Writer, sc: Scope) -> bool:
         """A function defined in the body: a lambda, a closure over tensors in scope, or one that bumps a
         `nonlocal` counter; bound in scope as a callable for later statements."""
         name = self.prog.fresh("inner")
@@ -173,22 +170,21 @@ class Blocks:
         kind = self.rng.weighted([("lambda", 1), ("closure", 2), ("counter", 1)])
         if kind == "lambda":
             scale, _ = self.ex.number(sc, "float")
-            if not self.s.bind(w, sc, name, f"lambda a: (a * {scale}).relu() + 1", FnV(T(arg.shape, arg.dtype), T(arg.shape, arg.dtype))):
+            if not self.bind(w, sc, name, f"lambda a: (a * {scale}).relu() + 1", FnV(T(arg.shape, arg.dtype), T(arg.shape, arg.dtype))):
                 return False
             return True
         if kind == "counter":
             count = self.prog.fresh("count")
-            if not self.s.bind(w, sc, count, "0", PyNum("int")):
+            if not self.bind(w, sc, count, "0", PyNum("int")):
                 return False
         fn = FnCtx(name, ["a"], sc.fn)
         inner = sc.function(fn)
         inner.vars["a"] = T(arg.shape, arg.dtype, arg.contig)
-        body = type(w)()
-        body.level = w.level + 1
+        body = Writer(w.level + 1)
         if kind == "counter":
             fn.nonlocal_decls.add(count)
             body.line(f"{count} += 1")
-        self.s.body_with_budget(body, inner, self.rng.int(1, 2))
+        self.body_with_budget(body, inner, self.rng.int(1, 2))
         ret, rt = self.ex.tensor(inner, 1, lambda t: t.shape == arg.shape and is_float(t.dtype))
         if rt.shape != arg.shape or not is_float(rt.dtype):
             ret, rt = "a", inner.vars["a"]

@@ -4,13 +4,10 @@ nn.Module classes with their instances; and the calls of them that the program's
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from framejit.fuzz.stmts import Writer
-from framejit.fuzz.symbols import FnCtx, PyNum, Scope, T, TDict, TList, broadcast, dim_min, is_float, promote
-
-if TYPE_CHECKING:
-    from framejit.fuzz.generate import ProgramGen
+from framejit.fuzz.symbols import (FnCtx, Program, PyNum, Scope, T, TDict, TList, Writer, broadcast, dim_min, is_float,
+                                   promote)
 
 
 @dataclasses.dataclass
@@ -36,7 +33,7 @@ _LAYERS = {  # kind -> (constructor, weight expression, input reshape, output si
 
 
 class Components:
-    def __init__(self, prog: "ProgramGen") -> None:
+    def __init__(self, prog: Program) -> None:
         self.prog = prog
         self.rng = prog.rng
         self.ex = prog.ex
@@ -86,8 +83,7 @@ class Components:
         if p1:
             sc.vars["b"] = p1
         sc.vars["scale"] = PyNum("float")
-        w = Writer()
-        w.level = 1
+        w = Writer(1)
         self.prog.stmts.body_with_budget(w, sc, self.rng.int(1, 4))
         ret, rt = self.ex.tensor(sc, 1)
         w.line(f"return {ret} * scale" if rt.dtype != "bool" else f"return {ret}")

@@ -4,149 +4,29 @@ the failures by signature, minimises some of each group and writes repro files."
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import os
-import queue
-import re
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
-import framejit
 from framejit.fuzz.generate import generate
-
-FAILURES = ("mismatch", "compiled_raised", "crash", "hang")
-OUTCOMES = ("ok",) + FAILURES + ("eager_nondeterministic", "invalid")
-_STARTUP_S = 60.0  # extra time the first program of a worker gets: importing torch and framejit
-
-
-def _framejit_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.abspath(framejit.__file__)))
-
-
-class Worker:
-    """One worker subprocess, restarted when it dies, hangs or has done `batch` programs."""
-
-    def __init__(self, workdir: str, batch: int, timeout: float) -> None:
-        self.workdir = workdir
-        self.batch = batch
-        self.timeout = timeout
-        self.proc: subprocess.Popen | None = None
-        self.answers: queue.Queue = queue.Queue()
-        self.done = 0
-        self.starts = 0
-
-    def _start(self) -> None:
-        self.starts += 1
-        tag = f"{os.getpid()}_{id(self)}_{self.starts}"
-        self.progress = os.path.join(self.workdir, f"progress_{tag}.txt")
-        self.log_path = os.path.join(self.workdir, f"worker_{tag}.log")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([_framejit_root(), os.getcwd()] + [p for p in [env.get("PYTHONPATH")] if p])
-        env["PYTHONHASHSEED"] = "0"
-        log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "framejit.fuzz.worker", self.progress], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=log, text=True, env=env, start_new_session=True)
-        log.close()
-        self.answers = queue.Queue()
-        threading.Thread(target=self._read, args=(self.proc, self.answers), daemon=True).start()
-        self.done = 0
-
-    @staticmethod
-    def _read(proc: subprocess.Popen, answers: queue.Queue) -> None:
-        for line in proc.stdout:
-            answers.put(line)
-        answers.put(None)  # the worker exited
-
-    def check(self, job: str, path: str, backend: str | None) -> dict:
-        """The verdict on one program file: from the worker, or crash/hang when the worker died or stalled."""
-        if self.proc is None or self.done >= self.batch:
-            self.stop()
-            self._start()
-        limit = self.timeout + (_STARTUP_S if self.done == 0 else 0.0)
-        self.proc.stdin.write(json.dumps({"id": job, "path": path, "backend": backend}) + "\n")
-        self.proc.stdin.flush()
-        start = time.perf_counter()
-        try:
-            line = self.answers.get(timeout=limit)
-        except queue.Empty:
-            phase = self._phase()
-            self.stop()
-            return {"outcome": "hang", "kind": "hang", "seconds": round(time.perf_counter() - start, 3),
-                    "detail": f"no answer after {limit:.0f} s; last phase: {phase}", "graphs": 0, "eager_raised": 0}
-        if line is None:
-            return self._crashed(time.perf_counter() - start)
-        self.done += 1
-        return json.loads(line)
-
-    def _phase(self) -> str:
-        try:
-            with open(self.progress) as f:
-                return f.read().strip().partition("\t")[2] or "?"
-        except OSError:
-            return "before the first phase"
-
-    def _crashed(self, seconds: float) -> dict:
-        phase = self._phase()
-        code = self.proc.wait()
-        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-        with open(self.log_path, errors="replace") as f:
-            tail = [line.rstrip() for line in f.readlines()[-6:] if line.strip()]
-        self.proc = None
-        return {"outcome": "crash", "kind": "crash", "seconds": round(seconds, 3), "graphs": 0, "eager_raised": 0,
-                "detail": f"worker died ({how}) in phase: {phase}; stderr tail: {' | '.join(tail)[-600:]}"}
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the worker's own session: nothing else is in it
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        self.proc = None
-
-
-@dataclasses.dataclass
-class Result:
-    index: int
-    seed: int
-    path: str
-    verdict: dict
-
-    @property
-    def outcome(self) -> str:
-        return self.verdict["outcome"]
-
-
-def signature(verdict: dict) -> str:
-    """What groups failures by probable root cause: outcome, kind, and for exceptions the message with numbers
-    and names of generated variables blanked."""
-    text = ""
-    if verdict["outcome"] == "compiled_raised":
-        text = verdict["detail"].rpartition("compiled raised ")[2]
-        text = re.sub(r"\b(t|u|r|p|v|e|i|j|lst|dd|inner|helper|make|opaque|combine|count|Mod|m_|vals|rest|err)\d+\b",
-                      "<name>", text)
-        text = re.sub(r"\d+", "#", text)[:120]
-    return f"{verdict['outcome']} {verdict['kind']} {text}".strip()
-
-
-def run_programs(sources: Sequence[str], first_seed: int, workdir: str, *, batch: int = 50, jobs: int = 1,
-                 timeout: float = 30.0, backend: str | None = None,
+from framejit.fuzz.minimise import minimise_failures
+from framejit.fuzz.remote import FAILURES, OUTCOMES, Result, Worker, blank, signature
+def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, workdir: str, *, batch: int = 100,
+                 jobs: int = 1, timeout: float = 30.0, backend: str | None = None,
                  report: Callable[[Result], None] = lambda r: None) -> list[Result]:
-    """Check each source (program i has seed first_seed + i); `jobs` workers share the list."""
-    paths = []
-    for i, src in enumerate(sources):
-        path = os.path.join(workdir, f"program_{first_seed + i}.py")
-        with open(path, "w") as f:
+    """Check each program (index i: a position in a list, or a key; its seed is first_seed + i); `jobs`
+    workers share them. Results come back in index order."""
+    if not isinstance(programs, dict):
+        programs = dict(enumerate(programs))
+    paths = {}
+    for i, src in programs.items():
+        paths[i] = os.path.join(workdir, f"program_{first_seed + i}.py")
+        with open(paths[i], "w") as f:
             f.write(src)
-        paths.append(path)
-    results: list[Result | None] = [None] * len(paths)
+    results: dict[int, Result] = {}
     lock = threading.Lock()
 
     def lane(indices: list[int]) -> None:
@@ -160,25 +40,29 @@ def run_programs(sources: Sequence[str], first_seed: int, workdir: str, *, batch
                     report(result)
         finally:
             worker.stop()
-    lanes = [list(range(j, len(paths), jobs)) for j in range(max(1, jobs))]
+    order = sorted(paths)
+    lanes = [order[j::max(1, jobs)] for j in range(max(1, jobs))]
     threads = [threading.Thread(target=lane, args=(ix,)) for ix in lanes]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return [r for r in results if r is not None]
+    return [results[i] for i in order if i in results]
 
 
-def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 50, jobs: int = 1, timeout: float = 30.0,
+def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: int = 1, timeout: float = 30.0,
          backend: str | None = None, minimise: bool = True, per_signature: int = 1, verbose: bool = True,
-         sources: Sequence[str] | None = None) -> dict:
-    """Generate (or take) programs, check them, minimise failures, write repros; returns a summary dict."""
+         sources: Sequence[str] | None = None, only: Sequence[int] | None = None) -> dict:
+    """Generate programs 0..n-1 (or only those indices; or take `sources`), check them, minimise failures,
+    write repros; returns a summary dict."""
     out = out or tempfile.mkdtemp(prefix="framejit-fuzz-")
     os.makedirs(out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="work-", dir=out)
     start = time.perf_counter()
-    if sources is None:
-        sources = [generate(seed + i) for i in range(n)]
+    if sources is not None:
+        sources = dict(enumerate(sources))
+    else:
+        sources = {i: generate(seed + i) for i in (only if only is not None else range(n))}
     say = print if verbose else (lambda *a, **k: None)
     done = [0]
 
@@ -198,7 +82,6 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 50, jobs: in
             f.write(sources[r.index])
     summary["repros"] = []
     if minimise and failing:
-        from framejit.fuzz.minimise import minimise_failures
         summary["repros"] = minimise_failures(failing, sources, seed, out, workdir, per_signature=per_signature,
                                               timeout=timeout, backend=backend, say=say)
     summary["out"] = out
@@ -216,6 +99,11 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
             groups[signature(r.verdict)].append(r.index)
     complete = sum(1 for r in results if r.outcome == "ok" and r.verdict.get("eager_raised") == 0)
     internal = [r.index for r in results if r.verdict.get("internal_errors")]
+    fallbacks: dict[str, list[int]] = collections.defaultdict(list)
+    for r in results:
+        for message in dict.fromkeys(blank(m.partition("running it as Python: ")[2]) for m in
+                                     r.verdict.get("internal_errors", [])):
+            fallbacks[message].append(r.index)
     n = max(1, len(results))
     say("")
     for name in OUTCOMES:
@@ -227,5 +115,10 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
         say("\nfailures by signature:")
         for sig, idx in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             say(f"  {len(idx):4d}  {sig}   programs {idx[:12]}{' ...' if len(idx) > 12 else ''}")
-    return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups), "internal_errors": internal,
+    if fallbacks:
+        say("\ninternal-error fallbacks (framejit gave up on a frame and ran it as Python):")
+        for message, idx in sorted(fallbacks.items(), key=lambda kv: -len(kv[1])):
+            say(f"  {len(idx):4d}  {message[:160]}   programs {idx[:8]}{' ...' if len(idx) > 8 else ''}")
+    return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups),
+            "internal_errors": {m: idx for m, idx in fallbacks.items()},
             "failures": {r.index: r.verdict for r in results if r.outcome in FAILURES}}

@@ -8,8 +8,8 @@ from typing import Any
 
 from framejit.fuzz.components import Components
 from framejit.fuzz.exprs import Exprs
-from framejit.fuzz.stmts import Stmts, Writer
-from framejit.fuzz.symbols import N, BoxV, FnCtx, PyNum, Rng, Scope, T, TDict, TList
+from framejit.fuzz.stmts import Stmts
+from framejit.fuzz.symbols import N, BoxV, FnCtx, PyNum, Rng, Scope, T, TDict, TList, Writer
 
 BOX_CLASS = ["class Box:", "    def __init__(self, t, n):", "        self.t = t", "        self.n = n", ""]
 
@@ -72,8 +72,7 @@ class ProgramGen:
         sc = self.module_scope(fn)
         for name, info, _ in self.params:
             sc.vars[name] = info
-        w = Writer()
-        w.level = 1
+        w = Writer(1)
         self.stmts.budget = self.rng.int(4, 26)
         while self.stmts.budget > 0:
             if not self.stmts.one(w, sc):

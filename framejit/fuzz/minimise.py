@@ -10,7 +10,7 @@ import textwrap
 import time
 from typing import Callable, Iterator, Sequence
 
-from framejit.fuzz.driver import Result, Worker, signature
+from framejit.fuzz.remote import Result, Worker, signature
 
 _KEEP = ("INPUTS", "TRAIN", "Box", "program")  # module-level names a candidate cannot lose and still run
 
@@ -18,8 +18,8 @@ _KEEP = ("INPUTS", "TRAIN", "Box", "program")  # module-level names a candidate 
 def _protected(stmt: ast.stmt, module_level: bool) -> bool:
     if not module_level:
         return False
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return True
+    if isinstance(stmt, ast.Import):
+        return any(alias.name == "torch" for alias in stmt.names)
     names = [t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
     return getattr(stmt, "name", None) in _KEEP or any(n in _KEEP for n in names)
 
@@ -41,80 +41,122 @@ def _slots(tree: ast.Module) -> list[tuple[ast.AST, str, int]]:
     slots = []
     for owner, field in _bodies(tree):
         for i, stmt in enumerate(getattr(owner, field)):
-            if not _protected(stmt, owner is tree):
+            counter = isinstance(owner, ast.While) and field == "body" and i == 0 and isinstance(stmt, ast.AugAssign)
+            if not _protected(stmt, owner is tree) and not counter:  # without its counter step a while never ends
                 slots.append((owner, field, i))
     return slots
 
 
-def _variants(source: str) -> Iterator[str]:
-    """Smaller programs, the later statements first (deleting them rarely changes what comes before)."""
-    tree = ast.parse(source)
-    count = len(_slots(tree))
-    for k in reversed(range(count)):
-        for change in ("delete", "unwrap", "cut_return"):
-            tree = ast.parse(source)
-            owner, field, i = _slots(tree)[k]
-            block = getattr(owner, field)
-            stmt = block[i]
-            if change == "delete":
-                del block[i]
-                if not block:
-                    if field == "orelse" or field == "finalbody":
-                        setattr(owner, field, [])
-                        if isinstance(owner, ast.Try) and not owner.handlers and not owner.finalbody:
-                            owner.finalbody = [ast.Pass()]
-                    else:
-                        block.append(ast.Pass())
-            elif change == "unwrap":
-                inner = _unwrapped(stmt)
-                if inner is None:
-                    continue
-                block[i:i + 1] = inner
-            else:
-                if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))):
-                    continue
-                elts = stmt.value.values if isinstance(stmt.value, ast.Dict) else stmt.value.elts
-                if len(elts) < 2:
-                    continue
-                for elt in elts:
-                    stmt.value = elt
-                    yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+def _changes_at(source: str, k: int) -> Iterator[str]:
+    """Smaller programs by a change of the k-th removable statement: delete it, run a compound statement's body
+    (or else) in its place, or return just one element of a returned tuple/list/dict."""
+    for change in ("delete", "unwrap", "unwrap_else", "cut_return"):
+        tree = ast.parse(source)
+        owner, field, i = _slots(tree)[k]
+        block = getattr(owner, field)
+        stmt = block[i]
+        if change == "delete":
+            del block[i]
+            _fill_empty(owner, field)
+        elif change in ("unwrap", "unwrap_else"):
+            inner = _unwrapped(stmt, change == "unwrap_else")
+            if inner is None:
                 continue
-            yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+            block[i:i + 1] = inner
+            _fill_empty(owner, field)
+        else:
+            if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))):
+                continue
+            elts = stmt.value.values if isinstance(stmt.value, ast.Dict) else stmt.value.elts
+            for elt in elts if len(elts) > 1 else []:
+                stmt.value = elt
+                yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+            continue
+        yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _unwrapped(stmt: ast.stmt) -> list[ast.stmt] | None:
-    """The statements of a compound statement's main body, run unconditionally in its place."""
-    if isinstance(stmt, (ast.If, ast.With)):
+def _fill_empty(owner: ast.AST, field: str) -> None:
+    """A block left empty: `pass`, or no else at all (a try with no handlers keeps a finally)."""
+    if getattr(owner, field):
+        return
+    if field == "orelse" or (field == "finalbody" and not (isinstance(owner, ast.Try) and not owner.handlers)):
+        return
+    getattr(owner, field).append(ast.Pass())
+
+
+def _program_and_inputs(tree: ast.Module) -> tuple[ast.FunctionDef | None, ast.List | None]:
+    program = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program"), None)
+    inputs = next((n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                   and n.targets[0].id == "INPUTS" and isinstance(n.value, ast.List)), None)
+    return program, inputs
+
+
+def _param_count(source: str) -> int:
+    program, inputs = _program_and_inputs(ast.parse(source))
+    ok = program is not None and inputs is not None and len(program.args.args) == len(inputs.elts)
+    return len(program.args.args) if ok else 0
+
+
+def _without_param(source: str, j: int) -> str:
+    """The program without its j-th parameter and the INPUTS entry that builds it."""
+    tree = ast.parse(source)
+    program, inputs = _program_and_inputs(tree)
+    del program.args.args[j]
+    del inputs.elts[j]
+    return ast.unparse(tree) + "\n"
+
+
+def _unwrapped(stmt: ast.stmt, use_else: bool) -> list[ast.stmt] | None:
+    """A compound statement's statements run unconditionally in its place: an if's body (or its else), a
+    loop's body and else, a with's body, a try's body, else and finally."""
+    if isinstance(stmt, ast.If):
+        return stmt.orelse if use_else else stmt.body
+    if use_else:
+        return None
+    if isinstance(stmt, ast.With):
         return stmt.body
     if isinstance(stmt, (ast.For, ast.While)):
         if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(stmt)):
             return None  # a break/continue outside a loop would not compile
-        return stmt.body
+        return stmt.body + stmt.orelse
     if isinstance(stmt, ast.Try):
-        return stmt.body + stmt.finalbody
+        return stmt.body + stmt.orelse + stmt.finalbody
     return None
 
 
 def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float = 240.0,
              max_checks: int = 600) -> tuple[str, int]:
-    """Greedy passes of `_variants` until none is accepted (or the budget runs out); (smallest, checks made)."""
+    """Passes until one changes nothing (or the budget runs out): drop parameters, then try changes of each
+    statement from the last to the first. Slots are in ast.walk order, so a change at slot k leaves the slots
+    before k where they were and a pass goes on at k - 1. Returns (smallest program, checks made)."""
     start = time.perf_counter()
     current = ast.unparse(ast.parse(source)) + "\n"
     checks = 0
+
+    def accept(candidate: str) -> bool | None:  # None: out of budget
+        nonlocal checks
+        if time.perf_counter() - start > budget_s or checks >= max_checks:
+            return None
+        checks += 1
+        return still_fails(candidate)
     changed = True
     while changed:
         changed = False
-        seen_len = len(current)
-        for candidate in _variants(current):
-            if time.perf_counter() - start > budget_s or checks >= max_checks:
+        for j in reversed(range(_param_count(current))):
+            candidate = _without_param(current, j)
+            verdict = accept(candidate)
+            if verdict is None:
                 return current, checks
-            if len(candidate) >= seen_len:
-                continue
-            checks += 1
-            if still_fails(candidate):
+            if verdict:
                 current, changed = candidate, True
-                break
+        for k in reversed(range(len(_slots(ast.parse(current))))):
+            for candidate in _changes_at(current, k):
+                verdict = accept(candidate)
+                if verdict is None:
+                    return current, checks
+                if verdict:
+                    current, changed = candidate, True
+                    break
     return current, checks
 
 
@@ -138,11 +180,12 @@ def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str |
     return head + source.replace('"""', "'''") + foot
 
 
-def minimise_failures(failing: Sequence[Result], sources: Sequence[str], seed: int, out: str, workdir: str, *,
+def minimise_failures(failing: Sequence[Result], sources: dict[int, str], seed: int, out: str, workdir: str, *,
                       per_signature: int = 1, timeout: float = 30.0, backend: str | None = None,
                       say: Callable[..., None] = print) -> list[str]:
     """Minimise up to `per_signature` failures of each signature; returns the repro paths written."""
     worker = Worker(workdir, batch=200, timeout=timeout)
+    quick = Worker(workdir, batch=200, timeout=timeout)
     taken: dict[str, int] = {}
     written = []
     counter = [0]
@@ -153,12 +196,16 @@ def minimise_failures(failing: Sequence[Result], sources: Sequence[str], seed: i
                 continue
             taken[sig] = taken.get(sig, 0) + 1
 
+            # a candidate that runs far longer than the program did has most likely lost what ended a loop:
+            # give up on it early, unless the failure is a hang
+            quick.timeout = timeout if r.outcome == "hang" else min(timeout, max(5.0, 10 * r.verdict["seconds"]))
+
             def still_fails(candidate: str, r: Result = r) -> bool:
                 counter[0] += 1
                 path = os.path.join(workdir, f"candidate_{r.index}_{counter[0]}.py")
                 with open(path, "w") as f:
                     f.write(candidate)
-                return _same_failure(worker.check(f"min{counter[0]}", path, backend), r.verdict)
+                return _same_failure(quick.check(f"min{counter[0]}", path, backend), r.verdict)
             start = time.perf_counter()
             small, checks = minimise(sources[r.index], still_fails, budget_s=max(60.0, 8 * timeout))
             path = os.path.join(workdir, f"final_{r.index}.py")
@@ -175,4 +222,5 @@ def minimise_failures(failing: Sequence[Result], sources: Sequence[str], seed: i
                 f"lines in {checks} checks, {time.perf_counter() - start:.0f} s: {repro}", flush=True)
     finally:
         worker.stop()
+        quick.stop()
     return written

@@ -3,47 +3,22 @@ Python numbers read from tensors, containers and their mutation, prints, calls o
 global writes; and the dispatch that picks a statement kind (compound kinds are in blocks.py)."""
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable
 
+from framejit.fuzz.blocks import CompoundStatements
 from framejit.fuzz.exprs import Exprs
-from framejit.fuzz.symbols import (BoxV, FnV, PyNum, Scope, T, TDict, TList, broadcast, dim_min, inplace_ok,
-                                   is_float)
-
-if TYPE_CHECKING:
-    from framejit.fuzz.generate import ProgramGen
+from framejit.fuzz.symbols import (BoxV, FnV, Program, PyNum, Scope, T, TDict, TList, Writer, broadcast, dim_min,
+                                   inplace_ok, is_float)
 
 
-class Writer:
-    """Source lines with indentation."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.level = 0
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.level + text)
-
-    @contextlib.contextmanager
-    def block(self, header: str) -> Iterator[None]:
-        self.line(header)
-        self.level += 1
-        try:
-            yield
-        finally:
-            self.level -= 1
-
-
-class Stmts:
+class Stmts(CompoundStatements):
     """Picks and writes statements; `budget` is how many more the program may have."""
 
-    def __init__(self, prog: "ProgramGen") -> None:
-        from framejit.fuzz.blocks import Blocks
+    def __init__(self, prog: Program) -> None:
         self.prog = prog
         self.rng = prog.rng
         self.ex: Exprs = prog.ex
         self.budget = 0
-        self.blocks = Blocks(self)
 
     def body(self, w: Writer, sc: Scope, count: int) -> None:
         """`count` statements (fewer when the budget runs out), at least `pass`."""
@@ -70,7 +45,7 @@ class Stmts:
         return False
 
     def _kinds(self, sc: Scope) -> list[tuple[Callable[[Writer, Scope], bool], float]]:
-        b = self.blocks
+        b = self
         nested = sc.depth < 2 and self.budget > 2
         kinds = [(self.assign, 9), (self.rebind, 3), (self.inplace, 3), (self.setitem, 2), (self.number, 1.5),
                  (self.container, 3), (self.print, 1.2), (self.call, 3), (self.global_write, 1.2),

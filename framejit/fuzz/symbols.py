@@ -3,9 +3,10 @@ kinds of values in scope, and the scopes of a function body (what a nested block
 behind)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 N_MIN = 3    # the smallest batch size the runner passes: a size k*N + c is valid when it is >= 1 at N_MIN
 DYN = "?"    # a data-dependent size (boolean-mask indexing): only ever reduced away
@@ -255,3 +256,41 @@ def _smaller(new: Any, old: Any) -> bool:
     if isinstance(new, TDict):
         return new.keys <= old.keys
     return False
+
+
+class Writer:
+    """Source lines with indentation."""
+
+    def __init__(self, level: int = 0) -> None:
+        self.lines: list[str] = []
+        self.level = level
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.level + text)
+
+    @contextlib.contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        self.line(header)
+        self.level += 1
+        try:
+            yield
+        finally:
+            self.level -= 1
+
+
+class Program(Protocol):
+    """What the statement and component generators use of the program being generated (generate.ProgramGen)."""
+
+    rng: Rng
+    feat: int
+    train: bool
+    global_infos: dict[str, Any]
+    ex: Any      # exprs.Exprs
+    comps: Any   # components.Components
+    stmts: Any   # stmts.Stmts
+
+    def fresh(self, prefix: str) -> str: ...
+
+    def arg_tensor_types(self) -> list[T]: ...
+
+    def module_scope(self, fn: FnCtx) -> Scope: ...

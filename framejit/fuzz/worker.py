@@ -36,6 +36,8 @@ def main() -> None:
     from framejit.fuzz.runner import check_program
     internal = _InternalErrors()
     logging.getLogger("framejit").addHandler(internal)
+    answers.write(json.dumps({"ready": True}) + "\n")
+    answers.flush()
 
     for line in sys.stdin:
         request = json.loads(line)

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from framejit.fuzz.driver import FAILURES, fuzz, run_programs
+from framejit.fuzz.driver import fuzz, run_programs
+from framejit.fuzz.remote import FAILURES
 from framejit.fuzz.generate import generate
 from framejit.fuzz.runner import run_side
 
