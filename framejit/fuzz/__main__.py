@@ -1,0 +1,34 @@
+"""`python -m framejit.fuzz --n N --seed S [--out DIR] [--batch B] [--jobs J] [--no-minimise]`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from framejit.fuzz.driver import fuzz
+from framejit.fuzz.remote import FAILURES
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m framejit.fuzz", description="Differential fuzzing of framejit: "
+                                "random programs run eagerly and compiled, disagreements reported and minimised.")
+    p.add_argument("--n", type=int, default=100, help="number of programs")
+    p.add_argument("--seed", type=int, default=0, help="program i has seed SEED + i")
+    p.add_argument("--out", default=None, help="directory for failing programs, repros and summary.json "
+                   "(default: a new temporary directory)")
+    p.add_argument("--batch", type=int, default=100, help="programs per worker process before a fresh one")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes run side by side")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds one program may take before it is a hang")
+    p.add_argument("--backend", default=None, help="compile with this backend (name, or module:function) instead "
+                   "of eager / aot_eager")
+    p.add_argument("--no-minimise", dest="minimise", action="store_false", help="do not minimise failures")
+    p.add_argument("--per-signature", type=int, default=1, help="failures minimised per failure signature")
+    p.add_argument("--only", default=None, help="comma-separated program indices: check just these of the run")
+    args = p.parse_args(argv)
+    summary = fuzz(args.n, args.seed, out=args.out, batch=args.batch, jobs=args.jobs, timeout=args.timeout,
+                   backend=args.backend, minimise=args.minimise, per_signature=args.per_signature,
+                   only=[int(i) for i in args.only.split(",")] if args.only else None)
+    return 1 if any(summary["counts"].get(k) for k in FAILURES) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Snapshots of what a call produced and left behind (return value, arguments, module globals), taken right
+after the call so later mutation cannot change them, and the first difference between two snapshots."""
+from __future__ import annotations
+
+import math
+import types
+from typing import Any
+
+import torch
+
+_MAX_DEPTH = 8
+
+
+def snap(value: Any, aliases: dict[int, str] | None = None, depth: int = 0) -> Any:
+    """A comparable copy of `value`. Tensors keep dtype, shape, requires_grad and values (detached clones);
+    with `aliases` (id -> label of an argument or earlier output), a tensor also records which one it is."""
+    if depth > _MAX_DEPTH:
+        return ("deep",)
+    if isinstance(value, torch.Tensor):
+        label = None
+        if aliases is not None:
+            label = aliases.get(id(value))
+            aliases.setdefault(id(value), "an earlier output")
+        return ("tensor", value.detach().clone(), value.requires_grad, label)
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
+        return ("py", type(value).__name__, value)
+    if isinstance(value, torch.Size):
+        return ("size", tuple(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [snap(v, aliases, depth + 1) for v in value])
+    if isinstance(value, dict):
+        return ("dict", [(repr(k), snap(v, aliases, depth + 1)) for k, v in value.items()])
+    if isinstance(value, torch.nn.Module):
+        attrs = {k: v for k, v in vars(value).items() if not k.startswith("_")}
+        tensors = dict(value.state_dict(keep_vars=True))
+        return ("module", type(value).__name__, value.training, snap(attrs, None, depth + 1),
+                snap(tensors, None, depth + 1), [m.training for m in value.modules()])
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)):
+        return ("callable", getattr(value, "__qualname__", repr(value)))
+    if hasattr(value, "__dict__"):
+        return ("object", type(value).__name__, snap(dict(vars(value)), None, depth + 1))
+    return ("other", type(value).__name__)
+
+
+def snap_globals(module: types.ModuleType) -> Any:
+    """The program's data globals (not its functions, classes, imports or INPUTS/TRAIN)."""
+    skip = {"INPUTS", "TRAIN"}
+    data = {k: v for k, v in vars(module).items()
+            if not k.startswith("_") and k not in skip
+            and not isinstance(v, (types.FunctionType, type, types.ModuleType))
+            and not callable(getattr(v, "__wrapped__", None))}
+    return snap(data)
+
+
+def diff(a: Any, b: Any, path: str = "") -> tuple[str, str] | None:
+    """The first difference between two snapshots: (what differs: value/dtype/shape/requires_grad/identity/
+    type/length/keys, a description naming the place and both sides), or None when they agree."""
+    if a[0] != b[0] or (a[0] in ("py", "object", "module", "other") and a[1] != b[1]):
+        return "type", f"{path or 'value'}: eager {_short(a)}, compiled {_short(b)}"
+    kind = a[0]
+    if kind == "tensor":
+        return _diff_tensor(a, b, path)
+    if kind == "py":
+        if a[2] == b[2] or (isinstance(a[2], float) and math.isclose(a[2], b[2], rel_tol=1e-6, abs_tol=1e-9)) \
+                or (isinstance(a[2], float) and math.isnan(a[2]) and math.isnan(b[2])):
+            return None
+        return "value", f"{path or 'value'}: eager {a[2]!r}, compiled {b[2]!r}"
+    if kind in ("list", "tuple"):
+        if len(a[1]) != len(b[1]):
+            return "length", f"{path or 'value'}: eager {kind} of {len(a[1])}, compiled {len(b[1])}"
+        return _first(diff(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a[1], b[1])))
+    if kind == "dict":
+        if [k for k, _ in a[1]] != [k for k, _ in b[1]]:
+            return "keys", f"{path or 'value'}: eager keys {[k for k, _ in a[1]]}, compiled {[k for k, _ in b[1]]}"
+        return _first(diff(x, y, f"{path}[{k}]") for (k, x), (_, y) in zip(a[1], b[1]))
+    if kind == "module":
+        if a[2] != b[2] or a[5] != b[5]:
+            return "value", f"{path}.training: eager {a[2]}, compiled {b[2]}"
+        return diff(a[3], b[3], path) or diff(a[4], b[4], path + ".state")
+    if kind == "object":
+        return diff(a[2], b[2], path)
+    if a != b:
+        return "value", f"{path or 'value'}: eager {a}, compiled {b}"
+    return None
+
+
+def _diff_tensor(a: Any, b: Any, path: str) -> tuple[str, str] | None:
+    ta, tb = a[1], b[1]
+    where = path or "tensor"
+    if ta.dtype != tb.dtype:
+        return "dtype", f"{where}: eager dtype {ta.dtype}, compiled {tb.dtype}"
+    if ta.shape != tb.shape:
+        return "shape", f"{where}: eager shape {tuple(ta.shape)}, compiled {tuple(tb.shape)}"
+    if a[2] != b[2]:
+        return "requires_grad", f"{where}: eager requires_grad={a[2]}, compiled requires_grad={b[2]}"
+    if ta.is_floating_point() or ta.is_complex():
+        try:
+            torch.testing.assert_close(tb, ta, equal_nan=True, check_stride=False)
+        except AssertionError as e:
+            return "value", f"{where}: values differ ({_mismatch_summary(str(e))}); eager {_brief(ta)}, compiled {_brief(tb)}"
+    elif not torch.equal(ta, tb):
+        return "value", f"{where}: eager {_brief(ta)}, compiled {_brief(tb)}"
+    if a[3] != b[3]:
+        return "identity", f"{where}: eager is {a[3] or 'a new tensor'}, compiled is {b[3] or 'a new tensor'}"
+    return None
+
+
+def _first(items: Any) -> Any:
+    for item in items:
+        if item is not None:
+            return item
+    return None
+
+
+def _brief(t: torch.Tensor) -> str:
+    flat = t.reshape(-1)[:6].tolist()
+    return f"{flat}{'...' if t.numel() > 6 else ''}"
+
+
+def _mismatch_summary(message: str) -> str:
+    lines = [line.strip() for line in message.splitlines() if "Greatest absolute" in line or "Mismatched" in line]
+    return "; ".join(lines) or message.splitlines()[0]
+
+
+def _short(s: Any) -> str:
+    if s[0] == "py":
+        return f"{s[1]} {s[2]!r}"
+    if s[0] == "tensor":
+        return "a tensor"
+    return f"{s[0]} {s[1]!r}" if len(s) > 1 and isinstance(s[1], str) else str(s[0])

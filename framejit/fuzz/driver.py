@@ -1,0 +1,124 @@
+"""The parent side: writes the programs, feeds them to worker subprocesses in batches (a fresh worker per batch,
+and after a crash or hang, which is pinned on the program the worker was in), collects the verdicts, groups
+the failures by signature, minimises some of each group and writes repro files."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import tempfile
+import threading
+import time
+from typing import Callable, Sequence
+
+from framejit.fuzz.generate import generate
+from framejit.fuzz.minimise import minimise_failures
+from framejit.fuzz.remote import FAILURES, OUTCOMES, Result, Worker, blank, signature
+def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, workdir: str, *, batch: int = 100,
+                 jobs: int = 1, timeout: float = 30.0, backend: str | None = None,
+                 report: Callable[[Result], None] = lambda r: None) -> list[Result]:
+    """Check each program (index i: a position in a list, or a key; its seed is first_seed + i); `jobs`
+    workers share them. Results come back in index order."""
+    if not isinstance(programs, dict):
+        programs = dict(enumerate(programs))
+    paths = {}
+    for i, src in programs.items():
+        paths[i] = os.path.join(workdir, f"program_{first_seed + i}.py")
+        with open(paths[i], "w") as f:
+            f.write(src)
+    results: dict[int, Result] = {}
+    lock = threading.Lock()
+
+    def lane(indices: list[int]) -> None:
+        worker = Worker(workdir, batch, timeout)
+        try:
+            for i in indices:
+                verdict = worker.check(str(i), paths[i], backend)
+                result = Result(i, first_seed + i, paths[i], verdict)
+                with lock:
+                    results[i] = result
+                    report(result)
+        finally:
+            worker.stop()
+    order = sorted(paths)
+    lanes = [order[j::max(1, jobs)] for j in range(max(1, jobs))]
+    threads = [threading.Thread(target=lane, args=(ix,)) for ix in lanes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[i] for i in order if i in results]
+
+
+def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: int = 1, timeout: float = 30.0,
+         backend: str | None = None, minimise: bool = True, per_signature: int = 1, verbose: bool = True,
+         sources: Sequence[str] | None = None, only: Sequence[int] | None = None) -> dict:
+    """Generate programs 0..n-1 (or only those indices; or take `sources`), check them, minimise failures,
+    write repros; returns a summary dict."""
+    out = out or tempfile.mkdtemp(prefix="framejit-fuzz-")
+    os.makedirs(out, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="work-", dir=out)
+    start = time.perf_counter()
+    if sources is not None:
+        sources = dict(enumerate(sources))
+    else:
+        sources = {i: generate(seed + i) for i in (only if only is not None else range(n))}
+    say = print if verbose else (lambda *a, **k: None)
+    done = [0]
+
+    def report(r: Result) -> None:
+        done[0] += 1
+        if r.outcome in FAILURES:
+            say(f"[{r.index} seed={r.seed}] {r.outcome} {r.verdict['kind']}: {r.verdict['detail'][:400]}", flush=True)
+        if done[0] % 100 == 0:
+            say(f"... {done[0]}/{len(sources)} programs, {time.perf_counter() - start:.0f} s", flush=True)
+    results = run_programs(sources, seed, workdir, batch=batch, jobs=jobs, timeout=timeout, backend=backend,
+                           report=report)
+    elapsed = time.perf_counter() - start
+    summary = summarise(results, elapsed, say)
+    failing = [r for r in results if r.outcome in FAILURES]
+    for r in failing:  # keep every failing program as it was generated
+        with open(os.path.join(out, f"failing_{seed}_{r.index}.py"), "w") as f:
+            f.write(sources[r.index])
+    summary["repros"] = []
+    if minimise and failing:
+        summary["repros"] = minimise_failures(failing, sources, seed, out, workdir, per_signature=per_signature,
+                                              timeout=timeout, backend=backend, say=say)
+    summary["out"] = out
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({k: v for k, v in summary.items()}, f, indent=1, default=str)
+    say(f"results in {out}")
+    return summary
+
+
+def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -> dict:
+    counts = collections.Counter(r.outcome for r in results)
+    groups: dict[str, list[int]] = collections.defaultdict(list)
+    for r in results:
+        if r.outcome in FAILURES:
+            groups[signature(r.verdict)].append(r.index)
+    complete = sum(1 for r in results if r.outcome == "ok" and r.verdict.get("eager_raised") == 0)
+    internal = [r.index for r in results if r.verdict.get("internal_errors")]
+    fallbacks: dict[str, list[int]] = collections.defaultdict(list)
+    for r in results:
+        for message in dict.fromkeys(blank(m.partition("running it as Python: ")[2]) for m in
+                                     r.verdict.get("internal_errors", [])):
+            fallbacks[message].append(r.index)
+    n = max(1, len(results))
+    say("")
+    for name in OUTCOMES:
+        say(f"{name:24s} {counts.get(name, 0)}")
+    say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({len(results) / max(elapsed, 1e-9):.1f} programs/s)")
+    say(f"ok with every call returning: {complete} ({100 * complete / n:.0f}%); programs with an internal-error "
+        f"fallback: {len(internal)}; graphs compiled: {sum(r.verdict.get('graphs', 0) for r in results)}")
+    if groups:
+        say("\nfailures by signature:")
+        for sig, idx in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            say(f"  {len(idx):4d}  {sig}   programs {idx[:12]}{' ...' if len(idx) > 12 else ''}")
+    if fallbacks:
+        say("\ninternal-error fallbacks (framejit gave up on a frame and ran it as Python):")
+        for message, idx in sorted(fallbacks.items(), key=lambda kv: -len(kv[1])):
+            say(f"  {len(idx):4d}  {message[:160]}   programs {idx[:8]}{' ...' if len(idx) > 8 else ''}")
+    return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups),
+            "internal_errors": {m: idx for m, idx in fallbacks.items()},
+            "failures": {r.index: r.verdict for r in results if r.outcome in FAILURES}}

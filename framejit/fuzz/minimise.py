@@ -1,0 +1,226 @@
+"""Shrinking a failing program: delete statements (from any block; a block left empty becomes `pass`), unwrap
+compound statements, drop whole helpers, classes and globals, and cut returned tuples down, keeping each change
+only while the program still fails the same way (same outcome and kind), each candidate checked in a worker
+subprocess. The result is written as a standalone repro file."""
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+import time
+from typing import Callable, Iterator, Sequence
+
+from framejit.fuzz.remote import Result, Worker, signature
+
+_KEEP = ("INPUTS", "TRAIN", "Box", "program")  # module-level names a candidate cannot lose and still run
+
+
+def _protected(stmt: ast.stmt, module_level: bool) -> bool:
+    if not module_level:
+        return False
+    if isinstance(stmt, ast.Import):
+        return any(alias.name == "torch" for alias in stmt.names)
+    names = [t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)]
+    return getattr(stmt, "name", None) in _KEEP or any(n in _KEEP for n in names)
+
+
+def _bodies(tree: ast.AST) -> list[tuple[ast.AST, str]]:
+    """Every statement list in the tree (module, function, class, if/else, loops, try parts and handlers,
+    with), in ast.walk order."""
+    out = []
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                out.append((node, field))
+    return out
+
+
+def _slots(tree: ast.Module) -> list[tuple[ast.AST, str, int]]:
+    """(owner, field, index) of every statement that may be removed."""
+    slots = []
+    for owner, field in _bodies(tree):
+        for i, stmt in enumerate(getattr(owner, field)):
+            counter = isinstance(owner, ast.While) and field == "body" and i == 0 and isinstance(stmt, ast.AugAssign)
+            if not _protected(stmt, owner is tree) and not counter:  # without its counter step a while never ends
+                slots.append((owner, field, i))
+    return slots
+
+
+def _changes_at(source: str, k: int) -> Iterator[str]:
+    """Smaller programs by a change of the k-th removable statement: delete it, run a compound statement's body
+    (or else) in its place, or return just one element of a returned tuple/list/dict."""
+    for change in ("delete", "unwrap", "unwrap_else", "cut_return"):
+        tree = ast.parse(source)
+        owner, field, i = _slots(tree)[k]
+        block = getattr(owner, field)
+        stmt = block[i]
+        if change == "delete":
+            del block[i]
+            _fill_empty(owner, field)
+        elif change in ("unwrap", "unwrap_else"):
+            inner = _unwrapped(stmt, change == "unwrap_else")
+            if inner is None:
+                continue
+            block[i:i + 1] = inner
+            _fill_empty(owner, field)
+        else:
+            if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))):
+                continue
+            elts = stmt.value.values if isinstance(stmt.value, ast.Dict) else stmt.value.elts
+            for elt in elts if len(elts) > 1 else []:
+                stmt.value = elt
+                yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+            continue
+        yield ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _fill_empty(owner: ast.AST, field: str) -> None:
+    """A block left empty: `pass`, or no else at all (a try with no handlers keeps a finally)."""
+    if getattr(owner, field):
+        return
+    if field == "orelse" or (field == "finalbody" and not (isinstance(owner, ast.Try) and not owner.handlers)):
+        return
+    getattr(owner, field).append(ast.Pass())
+
+
+def _program_and_inputs(tree: ast.Module) -> tuple[ast.FunctionDef | None, ast.List | None]:
+    program = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program"), None)
+    inputs = next((n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                   and n.targets[0].id == "INPUTS" and isinstance(n.value, ast.List)), None)
+    return program, inputs
+
+
+def _param_count(source: str) -> int:
+    program, inputs = _program_and_inputs(ast.parse(source))
+    ok = program is not None and inputs is not None and len(program.args.args) == len(inputs.elts)
+    return len(program.args.args) if ok else 0
+
+
+def _without_param(source: str, j: int) -> str:
+    """The program without its j-th parameter and the INPUTS entry that builds it."""
+    tree = ast.parse(source)
+    program, inputs = _program_and_inputs(tree)
+    del program.args.args[j]
+    del inputs.elts[j]
+    return ast.unparse(tree) + "\n"
+
+
+def _unwrapped(stmt: ast.stmt, use_else: bool) -> list[ast.stmt] | None:
+    """A compound statement's statements run unconditionally in its place: an if's body (or its else), a
+    loop's body and else, a with's body, a try's body, else and finally."""
+    if isinstance(stmt, ast.If):
+        return stmt.orelse if use_else else stmt.body
+    if use_else:
+        return None
+    if isinstance(stmt, ast.With):
+        return stmt.body
+    if isinstance(stmt, (ast.For, ast.While)):
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(stmt)):
+            return None  # a break/continue outside a loop would not compile
+        return stmt.body + stmt.orelse
+    if isinstance(stmt, ast.Try):
+        return stmt.body + stmt.orelse + stmt.finalbody
+    return None
+
+
+def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float = 240.0,
+             max_checks: int = 600) -> tuple[str, int]:
+    """Passes until one changes nothing (or the budget runs out): drop parameters, then try changes of each
+    statement from the last to the first. Slots are in ast.walk order, so a change at slot k leaves the slots
+    before k where they were and a pass goes on at k - 1. Returns (smallest program, checks made)."""
+    start = time.perf_counter()
+    current = ast.unparse(ast.parse(source)) + "\n"
+    checks = 0
+
+    def accept(candidate: str) -> bool | None:  # None: out of budget
+        nonlocal checks
+        if time.perf_counter() - start > budget_s or checks >= max_checks:
+            return None
+        checks += 1
+        return still_fails(candidate)
+    changed = True
+    while changed:
+        changed = False
+        for j in reversed(range(_param_count(current))):
+            candidate = _without_param(current, j)
+            verdict = accept(candidate)
+            if verdict is None:
+                return current, checks
+            if verdict:
+                current, changed = candidate, True
+        for k in reversed(range(len(_slots(ast.parse(current))))):
+            for candidate in _changes_at(current, k):
+                verdict = accept(candidate)
+                if verdict is None:
+                    return current, checks
+                if verdict:
+                    current, changed = candidate, True
+                    break
+    return current, checks
+
+
+def _same_failure(verdict: dict, original: dict) -> bool:
+    if verdict["outcome"] != original["outcome"]:
+        return False
+    if original["outcome"] in ("crash", "hang"):
+        return True
+    return signature(verdict) == signature(original) or verdict["kind"] == original["kind"]
+
+
+def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str | None) -> str:
+    """A standalone file: the program, what was observed, and a main that checks it (fails while it differs)."""
+    detail = "\n".join(textwrap.wrap(verdict["detail"], 100, subsequent_indent="    ")) or "-"
+    head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
+            f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{detail}\n\n"
+            "`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when\n"
+            'TRAIN is set, with a gradient check) and fails while they disagree.\n"""\n')
+    foot = ('\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'
+            f"    check_repro(__file__{', backend=' + repr(backend) if backend else ''})\n")
+    return head + source.replace('"""', "'''") + foot
+
+
+def minimise_failures(failing: Sequence[Result], sources: dict[int, str], seed: int, out: str, workdir: str, *,
+                      per_signature: int = 1, timeout: float = 30.0, backend: str | None = None,
+                      say: Callable[..., None] = print) -> list[str]:
+    """Minimise up to `per_signature` failures of each signature; returns the repro paths written."""
+    worker = Worker(workdir, batch=200, timeout=timeout)
+    quick = Worker(workdir, batch=200, timeout=timeout)
+    taken: dict[str, int] = {}
+    written = []
+    counter = [0]
+    try:
+        for r in failing:
+            sig = signature(r.verdict)
+            if taken.get(sig, 0) >= per_signature:
+                continue
+            taken[sig] = taken.get(sig, 0) + 1
+
+            # a candidate that runs far longer than the program did has most likely lost what ended a loop:
+            # give up on it early, unless the failure is a hang
+            quick.timeout = timeout if r.outcome == "hang" else min(timeout, max(5.0, 10 * r.verdict["seconds"]))
+
+            def still_fails(candidate: str, r: Result = r) -> bool:
+                counter[0] += 1
+                path = os.path.join(workdir, f"candidate_{r.index}_{counter[0]}.py")
+                with open(path, "w") as f:
+                    f.write(candidate)
+                return _same_failure(quick.check(f"min{counter[0]}", path, backend), r.verdict)
+            start = time.perf_counter()
+            small, checks = minimise(sources[r.index], still_fails, budget_s=max(60.0, 8 * timeout))
+            path = os.path.join(workdir, f"final_{r.index}.py")
+            with open(path, "w") as f:
+                f.write(small)
+            final = worker.check(f"final{r.index}", path, backend)
+            if not _same_failure(final, r.verdict):  # flaky: keep the original program rather than a passing one
+                small, final = ast.unparse(ast.parse(sources[r.index])) + "\n", r.verdict
+            repro = os.path.join(out, f"repro_{seed}_{r.index}.py")
+            with open(repro, "w") as f:
+                f.write(repro_text(small, final, seed, r.index, backend))
+            written.append(repro)
+            say(f"minimised program {r.index}: {len(sources[r.index].splitlines())} -> {len(small.splitlines())} "
+                f"lines in {checks} checks, {time.perf_counter() - start:.0f} s: {repro}", flush=True)
+    finally:
+        worker.stop()
+        quick.stop()
+    return written

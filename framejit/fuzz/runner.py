@@ -1,0 +1,253 @@
+"""Running one program eagerly (twice, to catch a generator that made something nondeterministic) and compiled
+by framejit, with the same fresh inputs per call, and judging the first disagreement."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import io
+import itertools
+import re
+import sys
+import time
+import types
+from typing import Any, Callable
+
+import torch
+
+import framejit
+from framejit.fuzz.compare import diff, snap, snap_globals
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSpec:
+    """One call of the program: batch size, dtype of the tensor arguments, the seed of their values, whether it
+    passes the previous call's argument objects again, and what is added to Python number arguments."""
+
+    n: int
+    dtype: torch.dtype
+    seed: int
+    reuse: bool = False
+    bump: int = 0
+
+    def describe(self, i: int) -> str:
+        what = "same argument objects again" if self.reuse else f"N={self.n}, {str(self.dtype)[6:]}"
+        return f"call {i} ({what})"
+
+
+CALLS = (CallSpec(3, torch.float32, 1), CallSpec(3, torch.float32, 1, reuse=True),
+         CallSpec(5, torch.float32, 2, bump=1), CallSpec(3, torch.float64, 3))
+TRAIN_CALLS = CALLS[:3]  # aot_eager compiles are slow: training programs skip the float64 recompile
+
+_module_ids = itertools.count()
+
+
+def load_module(path: str) -> types.ModuleType:
+    """A fresh module from the program file (a real file, so inspect, linecache and tracebacks work)."""
+    name = f"_fuzz_program_{next(_module_ids)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    torch.manual_seed(0)  # module-level randn without a seed of its own (a minimiser may delete it) stays the same
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def build_inputs(module: types.ModuleType, call: CallSpec, train: bool) -> tuple[list, list]:
+    """The arguments described by the program's INPUTS, and (training) the leaf tensors their grads go to:
+    each tensor argument is then a clone of a leaf, so the program may update it in place."""
+    gen = torch.Generator().manual_seed(call.seed)
+    leaves: list[torch.Tensor] = []
+
+    def tensor(shape: tuple) -> torch.Tensor:
+        t = torch.randn([call.n if d == "N" else d for d in shape], generator=gen, dtype=call.dtype)
+        if not train:
+            return t
+        leaves.append(t.requires_grad_())
+        return t.clone()
+
+    args: list[Any] = []
+    for spec in module.INPUTS:
+        kind = spec[0]
+        if kind == "tensor":
+            args.append(tensor(spec[1]))
+        elif kind in ("int", "float"):
+            args.append(spec[1] + call.bump)
+        elif kind == "list":
+            args.append([tensor(spec[2]) for _ in range(spec[1])])
+        elif kind == "dict":
+            args.append({k: tensor(spec[2]) for k in spec[1]})
+        elif kind == "box":
+            args.append(module.Box(tensor(spec[1]), spec[2]))
+        else:
+            raise ValueError(f"unknown INPUTS entry {spec!r}")
+    return args, leaves
+
+
+def _floating_outputs(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() and value.requires_grad else []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _floating_outputs(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _floating_outputs(v)]
+    return []
+
+
+def _module_params(module: types.ModuleType) -> list[torch.Tensor]:
+    return [p for v in vars(module).values() if isinstance(v, torch.nn.Module) for p in v.parameters()]
+
+
+def call_once(fn: Callable, module: types.ModuleType, args: list, leaves: list, train: bool) -> dict:
+    """Call the program once and snapshot everything it produced or changed."""
+    out = io.StringIO()
+    torch.set_grad_enabled(True)
+    torch.manual_seed(0)
+    exc = ret = None
+    with contextlib.redirect_stdout(out):
+        try:
+            ret = fn(*args)
+        except Exception as e:  # the program's own exceptions are part of its behaviour
+            exc = (type(e).__name__, str(e))
+    rec = {"exc": exc, "grad_mode": torch.is_grad_enabled()}
+    torch.set_grad_enabled(True)
+    aliases = {id(a): f"argument {i}" for i, a in enumerate(args)}
+    rec["ret"] = snap(ret, aliases)
+    rec["args"] = snap(args)
+    rec["globals"] = snap_globals(module)
+    if train and exc is None:
+        terms = _floating_outputs(ret)
+        rec["backward_exc"] = None
+        if terms:
+            with contextlib.redirect_stdout(out):
+                try:
+                    sum(t.sum() for t in terms).backward()
+                except Exception as e:
+                    rec["backward_exc"] = (type(e).__name__, str(e))
+            torch.set_grad_enabled(True)
+        rec["grads"] = snap([t.grad for t in leaves] + [p.grad for p in _module_params(module)])
+    rec["stdout"] = out.getvalue()
+    return rec
+
+
+def resolve_backend(spec: str) -> Any:
+    """A registered backend name, or `package.module:function` for a backend callable (tests plant bugs)."""
+    if ":" not in spec:
+        return spec
+    mod, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def run_side(path: str, compile_with: Any = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+    """Load the program afresh and make every call of CALLS: eagerly, or compiled with backend `compile_with`."""
+    module = load_module(path)
+    train = bool(getattr(module, "TRAIN", False))
+    fn = module.program
+    graphs = [0]
+    if compile_with is not None:
+        backend = framejit.lookup_backend(resolve_backend(compile_with))
+
+        def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
+            graphs[0] += 1
+            return backend(gm, example_inputs)
+        counting.__name__ = getattr(backend, "__name__", "backend")  # what framejit's errors call the backend
+        fn = framejit.compile(fn, backend=counting)
+    records = []
+    args: list = []
+    leaves: list = []
+    for i, call in enumerate(TRAIN_CALLS if train else CALLS):
+        progress(f"{'compiled' if compile_with else 'eager'} {call.describe(i)}")
+        if not (call.reuse and not train):
+            args, leaves = build_inputs(module, call, train)
+        records.append(call_once(fn, module, args, leaves, train))
+    return {"calls": records, "graphs": graphs[0], "train": train}
+
+
+_ORDER = ("exc", "ret", "args", "globals", "stdout", "grad_mode", "backward_exc", "grads")
+
+
+def judge(eager: dict, compiled: dict) -> dict:
+    """The first disagreement between two runs: outcome, kind (what differed, e.g. `return.requires_grad`),
+    and a description naming the call."""
+    for i, (a, b) in enumerate(zip(eager["calls"], compiled["calls"])):
+        where = CALLS[i].describe(i)
+        for key in _ORDER:
+            if key not in a and key not in b:
+                continue
+            x, y = a.get(key), b.get(key)
+            if key in ("exc", "backward_exc"):
+                verdict = _judge_exc(key, x, y, where)
+                if verdict:
+                    return verdict
+                continue
+            if key in ("stdout", "grad_mode"):
+                if x != y:
+                    return {"outcome": "mismatch", "kind": key,
+                            "detail": f"{where}: {key}: eager {x!r}, compiled {y!r}"}
+                continue
+            found = diff(x, y)
+            if found:
+                what, text = found
+                label = {"ret": "return", "args": "arguments"}.get(key, key)
+                return {"outcome": "mismatch", "kind": f"{label}.{what}", "detail": f"{where}: {label} {text}"}
+    return {"outcome": "ok", "kind": "", "detail": ""}
+
+
+_AUTOGRAD_DETAIL = re.compile(r"(modified by an inplace operation: \[[\w.]+ \[[\d, ]*\]\]).*", re.S)
+
+
+def _same_message(x: str, y: str) -> bool:
+    """Messages equal but for what autograd's in-place check says about its own graph nodes (which node
+    saved the tensor, its version, the hint): a compiled backward has other nodes, the error is the same."""
+    return x == y or _AUTOGRAD_DETAIL.sub(r"\1", x) == _AUTOGRAD_DETAIL.sub(r"\1", y)
+
+
+def _judge_exc(key: str, x: Any, y: Any, where: str) -> dict | None:
+    if x == y or (x is not None and y is not None and x[0] == y[0] and _same_message(x[1], y[1])):
+        return None
+    phase = "backward" if key == "backward_exc" else "call"
+    if y is not None and (x is None or x[0] != y[0]):
+        said = f"eager raised {x[0]}: {x[1]}" if x else "eager returned"
+        return {"outcome": "compiled_raised", "kind": f"{phase}:{y[0]}",
+                "detail": f"{where}: {said}; compiled raised {y[0]}: {y[1]}"}
+    if y is None:
+        return {"outcome": "mismatch", "kind": f"{phase}.exception_missing",
+                "detail": f"{where}: eager raised {x[0]}: {x[1]}; compiled did not raise"}
+    return {"outcome": "mismatch", "kind": f"{phase}.exception_message",
+            "detail": f"{where}: {x[0]} message: eager {x[1]!r}, compiled {y[1]!r}"}
+
+
+def check_program(path: str, backend: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+    """Eager twice (they must agree, else the generator made a nondeterministic program), then compiled."""
+    start = time.perf_counter()
+    framejit.reset()
+    try:
+        progress("load")
+        first = run_side(path, None, progress)
+        second = run_side(path, None, progress)
+    except Exception as e:  # the module itself failed to load or to build its inputs: a generator bug
+        return {"outcome": "invalid", "kind": type(e).__name__, "detail": f"{type(e).__name__}: {e}", "graphs": 0,
+                "eager_raised": 0, "seconds": time.perf_counter() - start}
+    verdict = judge(first, second)
+    if verdict["outcome"] != "ok":
+        verdict = {"outcome": "eager_nondeterministic", "kind": verdict["kind"], "detail": verdict["detail"]}
+        compiled = {"graphs": 0}
+    else:
+        compiled = run_side(path, backend or ("aot_eager" if first["train"] else "eager"), progress)
+        verdict = judge(first, compiled)
+    framejit.reset()
+    verdict["graphs"] = compiled["graphs"]
+    verdict["eager_raised"] = sum(1 for c in first["calls"] if c["exc"] is not None)
+    verdict["seconds"] = round(time.perf_counter() - start, 3)
+    return verdict
+
+
+def check_repro(path: str, backend: str | None = None) -> None:
+    """What a repro file runs: print the verdict, and fail (AssertionError) while eager and compiled disagree."""
+    verdict = check_program(path, backend)
+    print(f"{verdict['outcome']}: {verdict['detail'] or 'eager and compiled agree'}")
+    assert verdict["outcome"] == "ok", verdict["detail"]
