@@ -71,7 +71,6 @@ class TraceShapes:
         self.fake_mode = FakeTensorMode(shape_env=self.env)
         self.tokens: dict[str, Source] = {}       # token -> the input's source
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
-        self._contexts: list[tuple[torch.Tensor, StatefulSymbolicContext]] = []  # (real input, its context)
         self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
         self.marked: dict[tuple[str, int], tuple[torch.Tensor, int | None, int | None]] = {}  # mark_dynamic dims
 
@@ -87,7 +86,6 @@ class TraceShapes:
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
-        self._contexts.append((value, context))
         for d, (low, high) in getattr(value, _DYNAMIC_ATTR, {}).items():  # mark_dynamic: a promise, with a range
             if d in dims:
                 self.marked[(source.name(), d)] = (fake, low, high)
@@ -141,19 +139,16 @@ class TraceShapes:
         return bool(self._symbolic)
 
     def backend_context(self) -> Any:
-        """Where the backend compiles: a tracing context that hands AOTAutograd and inductor a fake mode over
-        this trace's shape environment, with each dynamic input's symbolic context, so that they fakify the
-        real example inputs to the same symbols (fresh fakes: the trace's own ones may carry its in-place
-        changes) and compile kernels for every size; the environment also has the unbacked symbols of
+        """Where the backend compiles: a tracing context that hands AOTAutograd and inductor the trace's fake
+        mode, so that they fakify the real example inputs to the fakes the trace used (the mode memoises each
+        tensor's fake: symbolic where the trace's were, static elsewhere; TorchDynamo shares its mode the same
+        way) and compile kernels for every size; its shape environment also has the unbacked symbols of
         data-dependent ops."""
         if not self._symbolic and not self.has_unbacked:
             # a static graph compiles as before: AOTAutograd under a tracing context was seen to give other
             # gradients for one model with dropout (PEGASUS-X), which nothing static needs the context for
             return contextlib.nullcontext()
-        context = torch._guards.TracingContext(FakeTensorMode(shape_env=self.env))
-        for real, symbolic_context in self._contexts:
-            context.tensor_to_context[real] = symbolic_context
-        return torch._guards.tracing(context)
+        return torch._guards.tracing(torch._guards.TracingContext(self.fake_mode))
 
     def symbolic_dims(self) -> dict[str, frozenset[int]]:
         """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""

@@ -21,6 +21,7 @@ from framejit.codeobj.names import stack_arg_name
 
 _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
 _DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 
 
 # resume code -> (the code it continues, {offset in the resume code: offset in that code}, label). The code it
@@ -35,7 +36,11 @@ def original_location(code: types.CodeType, offset: int) -> tuple[types.CodeType
 
     A continuation of a continuation is built from the original code, so breaks in a
     loop keep reusing one continuation instead of nesting new code objects forever.
+    An EXTENDED_ARG stands for the instruction it prefixes (a jump to it lands there too):
+    the prefixes are re-encoded in every code object, only instructions are mapped.
     """
+    while code.co_code[offset] == _EXTENDED_ARG:
+        offset += 2
     origin = _ORIGINS.get(code)
     original = origin[0]() if origin is not None else None
     if original is None:
