@@ -86,15 +86,18 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
     cg = output.emit_graph_call(tx, roots, compile_graph)
     deep_temps = _store_deep_stack(cg, deep)
     local_temps = {name: cg.store_temp(lambda v=value: cg.load(v)) for name, value in local_values.items()}
+    # K's inputs too are read before the writes are replayed: one may be loaded from where a replayed write
+    # changes what is found (`u = xs.pop(); f(u)`, u read as `xs[-1]`)
+    input_temps = [None if value is NULL else cg.store_temp(lambda v=value: cg.load(v)) for value in inputs]
     for name, value in cell_values.items():
         cg.load(value)
         cg.emit("STORE_DEREF", name)
     output.side_effects.codegen(cg)
-    for value in inputs:
-        if value is NULL:
+    for temp in input_temps:
+        if temp is None:
             cg.emit("PUSH_NULL")
         else:
-            cg.load(value)
+            cg.emit("LOAD_FAST", temp)
     # K keeps the original's except/finally block: an exception it raises continues in the original except/finally
     try_start = TryBegin(Label(), push_lasti=entry.lasti, stack_depth=0) if entry is not None else None
     if try_start is not None:

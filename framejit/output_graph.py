@@ -265,8 +265,20 @@ class OutputGraph:
     def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable | SymbolicVariable]:
         """Tensors and symbolic numbers the Python side needs from the graph (inputs are reloaded from their
         sources)."""
-        return [v for v in _reachable(roots) if isinstance(v, (TensorVariable, SymbolicVariable))
-                and v.node.op != "placeholder"]
+        inputs = {id(i.node.meta["example_value"]): i for i in self.inputs}
+        outputs = []
+        for v in _reachable(roots):
+            if not isinstance(v, (TensorVariable, SymbolicVariable)) or v.node.op == "placeholder":
+                continue
+            same = inputs.get(id(v.example)) if isinstance(v, TensorVariable) else None
+            if same is not None and v.source is None:
+                # an in-place op's result is its input (`self.total += x` stores the buffer itself): reload it
+                # from there rather than return an alias of an input, which AOTAutograd got wrong (it returned
+                # the wrong outputs when an input that requires grad was also mutated)
+                v.source = same.source
+                continue
+            outputs.append(v)
+        return outputs
 
     def _remove_unused_sizes(self, outputs: list[Variable]) -> None:
         """Drop size reads and size arithmetic nothing uses (the trace decided a branch on them, or read a whole
