@@ -103,7 +103,7 @@ class TraceShapes:
         marked = set(getattr(value, _DYNAMIC_ATTR, {})) | set(getattr(value, _MAYBE_DYNAMIC_ATTR, set()))
         if self.dynamic is True and not is_module_state:
             marked |= set(range(value.dim()))
-        elif self.code is not None and not is_module_state:
+        elif self.dynamic is None and self.code is not None and not is_module_state:
             marked |= self._changed(source.name(), tuple(value.shape))
         return frozenset(d for d in marked if d not in static and value.size(d) > 1)
 
