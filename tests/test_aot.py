@@ -252,3 +252,34 @@ def test_a_failing_forward_compiler_is_still_the_backends_error_not_a_fallback()
     with pytest.raises(framejit.exc.BackendCompilerFailed, match="no forward today"):
         framejit.compile(lambda x: x.sin() * 2, backend=aot_autograd(fw_compiler=broken))(
             torch.randn(3, requires_grad=True))
+
+
+def _writes_into_an_input(x, y):
+    y.div_(2)  # an input autograd tracks, changed in place; the result does not depend on it
+    return torch.relu(x)
+
+
+def test_a_training_graph_writing_into_an_input_gives_eager_gradients():
+    # AOTAutograd would turn the write into a copy after the graph, and y's leaf would get zeros, not None
+    def leaves():
+        torch.manual_seed(0)
+        return torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+
+    eager_x, eager_y = leaves()
+    _writes_into_an_input(eager_x.clone(), eager_y.clone()).sum().backward()
+    rec = CompilerRecorder()
+    x, y = leaves()
+    framejit.compile(_writes_into_an_input, backend=aot_autograd(fw_compiler=rec.fw))(x.clone(), y.clone()).sum() \
+        .backward()
+    assert y.grad is None and eager_y.grad is None
+    torch.testing.assert_close(x.grad, eager_x.grad)
+    assert rec.forward == [], "the graph ran as its own torch ops"
+
+
+def test_in_place_activations_and_batchnorm_statistics_still_go_through_aot():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(inplace=True)).train()
+    rec = CompilerRecorder()
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    out = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw))(x)
+    out.sum().backward()
+    assert rec.forward, "AOTAutograd compiled the graph (forward, then backward with the same compiler)"

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import without_capture
+from framejit.backends.mutation import mutates_input_under_autograd
 from framejit.backends.registry import register_backend
 from framejit.contracts import Backend
 
@@ -70,6 +71,9 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
+        if mutates_input_under_autograd(gm, example_inputs):
+            log.info("a training graph writes in place into an input autograd tracks; it runs as eager torch ops")
+            return gm
         compilers_raised: list[BaseException] = []
         try:
             # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.

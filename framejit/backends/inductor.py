@@ -9,6 +9,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import without_capture
+from framejit.backends.mutation import mutates_input_under_autograd
 from framejit.backends.registry import register_backend
 
 def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
@@ -39,6 +40,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     AOTAutograd itself)."""
     from torch._inductor.compile_fx import compile_fx
     patches = inductor_config_patches(mode, options)
+    if mutates_input_under_autograd(gm, example_inputs):  # AOTAutograd would change what autograd records
+        return gm
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     own = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))

@@ -1,0 +1,75 @@
+"""Whether a captured graph writes in place into one of its inputs where autograd is watching.
+
+AOTAutograd turns such a write into a functional graph plus a `copy_` into the input after it runs. Autograd then
+sees other history than eager's: a gradient of zeros where eager leaves None (the input's new value is an output
+of the whole compiled function, so every input of it gets a gradient), a saved tensor "modified by an inplace
+operation" where eager's was not, an output that requires grad where eager's does not. The fuzzer found each of
+these. A training graph that does this runs its own torch ops instead (the backends' fallback), so autograd
+records exactly what eager records; inference graphs and graphs that write only into their own intermediates
+(in-place activations) or into inputs outside autograd (a BatchNorm's running statistics) still compile.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+# ops whose result shares storage with their first argument: a write into it is a write into that argument
+_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpose", "t", "permute", "unsqueeze",
+                           "squeeze", "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "as_strided",
+                           "detach", "unfold", "movedim", "swapaxes", "split", "chunk", "unbind", "diagonal",
+                           "__getitem__", "contiguous", "T", "mT", "real", "imag", "data"})
+_VIEW_FUNCTIONS = {operator.getitem, torch.transpose, torch.reshape, torch.squeeze, torch.unsqueeze, torch.flatten,
+                   torch.narrow, torch.select, torch.permute, torch.split, torch.chunk, torch.unbind, torch.detach,
+                   torch.t, torch.movedim, torch.swapaxes, torch.diagonal, torch.as_strided, getattr}
+_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                       operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+                       operator.ilshift, operator.irshift, operator.imatmul}
+
+
+def _name(node: torch.fx.Node) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+
+
+def _writes_into_first_argument(node: torch.fx.Node) -> bool:
+    if node.op not in ("call_method", "call_function") or not node.args:
+        return False
+    if node.op == "call_function" and (node.target in _IN_PLACE_OPERATORS or node.kwargs.get("inplace") is True
+                                       or "out" in node.kwargs):
+        return True
+    name = _name(node)
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
+        (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
+
+
+def _requires_grad(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """True when grad mode is on and the graph writes in place into an input (or a view of one) that requires
+    grad, or writes a value that requires grad into any input."""
+    if not torch.is_grad_enabled():
+        return False
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    base: dict[torch.fx.Node, torch.fx.Node] = {p: p for p in placeholders}
+    real = dict(zip(placeholders, example_inputs))
+    for node in gm.graph.nodes:
+        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        if first is None or first not in base:
+            continue
+        if _is_view(node):
+            base[node] = base[first]
+            continue
+        if not _writes_into_first_argument(node):
+            continue
+        written = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+        if _requires_grad(real.get(base[first])) or any(
+                _requires_grad(a.meta.get("example_value")) or _requires_grad(real.get(a)) for a in written):
+            return True
+    return False
