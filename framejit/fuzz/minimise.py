@@ -137,6 +137,8 @@ def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float
         nonlocal checks
         if time.perf_counter() - start > budget_s or checks >= max_checks:
             return None
+        if len(candidate) >= len(current):  # e.g. deleting a `pass` that comes back as `pass`
+            return False
         checks += 1
         return still_fails(candidate)
     changed = True
