@@ -12,7 +12,7 @@ import time
 from typing import Callable, Sequence
 
 from framejit.fuzz.generate import generate
-from framejit.fuzz.minimise import minimise_failures
+from framejit.fuzz.minimise import failure_targets, internal_error_targets, minimise_targets
 from framejit.fuzz.remote import FAILURES, OUTCOMES, Result, Worker, blank, signature
 def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, workdir: str, *, batch: int = 100,
                  jobs: int = 1, timeout: float = 30.0, backend: str | None = None,
@@ -84,9 +84,10 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
         with open(os.path.join(out, f"failing_{seed}_{r.index}.py"), "w") as f:
             f.write(sources[r.index])
     summary["repros"] = []
-    if minimise and failing:
-        summary["repros"] = minimise_failures(failing, sources, seed, out, workdir, per_signature=per_signature,
-                                              timeout=timeout, backend=backend, say=say)
+    if minimise:
+        targets = failure_targets(failing, seed, per_signature) + internal_error_targets(results, seed)
+        summary["repros"] = minimise_targets(targets, sources, seed, out, workdir, timeout=timeout, backend=backend,
+                                             say=say)
     summary["out"] = out
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({k: v for k, v in summary.items()}, f, indent=1, default=str)

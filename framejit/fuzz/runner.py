@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 import io
 import itertools
+import logging
 import re
 import sys
 import time
@@ -235,6 +236,20 @@ def _judge_exc(key: str, x: Any, y: Any, where: str) -> dict | None:
             "detail": f"{where}: {x[0]} message: eager {x[1]!r}, compiled {y[1]!r}"}
 
 
+class _InternalErrors(logging.Handler):
+    """Collects framejit's 'internal error ... running it as Python' fallbacks: not wrong results, but places
+    where the compiler crashed and gave up on a frame, worth reporting."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "internal error" in message:
+            self.messages.append(message.splitlines()[0][:300])
+
+
 def check_program(path: str, backend: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Eager twice (they must agree, else the generator made a nondeterministic program), then compiled."""
     start = time.perf_counter()
@@ -253,8 +268,14 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
     else:
         default = "aot_eager" if first["train"] else "eager"
         spec = f"torch.compile:{default}" if backend == "torch.compile" else (backend or default)
-        compiled = run_side(path, spec, progress)
+        internal = _InternalErrors()
+        logging.getLogger("framejit").addHandler(internal)
+        try:
+            compiled = run_side(path, spec, progress)
+        finally:
+            logging.getLogger("framejit").removeHandler(internal)
         verdict = judge(first, compiled)
+        verdict["internal_errors"] = internal.messages[:3]
     framejit.reset()
     verdict["graphs"] = compiled["graphs"]
     verdict["eager_raised"] = sum(1 for c in first["calls"] if c["exc"] is not None)
@@ -262,8 +283,12 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
     return verdict
 
 
-def check_repro(path: str, backend: str | None = None) -> None:
-    """What a repro file runs: print the verdict, and fail (AssertionError) while eager and compiled disagree."""
+def check_repro(path: str, backend: str | None = None, internal_errors: bool = False) -> None:
+    """What a repro file runs: print the verdict, and fail (AssertionError) while eager and compiled disagree
+    (or, with `internal_errors`, while framejit falls back on an internal error)."""
     verdict = check_program(path, backend)
     print(f"{verdict['outcome']}: {verdict['detail'] or 'eager and compiled agree'}")
     assert verdict["outcome"] == "ok", verdict["detail"]
+    if internal_errors:
+        print("\n".join(verdict.get("internal_errors", [])) or "no internal error")
+        assert not verdict.get("internal_errors"), verdict["internal_errors"]
