@@ -19,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="worker processes run side by side")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds one program may take before it is a hang")
     p.add_argument("--backend", default=None, help="compile with this backend (a name, or module:function) instead "
-                   "of eager / aot_eager; `torch.compile` (or torch.compile:NAME) runs torch.compile instead of framejit")
+                   "of eager / aot_eager; `torch.compile` (or torch.compile:NAME) runs torch.compile instead of "
+                   "framejit")
     p.add_argument("--no-minimise", dest="minimise", action="store_false", help="do not minimise failures")
     p.add_argument("--per-signature", type=int, default=1, help="failures minimised per failure signature")
     p.add_argument("--only", default=None, help="comma-separated program indices: check just these of the run")

@@ -126,7 +126,8 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
     say("")
     for name in OUTCOMES:
         say(f"{name:24s} {counts.get(name, 0)}")
-    say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({len(results) / max(elapsed, 1e-9):.1f} programs/s)")
+    rate = len(results) / max(elapsed, 1e-9)
+    say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({rate:.1f} programs/s)")
     say(f"ok with every call returning: {complete} ({100 * complete / n:.0f}%); programs with an internal-error "
         f"fallback: {len(internal)}; graphs compiled: {sum(r.verdict.get('graphs', 0) for r in results)}")
     if groups:

@@ -192,15 +192,16 @@ class Target:
 
 
 def failure_targets(failing: Sequence[Result], seed: int, per_signature: int) -> list[Target]:
-    """Up to `per_signature` failures of each signature."""
+    """Up to `per_signature` failures of each signature, counted apart for those torch.compile agrees on (one
+    signature can hold a framejit bug and a shared one)."""
     taken: collections.Counter = collections.Counter()
     targets = []
     for r in failing:
-        sig = signature(r.verdict)
-        if taken[sig] < per_signature:
-            taken[sig] += 1
-            targets.append(Target(r, f"repro_{seed}_{r.index}", lambda v, o=r.verdict: _same_failure(v, o),
-                                  r.verdict.get("reference", "").startswith("ok")))
+        agrees = r.verdict.get("reference", "").startswith("ok")
+        key = (signature(r.verdict), agrees)
+        if taken[key] < per_signature:
+            taken[key] += 1
+            targets.append(Target(r, f"repro_{seed}_{r.index}", lambda v, o=r.verdict: _same_failure(v, o), agrees))
     return targets
 
 
@@ -213,8 +214,10 @@ def internal_error_targets(results: Sequence[Result], seed: int) -> list[Target]
             key = _fallback(message)
             if key not in seen:
                 seen.add(key)
-                targets.append(Target(r, f"internal_{seed}_{r.index}", lambda v, key=key, o=r.outcome:
-                                      v["outcome"] == o and _has_internal_error(v, key), internal=message))
+                # the same outcome, and no call raising that did not before (a NameError path is a poor repro)
+                targets.append(Target(r, f"internal_{seed}_{r.index}", lambda v, key=key, o=r.verdict:
+                                      v["outcome"] == o["outcome"] and v["eager_raised"] <= o["eager_raised"]
+                                      and _has_internal_error(v, key), internal=message))
     return targets
 
 
@@ -227,8 +230,8 @@ def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str |
         what += f"\ntorch.compile on the same program: {verdict['reference']}"
     text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in what.splitlines())
     head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
-            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager`\n"
-            "when TRAIN is set, with a gradient check) and fails while they disagree"
+            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or\n"
+            "`aot_eager` when TRAIN is set, with a gradient check) and fails while they disagree"
             f"{' or framejit falls back on an internal error' if internal else ''}.\n" + '"""\n')
     args = "".join([f", backend={backend!r}" if backend else "", ", internal_errors=True" if internal else ""])
     foot = ('\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'
