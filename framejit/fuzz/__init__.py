@@ -3,7 +3,8 @@
 Generates random programs (generate.py: tensor ops with tracked shapes and dtypes, control flow, containers,
 closures, helpers, small nn.Modules, graph breaks, exceptions, grad modes, globals and argument mutation), runs
 each eagerly and compiled in worker subprocesses (runner.py, worker.py, driver.py), compares what each call
-returns and leaves behind (compare.py; remote.py is the parent's handle on a worker), and shrinks failures into standalone repro files (minimise.py).
+returns and leaves behind (compare.py; remote.py is the parent's handle on a worker), and shrinks failures
+into standalone repro files (minimise.py).
 Outcomes: ok, mismatch, compiled_raised, crash, hang; eager_nondeterministic and invalid are generator bugs.
 See docs/fuzz.md.
 """

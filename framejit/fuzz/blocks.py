@@ -170,9 +170,8 @@ class CompoundStatements:
         kind = self.rng.weighted([("lambda", 1), ("closure", 2), ("counter", 1)])
         if kind == "lambda":
             scale, _ = self.ex.number(sc, "float")
-            if not self.bind(w, sc, name, f"lambda a: (a * {scale}).relu() + 1", FnV(T(arg.shape, arg.dtype), T(arg.shape, arg.dtype))):
-                return False
-            return True
+            like = T(arg.shape, arg.dtype)
+            return self.bind(w, sc, name, f"lambda a: (a * {scale}).relu() + 1", FnV(like, like))
         if kind == "counter":
             count = self.prog.fresh("count")
             if not self.bind(w, sc, count, "0", PyNum("int")):

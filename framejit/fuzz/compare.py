@@ -97,7 +97,8 @@ def _diff_tensor(a: Any, b: Any, path: str) -> tuple[str, str] | None:
         try:
             torch.testing.assert_close(tb, ta, equal_nan=True, check_stride=False)
         except AssertionError as e:
-            return "value", f"{where}: values differ ({_mismatch_summary(str(e))}); eager {_brief(ta)}, compiled {_brief(tb)}"
+            return "value", (f"{where}: values differ ({_mismatch_summary(str(e))}); eager {_brief(ta)}, "
+                             f"compiled {_brief(tb)}")
     elif not torch.equal(ta, tb):
         return "value", f"{where}: eager {_brief(ta)}, compiled {_brief(tb)}"
     if a[3] != b[3]:

@@ -132,7 +132,8 @@ class Components:
             for r in rest:
                 dtype = promote(dtype, r[1].dtype)
             args = ", ".join([a[0]] + [r[0] for r in rest])
-            lists = sc.names(lambda v: isinstance(v, TList) and v.min_len >= 1 and v.elem == T(a[1].shape, a[1].dtype, False))
+            like = T(a[1].shape, a[1].dtype, False)
+            lists = sc.names(lambda v: isinstance(v, TList) and v.min_len >= 1 and v.elem == like)
             extra = self.rng.pick(["", ", neg=True", f", scale={self.ex.number(sc, 'float')[0]}", ", bias=1.0",
                                    ", **{'neg': True}"])
             if lists and self.rng.chance(0.4):

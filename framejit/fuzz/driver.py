@@ -12,7 +12,7 @@ import time
 from typing import Callable, Sequence
 
 from framejit.fuzz.generate import generate
-from framejit.fuzz.minimise import minimise_failures
+from framejit.fuzz.minimise import failure_targets, internal_error_targets, minimise_targets
 from framejit.fuzz.remote import FAILURES, OUTCOMES, Result, Worker, blank, signature
 def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, workdir: str, *, batch: int = 100,
                  jobs: int = 1, timeout: float = 30.0, backend: str | None = None,
@@ -52,9 +52,9 @@ def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, work
 
 def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: int = 1, timeout: float = 30.0,
          backend: str | None = None, minimise: bool = True, per_signature: int = 1, verbose: bool = True,
-         sources: Sequence[str] | None = None, only: Sequence[int] | None = None) -> dict:
-    """Generate programs 0..n-1 (or only those indices; or take `sources`), check them, minimise failures,
-    write repros; returns a summary dict."""
+         sources: Sequence[str] | None = None, only: Sequence[int] | None = None, reference: bool = False) -> dict:
+    """Generate programs 0..n-1 (or only those indices; or take `sources`), check them, (with `reference`)
+    check the failures again under torch.compile, minimise failures, write repros; returns a summary dict."""
     out = out or tempfile.mkdtemp(prefix="framejit-fuzz-")
     os.makedirs(out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="work-", dir=out)
@@ -75,20 +75,38 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
     results = run_programs(sources, seed, workdir, batch=batch, jobs=jobs, timeout=timeout, backend=backend,
                            report=report)
     elapsed = time.perf_counter() - start
-    summary = summarise(results, elapsed, say)
     failing = [r for r in results if r.outcome in FAILURES]
+    if reference and failing:
+        say(f"checking the {len(failing)} failures under torch.compile ...", flush=True)
+        _check_reference(failing, sources, seed, workdir, batch, jobs, timeout)
+    summary = summarise(results, elapsed, say)
     for r in failing:  # keep every failing program as it was generated
         with open(os.path.join(out, f"failing_{seed}_{r.index}.py"), "w") as f:
             f.write(sources[r.index])
     summary["repros"] = []
-    if minimise and failing:
-        summary["repros"] = minimise_failures(failing, sources, seed, out, workdir, per_signature=per_signature,
-                                              timeout=timeout, backend=backend, say=say)
+    if minimise:
+        targets = failure_targets(failing, seed, per_signature) + internal_error_targets(results, seed)
+        summary["repros"] = minimise_targets(targets, sources, seed, out, workdir, timeout=timeout, backend=backend,
+                                             say=say)
     summary["out"] = out
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({k: v for k, v in summary.items()}, f, indent=1, default=str)
     say(f"results in {out}")
     return summary
+
+
+def _check_reference(failing: list[Result], sources: dict[int, str], seed: int, workdir: str, batch: int, jobs: int,
+                     timeout: float) -> None:
+    """Tag each failure with what torch.compile does on the same program (same backend): failures it shares
+    come from torch's own stack (AOTAutograd, functionalization, dynamo's semantics) rather than framejit."""
+    programs = {r.index: sources[r.index] for r in failing if r.outcome in ("mismatch", "compiled_raised")}
+    ref_dir = os.path.join(workdir, "reference")
+    os.makedirs(ref_dir, exist_ok=True)
+    verdicts = {r.index: r.verdict for r in run_programs(programs, seed, ref_dir, batch=batch, jobs=jobs,
+                                                         timeout=timeout, backend="torch.compile")}
+    for r in failing:
+        v = verdicts.get(r.index)
+        r.verdict["reference"] = "not checked" if v is None else f"{v['outcome']} {v['kind']}".strip()
 
 
 def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -> dict:
@@ -108,13 +126,20 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
     say("")
     for name in OUTCOMES:
         say(f"{name:24s} {counts.get(name, 0)}")
-    say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({len(results) / max(elapsed, 1e-9):.1f} programs/s)")
+    rate = len(results) / max(elapsed, 1e-9)
+    say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({rate:.1f} programs/s)")
     say(f"ok with every call returning: {complete} ({100 * complete / n:.0f}%); programs with an internal-error "
         f"fallback: {len(internal)}; graphs compiled: {sum(r.verdict.get('graphs', 0) for r in results)}")
     if groups:
         say("\nfailures by signature:")
+        by_index = {r.index: r.verdict for r in results}
         for sig, idx in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             say(f"  {len(idx):4d}  {sig}   programs {idx[:12]}{' ...' if len(idx) > 12 else ''}")
+            refs = [by_index[i]["reference"] for i in idx if "reference" in by_index[i]]
+            if refs:
+                shared = sum(1 for ref in refs if not ref.startswith(("ok", "not checked")))
+                say(f"        torch.compile fails too on {shared} of {len(refs)}: "
+                    + ", ".join(f"{k} x{v}" for k, v in collections.Counter(refs).most_common(3)))
     if fallbacks:
         say("\ninternal-error fallbacks (framejit gave up on a frame and ran it as Python):")
         for message, idx in sorted(fallbacks.items(), key=lambda kv: -len(kv[1])):

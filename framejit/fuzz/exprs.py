@@ -236,8 +236,9 @@ class Exprs:
         if names:
             name = self.rng.pick(names)
             t = sc.vars[name]
-            opts += [(f"torch.zeros_like({name})", T(t.shape, t.dtype)), (f"torch.ones_like({name})", T(t.shape, t.dtype)),
-                     (f"torch.full_like({name}, 2)", T(t.shape, t.dtype)), (f"{name}.new_ones({f})", T((f,), t.dtype))]
+            like = T(t.shape, t.dtype)
+            opts += [(f"torch.zeros_like({name})", like), (f"torch.ones_like({name})", like),
+                     (f"torch.full_like({name}, 2)", like), (f"{name}.new_ones({f})", T((f,), t.dtype))]
         return self.rng.pick(opts)
 
     def misc(self, sc: Scope, depth: int) -> Built:
@@ -265,7 +266,8 @@ class Exprs:
             tens = sc.tensors(lambda t: t.ndim >= 1)
             if tens and self.rng.chance(0.4):
                 name = self.rng.pick(tens)
-                return self.rng.pick([f"{name}.shape[0]", f"{name}.size(-1)", f"len({name})", f"{name}.dim()"]), PyNum("int")
+                forms = [f"{name}.shape[0]", f"{name}.size(-1)", f"len({name})", f"{name}.dim()"]
+                return self.rng.pick(forms), PyNum("int")
             return str(self.rng.int(1, 3)), PyNum("int")
         return self.rng.pick(["0.5", "2.0", "-1.5", "0.25"]), PyNum("float")
 

@@ -5,12 +5,14 @@ subprocess. The result is written as a standalone repro file."""
 from __future__ import annotations
 
 import ast
+import collections
+import dataclasses
 import os
 import textwrap
 import time
 from typing import Callable, Iterator, Sequence
 
-from framejit.fuzz.remote import Result, Worker, signature
+from framejit.fuzz.remote import Result, Worker, blank, signature
 
 _KEEP = ("INPUTS", "TRAIN", "Box", "program")  # module-level names a candidate cannot lose and still run
 
@@ -137,6 +139,8 @@ def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float
         nonlocal checks
         if time.perf_counter() - start > budget_s or checks >= max_checks:
             return None
+        if len(candidate) >= len(current):  # e.g. deleting a `pass` that comes back as `pass`
+            return False
         checks += 1
         return still_fails(candidate)
     changed = True
@@ -168,58 +172,112 @@ def _same_failure(verdict: dict, original: dict) -> bool:
     return signature(verdict) == signature(original) or verdict["kind"] == original["kind"]
 
 
-def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str | None) -> str:
+def _has_internal_error(verdict: dict, message: str) -> bool:
+    return any(_fallback(m) == message for m in verdict.get("internal_errors", []))
+
+
+def _fallback(message: str) -> str:
+    return blank(message.partition("running it as Python: ")[2])
+
+
+@dataclasses.dataclass
+class Target:
+    """A program to minimise, what its candidates must keep doing, and the repro's name."""
+
+    result: Result
+    name: str
+    keeps: Callable[[dict], bool]
+    reference_agrees: bool = False  # torch.compile agreed with eager: candidates must keep it agreeing
+    internal: str | None = None     # the internal error (fallback) kept, for those repros
+
+
+def failure_targets(failing: Sequence[Result], seed: int, per_signature: int) -> list[Target]:
+    """Up to `per_signature` failures of each signature, counted apart for those torch.compile agrees on (one
+    signature can hold a framejit bug and a shared one)."""
+    taken: collections.Counter = collections.Counter()
+    targets = []
+    for r in failing:
+        agrees = r.verdict.get("reference", "").startswith("ok")
+        key = (signature(r.verdict), agrees)
+        if taken[key] < per_signature:
+            taken[key] += 1
+            targets.append(Target(r, f"repro_{seed}_{r.index}", lambda v, o=r.verdict: _same_failure(v, o), agrees))
+    return targets
+
+
+def internal_error_targets(results: Sequence[Result], seed: int) -> list[Target]:
+    """One program per distinct internal-error fallback (message with numbers and names blanked)."""
+    targets = []
+    seen: set[str] = set()
+    for r in results:
+        for message in r.verdict.get("internal_errors", []):
+            key = _fallback(message)
+            if key not in seen:
+                seen.add(key)
+                # the same outcome, and no call raising that did not before (a NameError path is a poor repro)
+                targets.append(Target(r, f"internal_{seed}_{r.index}", lambda v, key=key, o=r.verdict:
+                                      v["outcome"] == o["outcome"] and v["eager_raised"] <= o["eager_raised"]
+                                      and _has_internal_error(v, key), internal=message))
+    return targets
+
+
+def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str | None,
+               internal: str | None = None) -> str:
     """A standalone file: the program, what was observed, and a main that checks it (fails while it differs)."""
-    detail = "\n".join(textwrap.wrap(verdict["detail"], 100, subsequent_indent="    ")) or "-"
+    what = (f"framejit internal error, the frame then runs as Python:\n{internal}" if internal else
+            f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{verdict['detail']}")
+    if "reference" in verdict:
+        what += f"\ntorch.compile on the same program: {verdict['reference']}"
+    text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in what.splitlines())
     head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
-            f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{detail}\n\n"
-            "`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when\n"
-            'TRAIN is set, with a gradient check) and fails while they disagree.\n"""\n')
+            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or\n"
+            "`aot_eager` when TRAIN is set, with a gradient check) and fails while they disagree"
+            f"{' or framejit falls back on an internal error' if internal else ''}.\n" + '"""\n')
+    args = "".join([f", backend={backend!r}" if backend else "", ", internal_errors=True" if internal else ""])
     foot = ('\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'
-            f"    check_repro(__file__{', backend=' + repr(backend) if backend else ''})\n")
+            f"    check_repro(__file__{args})\n")
     return head + source.replace('"""', "'''") + foot
 
 
-def minimise_failures(failing: Sequence[Result], sources: dict[int, str], seed: int, out: str, workdir: str, *,
-                      per_signature: int = 1, timeout: float = 30.0, backend: str | None = None,
-                      say: Callable[..., None] = print) -> list[str]:
-    """Minimise up to `per_signature` failures of each signature; returns the repro paths written."""
+def minimise_targets(targets: Sequence[Target], sources: dict[int, str], seed: int, out: str, workdir: str, *,
+                     timeout: float = 30.0, backend: str | None = None, say: Callable[..., None] = print) -> list[str]:
+    """Minimise each target in worker subprocesses and write its repro; returns the repro paths."""
     worker = Worker(workdir, batch=200, timeout=timeout)
     quick = Worker(workdir, batch=200, timeout=timeout)
-    taken: dict[str, int] = {}
     written = []
     counter = [0]
     try:
-        for r in failing:
-            sig = signature(r.verdict)
-            if taken.get(sig, 0) >= per_signature:
-                continue
-            taken[sig] = taken.get(sig, 0) + 1
-
+        for target in targets:
+            r = target.result
             # a candidate that runs far longer than the program did has most likely lost what ended a loop:
             # give up on it early, unless the failure is a hang
             quick.timeout = timeout if r.outcome == "hang" else min(timeout, max(5.0, 10 * r.verdict["seconds"]))
 
-            def still_fails(candidate: str, r: Result = r) -> bool:
+            def verdict(candidate: str, w: Worker, backend: str | None, target: Target = target) -> dict:
                 counter[0] += 1
-                path = os.path.join(workdir, f"candidate_{r.index}_{counter[0]}.py")
+                path = os.path.join(workdir, f"candidate_{target.result.index}_{counter[0]}.py")
                 with open(path, "w") as f:
                     f.write(candidate)
-                return _same_failure(quick.check(f"min{counter[0]}", path, backend), r.verdict)
+                return w.check(f"min{counter[0]}", path, backend)
+
+            def holds(candidate: str, target: Target = target) -> bool:
+                if not target.keeps(verdict(candidate, quick, backend)):
+                    return False
+                return not target.reference_agrees or verdict(candidate, quick, "torch.compile")["outcome"] == "ok"
             start = time.perf_counter()
-            small, checks = minimise(sources[r.index], still_fails, budget_s=max(60.0, 8 * timeout))
-            path = os.path.join(workdir, f"final_{r.index}.py")
-            with open(path, "w") as f:
-                f.write(small)
-            final = worker.check(f"final{r.index}", path, backend)
-            if not _same_failure(final, r.verdict):  # flaky: keep the original program rather than a passing one
+            small, checks = minimise(sources[r.index], holds, budget_s=max(60.0, 8 * timeout))
+            final = verdict(small, worker, backend)
+            if not target.keeps(final):  # flaky: keep the original program rather than one that passes
                 small, final = ast.unparse(ast.parse(sources[r.index])) + "\n", r.verdict
-            repro = os.path.join(out, f"repro_{seed}_{r.index}.py")
+            if "reference" in r.verdict:
+                final["reference"] = r.verdict["reference"]
+            repro = os.path.join(out, f"{target.name}.py")
             with open(repro, "w") as f:
-                f.write(repro_text(small, final, seed, r.index, backend))
+                f.write(repro_text(small, final, seed, r.index, backend, target.internal))
             written.append(repro)
-            say(f"minimised program {r.index}: {len(sources[r.index].splitlines())} -> {len(small.splitlines())} "
-                f"lines in {checks} checks, {time.perf_counter() - start:.0f} s: {repro}", flush=True)
+            say(f"minimised program {r.index}{' (internal error)' if target.internal else ''}: "
+                f"{len(sources[r.index].splitlines())} -> {len(small.splitlines())} lines in {checks} checks, "
+                f"{time.perf_counter() - start:.0f} s: {repro}", flush=True)
     finally:
         worker.stop()
         quick.stop()

@@ -46,8 +46,9 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([_framejit_root(), os.getcwd()] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONHASHSEED"] = "0"
         log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "framejit.fuzz.worker", self.progress], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=log, text=True, env=env, start_new_session=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "framejit.fuzz.worker", self.progress],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+                                     start_new_session=True)
         log.close()
         self.answers = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self.answers), daemon=True).start()

@@ -6,8 +6,10 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import io
 import itertools
+import logging
 import re
 import sys
 import time
@@ -57,32 +59,34 @@ def load_module(path: str) -> types.ModuleType:
     return module
 
 
-def build_inputs(module: types.ModuleType, call: CallSpec, train: bool) -> tuple[list, list]:
-    """The arguments described by the program's INPUTS, and (training) the leaf tensors their grads go to:
-    each tensor argument is then a clone of a leaf, so the program may update it in place."""
+def build_inputs(module: types.ModuleType, call: CallSpec, train: bool) -> tuple[list, dict]:
+    """The arguments described by the program's INPUTS, and (training) the leaf tensors their grads go to, by
+    where they are passed (`x`, `xs[0]`, `obj.t`): each tensor argument is then a clone of a leaf, so the
+    program may update it in place."""
     gen = torch.Generator().manual_seed(call.seed)
-    leaves: list[torch.Tensor] = []
+    leaves: dict[str, torch.Tensor] = {}
+    names = list(inspect.signature(module.program).parameters)
 
-    def tensor(shape: tuple) -> torch.Tensor:
+    def tensor(shape: tuple, label: str) -> torch.Tensor:
         t = torch.randn([call.n if d == "N" else d for d in shape], generator=gen, dtype=call.dtype)
         if not train:
             return t
-        leaves.append(t.requires_grad_())
+        leaves[label] = t.requires_grad_()
         return t.clone()
 
     args: list[Any] = []
-    for spec in module.INPUTS:
+    for name, spec in zip(names, module.INPUTS):
         kind = spec[0]
         if kind == "tensor":
-            args.append(tensor(spec[1]))
+            args.append(tensor(spec[1], name))
         elif kind in ("int", "float"):
             args.append(spec[1] + call.bump)
         elif kind == "list":
-            args.append([tensor(spec[2]) for _ in range(spec[1])])
+            args.append([tensor(spec[2], f"{name}[{i}]") for i in range(spec[1])])
         elif kind == "dict":
-            args.append({k: tensor(spec[2]) for k in spec[1]})
+            args.append({k: tensor(spec[2], f"{name}[{k!r}]") for k in spec[1]})
         elif kind == "box":
-            args.append(module.Box(tensor(spec[1]), spec[2]))
+            args.append(module.Box(tensor(spec[1], f"{name}.t"), spec[2]))
         else:
             raise ValueError(f"unknown INPUTS entry {spec!r}")
     return args, leaves
@@ -98,11 +102,12 @@ def _floating_outputs(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def _module_params(module: types.ModuleType) -> list[torch.Tensor]:
-    return [p for v in vars(module).values() if isinstance(v, torch.nn.Module) for p in v.parameters()]
+def _module_params(module: types.ModuleType) -> dict[str, torch.Tensor]:
+    return {f"{g}.{name}": p for g, v in vars(module).items() if isinstance(v, torch.nn.Module)
+            for name, p in v.named_parameters()}
 
 
-def call_once(fn: Callable, module: types.ModuleType, args: list, leaves: list, train: bool) -> dict:
+def call_once(fn: Callable, module: types.ModuleType, args: list, leaves: dict, train: bool) -> dict:
     """Call the program once and snapshot everything it produced or changed."""
     out = io.StringIO()
     torch.set_grad_enabled(True)
@@ -129,7 +134,7 @@ def call_once(fn: Callable, module: types.ModuleType, args: list, leaves: list, 
                 except Exception as e:
                     rec["backward_exc"] = (type(e).__name__, str(e))
             torch.set_grad_enabled(True)
-        rec["grads"] = snap([t.grad for t in leaves] + [p.grad for p in _module_params(module)])
+        rec["grads"] = snap({k: t.grad for k, t in {**leaves, **_module_params(module)}.items()})
     rec["stdout"] = out.getvalue()
     return rec
 
@@ -142,23 +147,33 @@ def resolve_backend(spec: str) -> Any:
     return getattr(importlib.import_module(mod), attr)
 
 
-def run_side(path: str, compile_with: Any = None, progress: Callable[[str], None] = lambda s: None) -> dict:
+def compile_program(fn: Callable, spec: str, graphs: list[int]) -> Callable:
+    """`fn` compiled by framejit with backend `spec`, counting graphs. `torch.compile:NAME` compiles with
+    torch.compile instead: the reference that tells a framejit bug from one it shares with torch's own stack."""
+    reference = spec.startswith("torch.compile:")
+    if reference:
+        import torch._dynamo
+        torch._dynamo.reset()
+        backend = torch._dynamo.lookup_backend(spec.partition(":")[2])
+    else:
+        backend = framejit.lookup_backend(resolve_backend(spec))
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
+        graphs[0] += 1
+        return backend(gm, example_inputs)
+    counting.__name__ = getattr(backend, "__name__", "backend")  # what the compiler's errors call the backend
+    return torch.compile(fn, backend=counting) if reference else framejit.compile(fn, backend=counting)
+
+
+def run_side(path: str, compile_with: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Load the program afresh and make every call of CALLS: eagerly, or compiled with backend `compile_with`."""
     module = load_module(path)
     train = bool(getattr(module, "TRAIN", False))
-    fn = module.program
     graphs = [0]
-    if compile_with is not None:
-        backend = framejit.lookup_backend(resolve_backend(compile_with))
-
-        def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
-            graphs[0] += 1
-            return backend(gm, example_inputs)
-        counting.__name__ = getattr(backend, "__name__", "backend")  # what framejit's errors call the backend
-        fn = framejit.compile(fn, backend=counting)
+    fn = module.program if compile_with is None else compile_program(module.program, compile_with, graphs)
     records = []
     args: list = []
-    leaves: list = []
+    leaves: dict = {}
     for i, call in enumerate(TRAIN_CALLS if train else CALLS):
         progress(f"{'compiled' if compile_with else 'eager'} {call.describe(i)}")
         if not (call.reuse and not train):
@@ -221,6 +236,20 @@ def _judge_exc(key: str, x: Any, y: Any, where: str) -> dict | None:
             "detail": f"{where}: {x[0]} message: eager {x[1]!r}, compiled {y[1]!r}"}
 
 
+class _InternalErrors(logging.Handler):
+    """Collects framejit's 'internal error ... running it as Python' fallbacks: not wrong results, but places
+    where the compiler crashed and gave up on a frame, worth reporting."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "internal error" in message:
+            self.messages.append(message.splitlines()[0][:300])
+
+
 def check_program(path: str, backend: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
     """Eager twice (they must agree, else the generator made a nondeterministic program), then compiled."""
     start = time.perf_counter()
@@ -237,8 +266,16 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
         verdict = {"outcome": "eager_nondeterministic", "kind": verdict["kind"], "detail": verdict["detail"]}
         compiled = {"graphs": 0}
     else:
-        compiled = run_side(path, backend or ("aot_eager" if first["train"] else "eager"), progress)
+        default = "aot_eager" if first["train"] else "eager"
+        spec = f"torch.compile:{default}" if backend == "torch.compile" else (backend or default)
+        internal = _InternalErrors()
+        logging.getLogger("framejit").addHandler(internal)
+        try:
+            compiled = run_side(path, spec, progress)
+        finally:
+            logging.getLogger("framejit").removeHandler(internal)
         verdict = judge(first, compiled)
+        verdict["internal_errors"] = internal.messages[:3]
     framejit.reset()
     verdict["graphs"] = compiled["graphs"]
     verdict["eager_raised"] = sum(1 for c in first["calls"] if c["exc"] is not None)
@@ -246,8 +283,12 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
     return verdict
 
 
-def check_repro(path: str, backend: str | None = None) -> None:
-    """What a repro file runs: print the verdict, and fail (AssertionError) while eager and compiled disagree."""
+def check_repro(path: str, backend: str | None = None, internal_errors: bool = False) -> None:
+    """What a repro file runs: print the verdict, and fail (AssertionError) while eager and compiled disagree
+    (or, with `internal_errors`, while framejit falls back on an internal error)."""
     verdict = check_program(path, backend)
     print(f"{verdict['outcome']}: {verdict['detail'] or 'eager and compiled agree'}")
     assert verdict["outcome"] == "ok", verdict["detail"]
+    if internal_errors:
+        print("\n".join(verdict.get("internal_errors", [])) or "no internal error")
+        assert not verdict.get("internal_errors"), verdict["internal_errors"]

@@ -45,16 +45,15 @@ class Stmts(CompoundStatements):
         return False
 
     def _kinds(self, sc: Scope) -> list[tuple[Callable[[Writer, Scope], bool], float]]:
-        b = self
         nested = sc.depth < 2 and self.budget > 2
         kinds = [(self.assign, 9), (self.rebind, 3), (self.inplace, 3), (self.setitem, 2), (self.number, 1.5),
                  (self.container, 3), (self.print, 1.2), (self.call, 3), (self.global_write, 1.2),
-                 (self.box_write, 1), (self.unpack, 0.6), (self.delete, 0.2), (b.raise_, 0.25)]
+                 (self.box_write, 1), (self.unpack, 0.6), (self.delete, 0.2), (self.raise_, 0.25)]
         if nested:
-            kinds += [(b.if_, 2.5), (b.for_, 2), (b.while_, 0.8), (b.try_, 1.2), (b.with_grad, 1.2),
-                      (b.nested_def, 0.8)]
+            kinds += [(self.if_, 2.5), (self.for_, 2), (self.while_, 0.8), (self.try_, 1.2), (self.with_grad, 1.2),
+                      (self.nested_def, 0.8)]
         if sc.in_loop:
-            kinds.append((b.break_continue, 1.2))
+            kinds.append((self.break_continue, 1.2))
         return kinds
 
     # -- naming --------------------------------------------------------------------------------------------
@@ -76,7 +75,7 @@ class Stmts(CompoundStatements):
             sc.fn.locals.add(name)
 
     def writable(self, sc: Scope, name: str) -> bool:
-        """Whether this function may assign `name` (not a parameter of an enclosing function's lambda, etc.)."""
+        """Whether this function may assign `name`: its own, a global, or an enclosing function's (nonlocal)."""
         return name in sc.fn.locals or name in self.prog.global_infos or name in sc.fn.enclosing
 
     # -- statements ----------------------------------------------------------------------------------------
@@ -179,7 +178,8 @@ class Stmts(CompoundStatements):
     def container(self, w: Writer, sc: Scope) -> bool:
         lists = [n for n in sc.names(lambda v: isinstance(v, TList))]
         dicts = [n for n in sc.names(lambda v: isinstance(v, TDict))]
-        pick = self.rng.weighted([("new_list", 1.5 if len(lists) < 3 else 0.2), ("new_dict", 1 if len(dicts) < 2 else 0.2),
+        pick = self.rng.weighted([("new_list", 1.5 if len(lists) < 3 else 0.2),
+                                  ("new_dict", 1 if len(dicts) < 2 else 0.2),
                                   ("list", 3 * bool(lists)), ("dict", 2.5 * bool(dicts))])
         if pick == "new_list":
             src, t = self.ex.tensor(sc, 1)
@@ -189,8 +189,9 @@ class Stmts(CompoundStatements):
             return self.bind(w, sc, self.prog.fresh("lst"), f"[{src}, {other}]", TList(T(t.shape, t.dtype, False), 2))
         if pick == "new_dict":
             src, t = self.ex.tensor(sc, 1)
-            return self.bind(w, sc, self.prog.fresh("dd"), f"{{'a': {src}, 'b': {src} * 2}}" if t.dtype != "bool"
-                             else f"{{'a': {src}}}", TDict(T(t.shape, t.dtype, False), frozenset("ab" if t.dtype != "bool" else "a")))
+            two = t.dtype != "bool"
+            return self.bind(w, sc, self.prog.fresh("dd"), f"{{'a': {src}, 'b': {src} * 2}}" if two
+                             else f"{{'a': {src}}}", TDict(T(t.shape, t.dtype, False), frozenset("ab" if two else "a")))
         if pick == "list":
             return self.list_op(w, sc, self.rng.pick(lists))
         return self.dict_op(w, sc, self.rng.pick(dicts))
@@ -303,7 +304,9 @@ class Stmts(CompoundStatements):
             return True
         if isinstance(info, T):
             o_src, o = self.ex.operand(sc, info)
-            if isinstance(o, T) and not (broadcast(o.shape, info.shape) == info.shape and inplace_ok(info.dtype, o.dtype)):
+            fits = isinstance(o, PyNum) or (broadcast(o.shape, info.shape) == info.shape
+                                            and inplace_ok(info.dtype, o.dtype))
+            if not fits:
                 return False
             if self.rng.chance(0.5):
                 sc.fn.global_decls.add(name)

@@ -4,24 +4,9 @@ a call), and answers one JSON verdict per line on its original stdout."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import warnings
-
-
-class _InternalErrors(logging.Handler):
-    """Counts framejit's 'internal error ... running it as Python' fallbacks: not wrong results, but places where
-    the compiler gave up, worth reporting."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "internal error" in message:
-            self.messages.append(message.splitlines()[0][:300])
 
 
 def main() -> None:
@@ -34,8 +19,6 @@ def main() -> None:
     import torch  # noqa: F401  (imported before the first program so its time is not the program's)
 
     from framejit.fuzz.runner import check_program
-    internal = _InternalErrors()
-    logging.getLogger("framejit").addHandler(internal)
     answers.write(json.dumps({"ready": True}) + "\n")
     answers.flush()
 
@@ -46,13 +29,11 @@ def main() -> None:
         def progress(phase: str) -> None:
             with open(progress_path, "w") as f:
                 f.write(f"{job}\t{phase}\n")
-        internal.messages.clear()
         try:
             verdict = check_program(request["path"], request.get("backend"), progress)
         except Exception as e:  # the harness itself failed on this program: report it, keep going
             verdict = {"outcome": "invalid", "kind": "harness", "detail": f"{type(e).__name__}: {e}", "graphs": 0,
                        "eager_raised": 0, "seconds": 0.0}
-        verdict["internal_errors"] = list(internal.messages[:3])
         progress("done")
         answers.write(json.dumps({"id": job, **verdict}) + "\n")
         answers.flush()

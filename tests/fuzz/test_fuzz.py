@@ -16,8 +16,11 @@ from framejit.fuzz.generate import generate
 from framejit.fuzz.runner import run_side
 
 CI_SEED = 0
-CI_N = 300          # about 80 s with 2 workers on this project's 2-core machine
-CI_KNOWN_FAILING: list[int] = []  # program indices failing today; empty means the sample must be clean
+CI_N = 300  # about 85 s with 2 workers on this project's 2-core machine, torch.compile re-checks included
+# programs of the sample that fail today where torch.compile (same backend) agrees with eager: framejit's own bugs
+# (33, 203, 286: aot_eager in-place compile error; 175, 242: boolean-mask indexing under aot_eager; 190: list.pop
+# then a call of a disabled function)
+CI_KNOWN_FAILING: list[int] = [33, 175, 190, 203, 242, 286]
 
 PLANTED = "tests.fuzz.planted"
 
@@ -29,7 +32,7 @@ def _program(body: str, inputs: str = "[('tensor', ('N', 4))]", train: bool = Fa
 @pytest.fixture(scope="module")
 def ci_sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = str(tmp_path_factory.mktemp("fuzz_ci"))
-    return fuzz(CI_N, CI_SEED, out=out, jobs=2, batch=200, minimise=False, verbose=False)
+    return fuzz(CI_N, CI_SEED, out=out, jobs=2, batch=200, minimise=False, verbose=False, reference=True)
 
 
 def test_ci_sample_has_no_crash_hang_or_generator_bug(ci_sample: dict) -> None:
@@ -39,12 +42,23 @@ def test_ci_sample_has_no_crash_hang_or_generator_bug(ci_sample: dict) -> None:
     assert counts.get("ok", 0) + counts.get("mismatch", 0) + counts.get("compiled_raised", 0) == CI_N
 
 
+def _own_failures(ci_sample: dict) -> dict:
+    """Failures torch.compile does not share (it agrees with eager there). Those it shares (AOTAutograd on
+    in-place ops, side effects of a graph that raises) are listed in the fuzzing report, not counted here."""
+    return {i: v for i, v in ci_sample["failures"].items() if v.get("reference", "").startswith("ok")}
+
+
+def test_ci_sample_has_no_new_failure(ci_sample: dict) -> None:
+    new = {i: v["detail"][:200] for i, v in _own_failures(ci_sample).items() if i not in CI_KNOWN_FAILING}
+    assert not new, new
+
+
 @pytest.mark.xfail(bool(CI_KNOWN_FAILING), strict=True,
                    reason=f"framejit bugs the fuzzer found: programs {CI_KNOWN_FAILING} of seed {CI_SEED} "
-                          "(repros in the fuzzing report); make this strict when they are fixed")
-def test_ci_sample_agrees(ci_sample: dict) -> None:
-    failing = sorted(int(i) for i in ci_sample["failures"])
-    assert not failing, {i: ci_sample["failures"][i]["detail"][:200] for i in list(ci_sample["failures"])[:10]}
+                          "(repros in the fuzzing report); empty CI_KNOWN_FAILING when they are fixed")
+def test_ci_sample_agrees_wherever_torch_compile_does(ci_sample: dict) -> None:
+    own = _own_failures(ci_sample)
+    assert not own, {i: v["detail"][:200] for i, v in list(own.items())[:10]}
 
 
 def test_planted_wrong_backend_is_a_mismatch(tmp_path: "os.PathLike[str]") -> None:

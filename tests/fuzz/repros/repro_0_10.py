@@ -1,10 +1,11 @@
 """framejit fuzz repro: run seed 0, program 10 (program seed 10), minimised.
 
 Outcome: mismatch (grads.type)
-call 0 (N=3, float32): grads [1]: eager NoneType None, compiled a tensor
+call 0 (N=3, float32): grads ['y']: eager NoneType None, compiled a tensor
+torch.compile on the same program: mismatch grads.type
 
-`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when
-TRAIN is set, with a gradient check) and fails while they disagree.
+`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager`
+when TRAIN is set, with a gradient check) and fails while they disagree.
 """
 import torch
 INPUTS = [('tensor', ('N', 8)), ('tensor', (8,))]

@@ -1,11 +1,12 @@
 """framejit fuzz repro: run seed 0, program 18 (program seed 18), minimised.
 
 Outcome: compiled_raised (call:IndexError)
-call 0 (N=3, float32): eager returned; compiled raised IndexError: slice() cannot be applied to a
-    0-dim tensor.
+call 0 (N=3, float32): eager returned; compiled raised IndexError: slice() cannot be applied to a 0-dim
+    tensor.
+torch.compile on the same program: compiled_raised call:IndexError
 
-`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when
-TRAIN is set, with a gradient check) and fails while they disagree.
+`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager`
+when TRAIN is set, with a gradient check) and fails while they disagree.
 """
 import torch
 INPUTS = [('tensor', (4,)), ('list', 2, ('N', 4))]

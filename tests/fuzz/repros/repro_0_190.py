@@ -2,9 +2,10 @@
 
 Outcome: compiled_raised (call:IndexError)
 call 0 (N=3, float32): eager returned; compiled raised IndexError: list index out of range
+torch.compile on the same program: ok
 
-`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when
-TRAIN is set, with a gradient check) and fails while they disagree.
+`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager`
+when TRAIN is set, with a gradient check) and fails while they disagree.
 """
 import torch
 import framejit

@@ -1,14 +1,15 @@
 """framejit fuzz repro: run seed 0, program 238 (program seed 238), minimised.
 
 Outcome: mismatch (backward.exception_missing)
-call 0 (N=3, float32): eager raised RuntimeError: one of the variables needed for gradient
-    computation has been modified by an inplace operation: [torch.FloatTensor [3, 6]], which is
-    output 0 of torch::autograd::CopySlices, is at version 1; expected version 0 instead. Hint:
-    enable anomaly detection to find the operation that failed to compute its gradient, with
-    torch.autograd.set_detect_anomaly(True, check_nan=False).; compiled did not raise
+call 0 (N=3, float32): eager raised RuntimeError: one of the variables needed for gradient computation has
+    been modified by an inplace operation: [torch.FloatTensor [3, 6]], which is output 0 of
+    torch::autograd::CopySlices, is at version 1; expected version 0 instead. Hint: enable anomaly detection
+    to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True,
+    check_nan=False).; compiled did not raise
+torch.compile on the same program: mismatch backward.exception_missing
 
-`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager` when
-TRAIN is set, with a gradient check) and fails while they disagree.
+`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or `aot_eager`
+when TRAIN is set, with a gradient check) and fails while they disagree.
 """
 import torch
 INPUTS = [('tensor', ('N', 6)), ('tensor', (6,)), ('box', ('N', 6), 1)]
