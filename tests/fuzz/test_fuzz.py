@@ -20,7 +20,7 @@ CI_N = 300  # about 85 s with 2 workers on this project's 2-core machine, torch.
 # programs of the sample that fail today where torch.compile (same backend) agrees with eager: framejit's own bugs
 # (33, 203, 286: aot_eager in-place compile error; 175, 242: boolean-mask indexing under aot_eager; 190: list.pop
 # then a call of a disabled function)
-CI_KNOWN_FAILING: list[int] = [33, 175, 190, 203, 242, 286]
+CI_KNOWN_FAILING: list[int] = [175, 206, 210]  # grads: zeros where eager has None (an output only read as a number)
 
 PLANTED = "tests.fuzz.planted"
 

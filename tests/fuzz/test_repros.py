@@ -1,18 +1,31 @@
-"""Every disagreement the fuzzer found, minimised (tests/fuzz/repros/repro_<seed>_<program>.py), stays fixed: each
-file runs its program eagerly and compiled (with a gradient check where it says TRAIN) and must agree. The file's
-docstring says what went wrong when it was found."""
+"""Every disagreement the fuzzer found, minimised (tests/fuzz/repros/, indexed in its README.md), is a regression
+test: each file runs its program eagerly and compiled (with a gradient check where it says TRAIN) and must agree
+(`internal_*`: must compile without an internal error). The ones still open are strict xfails naming why, so
+that fixing one shows up here."""
 from __future__ import annotations
 
 import glob
 import os
+import subprocess
+import sys
 
 import pytest
 
-from framejit.fuzz.runner import check_repro
+HERE = os.path.join(os.path.dirname(__file__), "repros")
+REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
+STILL_OPEN = {
+    "repro_0_374.py": "eager raises for an in-place write into a row of `for row in t` (unbind views); compiled not",
+    "repro_0_441.py": "a module's `self.calls += 1` is lost when the graph raises at run time (a dtype error)",
+    "repro_0_558.py": "a module's `self.last = ...` is lost when the frame raises after the graph",
+    "repro_0_730.py": "a view made under no_grad and written in place with grad on: eager passes, compiled raises",
+    "repro_0_934.py": "a global list keeps outputs across calls: the second backward goes through the graph twice",
+}
 
-REPROS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "repros", "repro_*.py")))
 
-
-@pytest.mark.parametrize("path", REPROS, ids=[os.path.basename(p)[:-3] for p in REPROS])
-def test_found_by_the_fuzzer_and_fixed(path):
-    check_repro(path)
+@pytest.mark.parametrize("path", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=STILL_OPEN[os.path.basename(p)]))
+    if os.path.basename(p) in STILL_OPEN else p for p in REPROS], ids=[os.path.basename(p)[:-3] for p in REPROS])
+def test_found_by_the_fuzzer(path):
+    # each in its own interpreter: a repro may change global torch state (default dtype, grad mode)
+    done = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
