@@ -18,9 +18,9 @@ from framejit.fuzz.runner import run_side
 CI_SEED = 0
 CI_N = 300  # about 85 s with 2 workers on this project's 2-core machine, torch.compile re-checks included
 # programs of the sample that fail today where torch.compile (same backend) agrees with eager: framejit's own bugs
-# (33, 203, 286: aot_eager in-place compile error; 175, 242: boolean-mask indexing under aot_eager; 190: list.pop
-# then a call of a disabled function)
-CI_KNOWN_FAILING: list[int] = [175, 206, 210]  # grads: zeros where eager has None (an output only read as a number)
+# (175, 206, 210: an input's gradient is zeros where eager leaves None, through an output the program only reads as
+# a number; see docs/design.md, known limits)
+CI_KNOWN_FAILING: list[int] = [175, 206, 210]
 
 PLANTED = "tests.fuzz.planted"
 
