@@ -223,6 +223,8 @@ class OutputGraph:
             self.restore_global_state()  # the graph starts under the state the trace started in
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
+            if any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes):
+                graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode)
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             cg.emit("PUSH_NULL")
             cg.emit_const(_hook.call_with_callback)
@@ -296,6 +298,19 @@ class OutputGraph:
             if not graph_input.node.users:
                 self.graph.erase_node(graph_input.node)
                 self.inputs.remove(graph_input)
+
+
+def _restoring_grad_mode(graph_fn: Callable, mode: bool) -> Callable:
+    """`graph_fn`, putting grad mode back as the graph found it if it raises: a graph that switches grad mode
+    (a no_grad block inside it) and fails within the switch must not leave it switched, as eager's `with` block
+    would not."""
+    def run(*args: Any) -> Any:
+        try:
+            return graph_fn(*args)
+        except BaseException:
+            torch._C._set_grad_enabled(mode)
+            raise
+    return run
 
 
 def _is_module_state(value: torch.Tensor, source: Source) -> bool:

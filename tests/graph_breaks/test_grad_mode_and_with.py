@@ -118,3 +118,15 @@ def test_grad_mode_restored_when_break_raises_inside_no_grad():
         return y
 
     differential(fn, (torch.randn(3, requires_grad=True), []), repeat=2)
+
+
+def raises_inside_no_grad_at_run_time(x):
+    with torch.no_grad():
+        t = x * 1
+        t.mul_(t[0])  # overlapping memory: only the real run raises, inside the graph
+    return t
+
+
+def test_a_graph_raising_inside_no_grad_leaves_grad_mode_as_eager_does():
+    differential(raises_inside_no_grad_at_run_time, (torch.randn(3, 4),))
+    assert torch.is_grad_enabled()
