@@ -104,5 +104,17 @@ class TorchJit:
         return self.counter.frame_count, sum(breaks.values()), notes
 
 
+def torch_backend(name: str) -> Callable[..., Any]:
+    """torch.compile's backend `name`, after a reset (the fuzzer's reference: each program from an empty cache)."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    return torch._dynamo.lookup_backend(name)
+
+
+def torch_compile(fn: Callable[..., Any], backend: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+    return torch.compile(fn, backend=backend)
+
+
 def make_jit(kind: str, backend: str) -> FramejitJit | TorchJit:
     return FramejitJit(backend) if kind == "framejit" else TorchJit(backend)

@@ -149,20 +149,19 @@ def resolve_backend(spec: str) -> Any:
 
 def compile_program(fn: Callable, spec: str, graphs: list[int]) -> Callable:
     """`fn` compiled by framejit with backend `spec`, counting graphs. `torch.compile:NAME` compiles with
-    torch.compile instead: the reference that tells a framejit bug from one it shares with torch's own stack."""
-    reference = spec.startswith("torch.compile:")
-    if reference:
-        import torch._dynamo
-        torch._dynamo.reset()
-        backend = torch._dynamo.lookup_backend(spec.partition(":")[2])
+    torch.compile instead (through framejit.bench.jits, the comparison code): the reference that tells a framejit
+    bug from one it shares with torch's own stack."""
+    if spec.startswith("torch.compile:"):
+        from framejit.bench import jits
+        backend, compile_with = jits.torch_backend(spec.partition(":")[2]), jits.torch_compile
     else:
-        backend = framejit.lookup_backend(resolve_backend(spec))
+        backend, compile_with = framejit.lookup_backend(resolve_backend(spec)), framejit.compile
 
     def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
         graphs[0] += 1
         return backend(gm, example_inputs)
     counting.__name__ = getattr(backend, "__name__", "backend")  # what the compiler's errors call the backend
-    return torch.compile(fn, backend=counting) if reference else framejit.compile(fn, backend=counting)
+    return compile_with(fn, backend=counting)
 
 
 def run_side(path: str, compile_with: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
