@@ -49,13 +49,17 @@ def broken_tracer():
     translator.OPCODE_HANDLERS[index] = saved
 
 
-@pytest.mark.parametrize("failure", ["backend", "internal"])
-def test_suppress_errors_runs_python_with_one_warning_naming_the_frame(failure, request):
-    backend = _raising_backend
+def _failing(failure, request):
+    """The backend for a compile that fails: one that raises, or a working one with the tracer broken."""
     if failure == "internal":
         request.getfixturevalue("broken_tracer")
-        backend = CompileCounter()
-    f = framejit.compile(two_graphs, backend=backend)
+        return CompileCounter()
+    return _raising_backend
+
+
+@pytest.mark.parametrize("failure", ["backend", "internal"])
+def test_suppress_errors_runs_python_with_one_warning_naming_the_frame(failure, request):
+    f = framejit.compile(two_graphs, backend=_failing(failure, request))
     x = torch.randn(3)
     with framejit.config.patch(suppress_errors=True), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -70,11 +74,7 @@ def test_suppress_errors_runs_python_with_one_warning_naming_the_frame(failure, 
 
 @pytest.mark.parametrize("failure", ["backend", "internal"])
 def test_without_suppress_errors_a_framejit_error_is_raised(failure, request):
-    backend = _raising_backend
-    if failure == "internal":
-        request.getfixturevalue("broken_tracer")
-        backend = CompileCounter()
-    f = framejit.compile(two_graphs, backend=backend)
+    f = framejit.compile(two_graphs, backend=_failing(failure, request))
     expected = BackendCompilerFailed if failure == "backend" else InternalError
     with pytest.raises(expected, match="two_graphs" if failure == "internal" else "kaboom") as info:
         f(torch.randn(3))
