@@ -100,8 +100,7 @@ class GuardSet:
             self.constants.setdefault("K", {})[id(root.value)] = root.value
         if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
             self.watched.append(value)
-        checks = tuple(self._tensor_checks(value, dynamic_dims) if kind == GuardKind.TENSOR_MATCH
-                       else self._checks(kind, value))
+        checks = tuple(self._checks(kind, value, dynamic_dims))
         code = tuple(c.text(name, _readable) for c in checks)
         self.records[key] = _Record(source, kind, value, Guard(name=name, kind=kind, code_list=code,
                                                                source_kind=source.kind, checks=checks))
@@ -161,11 +160,11 @@ class GuardSet:
     def _equal(self, expr: str, expected: Any, field: str = "") -> Check:
         return Check(expr, op="==", expected=expected, expected_text=self._const(expected), field=field)
 
-    def _checks(self, kind: GuardKind, value: Any) -> list[Check]:
+    def _checks(self, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset()) -> list[Check]:
         """The checks of one guard, over the guarded value written X."""
         match kind:
             case GuardKind.TENSOR_MATCH:
-                return self._tensor_checks(value)
+                return self._tensor_checks(value, dynamic_dims)
             case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH:
                 return [_literal(f"id({X})", "==", id(value))] if _weakrefable(value) else [self._is(X, value)]
             case GuardKind.EQUALS:
@@ -196,7 +195,7 @@ class GuardSet:
                 return [Check(X, op="is not", expected=value, expected_text=None)]
         raise AssertionError(f"unknown guard kind {kind}")
 
-    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int] = frozenset()) -> list[Check]:
+    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int]) -> list[Check]:
         if dynamic_dims:  # the static dims one by one; strides are the shape guards' business
             layout = [_literal(f"{X}.dim()", "==", t.dim(), "shape")]
             layout += [_literal(f"{X}.size({d})", "==", n, "shape") for d, n in enumerate(t.shape)

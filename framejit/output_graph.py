@@ -23,7 +23,7 @@ from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
 from framejit.guards import GuardSet
-from framejit.shapes import TraceShapes
+from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
@@ -33,7 +33,7 @@ from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
-from framejit.variables.symbolic import SYMBOLIC_TYPES, SymbolicVariable, is_symbolic, plain_number
+from framejit.variables.symbolic import SymbolicVariable, plain_number
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
 

@@ -80,8 +80,7 @@ class TraceShapes:
         dims = self._dynamic_dims(value, source, is_module_state)
         if not dims:
             return self.fake_mode.from_tensor(value, static_shapes=True), dims
-        token = _TokenSource(f"___shape{len(self.tokens)}")
-        self.tokens[token.token] = source
+        token = self._token(source)
         sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(value.dim())]
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
@@ -95,6 +94,12 @@ class TraceShapes:
                 if low is not None or high is not None:
                     constrain_range(fake.shape[d], min=low, max=high)
         return fake, dims
+
+    def _token(self, source: Source) -> _TokenSource:
+        """A new name for an input in the shape environment's guards, standing for `source`."""
+        token = _TokenSource(f"___shape{len(self.tokens)}")
+        self.tokens[token.token] = source
+        return token
 
     def _dynamic_dims(self, value: torch.Tensor, source: Source, is_module_state: bool) -> frozenset[int]:
         if value.dim() == 0:
@@ -126,17 +131,12 @@ class TraceShapes:
             return None
         if self.dynamic is None and (self.code is None or not self._changed(source.name(), (value,))):
             return None
-        token = _TokenSource(f"___shape{len(self.tokens)}")
-        self.tokens[token.token] = source
+        token = self._token(source)
         # positive=None: an int argument may be negative (sizes are the positive ones)
         symbol = self.env.create_symintnode(self.env.create_symbol(value, token, positive=None), hint=value,
                                             source=token)
         self._symbolic.append((symbol, token))
         return symbol
-
-    @property
-    def is_dynamic(self) -> bool:
-        return bool(self._symbolic)
 
     def backend_context(self) -> Any:
         """Where the backend compiles: a tracing context that hands AOTAutograd and inductor the trace's fake
@@ -152,19 +152,16 @@ class TraceShapes:
 
     def symbolic_dims(self) -> dict[str, frozenset[int]]:
         """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""
-        from framejit.variables.symbolic import is_symbolic
         return {self.tokens[token.token].name(): frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
                 for fake, token in self._symbolic if isinstance(fake, torch.Tensor)}
 
     def specialised_ints(self) -> dict[str, int]:
         """The int inputs made symbolic that the trace then needed as numbers: by source name, their value."""
-        from framejit.variables.symbolic import is_symbolic
         return {self.tokens[token.token].name(): int(symbol) for symbol, token in self._symbolic
                 if isinstance(symbol, torch.SymInt) and not is_symbolic(symbol)}
 
     def broken_marks(self) -> list[str]:
         """mark_dynamic dims the trace specialised (it needed the size as a number), described."""
-        from framejit.variables.symbolic import is_symbolic
         return [f"framejit.mark_dynamic({name}, {d}{_range_text(low, high)}) asked for a symbolic size, but the code "
                 f"needs it to be {int(fake.shape[d])}" for (name, d), (fake, low, high) in self.marked.items()
                 if not is_symbolic(fake.shape[d])]
@@ -175,6 +172,14 @@ class TraceShapes:
             return []
         fakes, sources = zip(*self._symbolic)
         return list(self.env.produce_guards(list(fakes), list(sources)))
+
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def is_symbolic(value: Any) -> bool:
+    """A SymInt/SymFloat/SymBool that still has free symbols (a constant one is a plain number)."""
+    return isinstance(value, SYMBOLIC_TYPES) and not value.node.expr.is_number
 
 
 _TOKEN = re.compile(r"___shape\d+")

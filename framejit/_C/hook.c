@@ -542,12 +542,6 @@ static PyObject *tail_call(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return (PyObject *)tc;
 }
 
-/* For code that calls replacement code without the hook (tests, tools). */
-static PyObject *run_tail_calls(PyObject *self, PyObject *result)
-{
-    return trampoline(Py_NewRef(result));
-}
-
 static PyObject *get_stats(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{sl,sl,sl}", "hits", n_hits, "misses", n_misses,
@@ -589,7 +583,6 @@ static PyMethodDef methods[] = {
     {"is_installed", is_installed, METH_NOARGS, "Whether our eval-frame function is the current one."},
     {"tail_call", (PyCFunction)(void (*)(void))tail_call, METH_FASTCALL,
      "tail_call(fn, *args): returned by replacement code, the hook then calls fn(*args) in the frame's place."},
-    {"run_tail_calls", run_tail_calls, METH_O, "run_tail_calls(result): the value, after running the tail calls it names."},
     {"get_stats", get_stats, METH_NOARGS, "Counters: hits, misses, guard_errors."},
     {"reset_stats", reset_stats, METH_NOARGS, "Zero the counters."},
     {NULL, NULL, 0, NULL},

@@ -15,22 +15,16 @@ import torch
 import torch.fx
 
 from framejit.contracts import Tracer
+from framejit.shapes import SYMBOLIC_TYPES, is_symbolic
 from framejit.variables.base import Variable
 
-SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
-_PY_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
-_GUARD = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
-
-
-def is_symbolic(value: Any) -> bool:
-    """A SymInt/SymFloat/SymBool that still has free symbols (a constant one is a plain number)."""
-    return isinstance(value, SYMBOLIC_TYPES) and not value.node.expr.is_number
+_PY_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}  # converting to one specialises
 
 
 def plain_number(value: Any) -> Any:
     """A symbolic value whose expression is a number, as that Python number; anything else unchanged."""
     if isinstance(value, SYMBOLIC_TYPES) and value.node.expr.is_number:
-        return _GUARD[type(value)](value)
+        return _PY_TYPES[type(value)](value)
     return value
 
 
@@ -56,7 +50,7 @@ class SymbolicVariable(Variable):
         return self.value
 
     def as_python_constant(self) -> Any:
-        return _GUARD[type(self.value)](self.value)  # specialises: the shape environment guards the value
+        return _PY_TYPES[type(self.value)](self.value)  # specialises: the shape environment guards the value
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.value)  # guards the comparison (or, for an int, that it is nonzero)
