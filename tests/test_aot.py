@@ -3,6 +3,9 @@ make_boxed_func, training steps under framejit.compile matching eager for aot_ea
 mode/options from framejit.compile."""
 import copy
 import operator
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -283,3 +286,60 @@ def test_in_place_activations_and_batchnorm_statistics_still_go_through_aot():
     out = framejit.compile(model, backend=aot_autograd(fw_compiler=rec.fw))(x)
     out.sum().backward()
     assert rec.forward, "AOTAutograd compiled the graph (forward, then backward with the same compiler)"
+
+
+def _reads_floats(x, y):
+    r = x * 2
+    v = float(y.tanh().amax())  # a graph output read only as a number (a break)
+    return r + v
+
+
+def _reads_a_list(x, y):
+    r = x * 2
+    vals = y.tanh().tolist()
+    return r + vals[0]
+
+
+def _branches_on(x, y):
+    r = x * 2
+    if (y * 3).sum():  # the graph's value, read by the branch only
+        r = r + 1
+    return r
+
+
+def _reads_and_keeps(x, y):
+    t = y.tanh()
+    v = float(t.amax())
+    return x * v + t  # t is read and returned: y's gradient is real
+
+
+@pytest.mark.parametrize("fn", [_reads_floats, _reads_a_list, _branches_on, _reads_and_keeps])
+def test_gradients_of_inputs_only_read_as_numbers_are_none_as_in_eager(fn):
+    # a graph output that requires grad but is only read as data gets no gradient: AOTAutograd would give it a
+    # zero one, and y.grad would be zeros where eager leaves None
+    def leaves():
+        torch.manual_seed(0)
+        return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+    eager_x, eager_y = leaves()
+    fn(eager_x, eager_y).sum().backward()
+    x, y = leaves()
+    framejit.compile(fn, backend="aot_eager")(x, y).sum().backward()
+    torch.testing.assert_close(x.grad, eager_x.grad)
+    assert (y.grad is None) == (eager_y.grad is None)
+    if eager_y.grad is not None:
+        torch.testing.assert_close(y.grad, eager_y.grad)
+
+
+def test_a_number_read_from_a_detached_output_warns_as_eager():
+    # `float()` of a tensor that requires grad warns (once per process, hence a fresh one): the output the graph
+    # returns detached requires grad again before the break reads it
+    script = ("import warnings, torch, framejit\n"
+              "warnings.simplefilter('always')\n"
+              "from tests.test_aot import _reads_floats\n"
+              "framejit.compile(_reads_floats, backend='aot_eager')(torch.randn(3, requires_grad=True),\n"
+              "                                                      torch.randn(3, requires_grad=True))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Converting a tensor with requires_grad=True to a scalar" in done.stderr

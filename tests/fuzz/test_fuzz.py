@@ -18,9 +18,7 @@ from framejit.fuzz.runner import run_side
 CI_SEED = 0
 CI_N = 300  # about 85 s with 2 workers on this project's 2-core machine, torch.compile re-checks included
 # programs of the sample that fail today where torch.compile (same backend) agrees with eager: framejit's own bugs
-# (175, 206, 210: an input's gradient is zeros where eager leaves None, through an output the program only reads as
-# a number; see docs/design.md, known limits)
-CI_KNOWN_FAILING: list[int] = [175, 206, 210]
+CI_KNOWN_FAILING: list[int] = []
 
 PLANTED = "tests.fuzz.planted"
 
