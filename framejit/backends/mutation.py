@@ -28,17 +28,17 @@ _IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.
                        operator.ilshift, operator.irshift, operator.imatmul}
 
 
-def _name(node: torch.fx.Node) -> str:
+def op_name(node: torch.fx.Node) -> str:
     return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
 
 
-def _writes_into_first_argument(node: torch.fx.Node) -> bool:
+def writes_into_first_argument(node: torch.fx.Node) -> bool:
     if node.op not in ("call_method", "call_function") or not node.args:
         return False
     if node.op == "call_function" and (node.target in _IN_PLACE_OPERATORS or node.kwargs.get("inplace") is True
                                        or "out" in node.kwargs):
         return True
-    name = _name(node)
+    name = op_name(node)
     return name.endswith("_") and not name.endswith("__")
 
 
@@ -66,7 +66,7 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
         if _is_view(node):
             base[node] = base[first]
             continue
-        if not _writes_into_first_argument(node):
+        if not writes_into_first_argument(node):
             continue
         written = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
         if _requires_grad(real.get(base[first])) or any(

@@ -15,8 +15,6 @@ HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN = {
     "repro_0_374.py": "eager raises for an in-place write into a row of `for row in t` (unbind views); compiled not",
-    "repro_0_441.py": "a module's `self.calls += 1` is lost when the graph raises at run time (a dtype error)",
-    "repro_0_558.py": "a module's `self.last = ...` is lost when the frame raises after the graph",
     "repro_0_730.py": "a view made under no_grad and written in place with grad on: eager passes, compiled raises",
     "repro_0_934.py": "a global list keeps outputs across calls: the second backward goes through the graph twice",
 }

@@ -1,0 +1,118 @@
+"""A graph that raises at run time: the frame runs again as plain Python, so that what the code did before the
+failing op is done, as in eager.
+
+The replacement code runs the graph first and replays the frame's Python writes (attribute, global and list
+writes, `self.calls += 1`) after it; an op that fails only on real data (a dtype clash, an index out of range)
+raised before those writes, and they were lost. Before the graph call the frame has changed nothing: its locals
+are still the arguments. So if the graph writes nothing outside itself (no in-place op into an input or a view
+of one) and draws no random numbers, running the frame's own code again from its start, capture off, is
+eager's execution: the writes happen, then the same op raises the same exception where the user wrote it (and
+a `try` of the user's around it catches it). The graph's exception is dropped; if the Python run returns, the
+graph raised where eager does not (a backend's fault): that is logged as a warning and the Python result kept.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import weakref
+from typing import Any
+
+import torch
+from bytecode import Label, TryBegin, TryEnd
+
+from framejit import logs
+from framejit._C import _hook
+from framejit.codegen import PyCodegen
+from framejit.codeobj import arg_slot_names
+from framejit.backends.mutation import op_name, writes_into_first_argument
+from framejit.exc import FramejitError
+
+# names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
+_RANDOM = re.compile(r"rand|dropout|bernoulli|multinomial|normal|uniform|exponential_|cauchy_|geometric_|poisson"
+                     r"|rrelu|gumbel")
+
+
+def _written(node: torch.fx.Node) -> list[Any]:
+    """What `node` may write into in place: its first argument and any `out=` (mutation.py decides whether it
+    writes at all)."""
+    if not writes_into_first_argument(node):
+        return []
+    return [node.args[0], node.kwargs.get("out")]
+
+
+def _example(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.fx.Node):
+        value = value.meta.get("example_value")
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _example(v)]
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+def can_rerun(graph: torch.fx.Graph) -> bool:
+    """Whether running the frame again after this graph raised repeats nothing: the graph writes into no input
+    (the fake tensors of the trace share storage as the real ones will) and draws no random numbers."""
+    inputs = [t for n in graph.nodes if n.op == "placeholder" for t in _example(n)]
+    for node in graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if _RANDOM.search(op_name(node)):
+            return False
+        for written in _written(node):
+            if any(torch._C._is_alias_of(t, i) for t in _example(written) for i in inputs):
+                return False
+    return True
+
+
+def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None:
+    """Wrap the instructions from `start` on (the graph call) so that an exception they raise runs the frame
+    of `code` again as Python, in the frame's place (a tail call), with the arguments it was called with."""
+    handler = TryBegin(Label(), push_lasti=False, stack_depth=0)
+    after = Label()
+    cg.instructions.insert(start, handler)
+    cg.instructions.append(TryEnd(handler))
+    cg.emit("JUMP_FORWARD", after)
+    cg.instructions.append(handler.target)
+    error = cg.store_temp(lambda: None)  # the exception, on the stack
+    cg.emit("PUSH_NULL")
+    cg.emit_const(_hook.tail_call)
+    cg.emit_const(_run_as_python)
+    cg.emit("LOAD_FAST", error)
+    # by weak reference: the replacement code lives in `code`'s cache, which the garbage collector cannot see
+    cg.emit_const(weakref.ref(code))
+    cg.emit("PUSH_NULL")
+    cg.emit_const(globals)  # called from this frame, the frame's globals
+    cg.call(0)
+    for name in code.co_freevars:
+        cg.emit("LOAD_CLOSURE", name)
+    if code.co_freevars:
+        cg.emit("BUILD_TUPLE", len(code.co_freevars))
+    else:
+        cg.emit_const(None)
+    args = arg_slot_names(code)
+    for name in args:  # untouched so far: the frame's arguments (an argument that is a cell holds it)
+        cg.emit("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", name)
+    cg.call(5 + len(args))
+    cg.emit("RETURN_VALUE")
+    cg.instructions.append(after)
+
+
+def _run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None,
+                   *slots: Any) -> Any:
+    """Run the frame's code with its globals and closure, capture off, its argument slots as the frame had them."""
+    if not isinstance(graph_error, Exception) or isinstance(graph_error, FramejitError):
+        raise graph_error  # an interrupt, or framejit's own error (a backend's wrong outputs): not the program's
+    code = code_ref()
+    fn = types.FunctionType(code, f_globals, code.co_name, None, closure)
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    args, kwargs = list(slots[:n]), dict(zip(code.co_varnames[n:n + k], slots[n:n + k]))
+    rest = slots[n + k:]
+    if code.co_flags & inspect.CO_VARARGS:
+        args.extend(rest[0])
+        rest = rest[1:]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(rest[0])
+    result = _hook.call_with_callback(None, fn, *args, **kwargs)
+    logs.log.warning("the compiled graph of %s (%s:%d) raised %s: %s; the frame ran as Python and returned",
+                     code.co_name, code.co_filename, code.co_firstlineno, type(graph_error).__name__, graph_error)
+    return result

@@ -1,0 +1,211 @@
+"""A graph op that raises at run time (only real data shows it) runs the frame again as Python: what the code did
+before the failing op (attribute, global and list writes) is done, a `try` of the user's around it catches it, and
+the exception is eager's. Graphs that write into their inputs or draw random numbers do not run twice."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import framejit
+
+from framejit.testing import CompileCounter
+
+LOG: list[str] = []
+COUNTS = {"n": 0}
+
+
+class Counting(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(4)
+        self.calls = 0
+
+    def forward(self, a):
+        self.calls += 1
+        LOG.append(f"call {self.calls}")
+        return self.norm(a)  # float64 input, float32 weights: only the real kernel refuses
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_writes_before_an_op_that_fails_at_run_time_are_done(backend):
+    model, LOG[:] = Counting(), []
+    compiled = framejit.compile(model, backend=backend)
+    compiled(torch.randn(3, 4))
+    with pytest.raises(RuntimeError) as info:
+        compiled(torch.randn(3, 4, dtype=torch.float64))
+    with pytest.raises(RuntimeError) as eager_info:
+        model(torch.randn(3, 4, dtype=torch.float64))
+    assert str(info.value) == str(eager_info.value)
+    assert model.calls == 3 and LOG == ["call 1", "call 2", "call 3"]
+
+
+def _catches(x, idx):
+    COUNTS["n"] += 1
+    try:
+        y = x[idx] * 2  # out of range only for some values
+    except IndexError:
+        y = x.sum() * 0
+    return y + 1
+
+
+def test_a_users_try_around_an_op_that_fails_at_run_time_catches_it():
+    COUNTS["n"] = 0
+    x = torch.randn(5)
+    compiled = framejit.compile(_catches, backend="eager")
+    torch.testing.assert_close(compiled(x, torch.tensor([1, 2])), _catches(x, torch.tensor([1, 2])))
+    torch.testing.assert_close(compiled(x, torch.tensor([1, 9])), _catches(x, torch.tensor([1, 9])))
+    assert COUNTS["n"] == 4
+
+
+def _arguments_of_every_kind(a, *rest, scale, **extra):
+    seen = []
+    inner = lambda: a.shape  # noqa: E731  (a is a cell of this frame)
+    seen.append((inner(), len(rest), scale, sorted(extra)))
+    LOG.append(seen)
+    return torch.linalg.cholesky(a @ a.mT - scale * torch.eye(3)) + rest[0] + extra["b"]
+
+
+def test_the_frame_runs_again_with_each_kind_of_argument():
+    # kw-only, *args, **kwargs and an argument closed over by an inner function: all as the caller passed them
+    a, r, b = torch.randn(3, 3), torch.ones(3), torch.zeros(3)
+    compiled = framejit.compile(_arguments_of_every_kind, backend="eager")
+    LOG[:] = []
+    torch.testing.assert_close(compiled(a, r, 5, scale=-10.0, b=b, c=1),
+                               _arguments_of_every_kind(a, r, 5, scale=-10.0, b=b, c=1))
+    # not positive definite: cholesky raises at run time
+    with pytest.raises(torch.linalg.LinAlgError) as info:
+        compiled(a, r, 5, scale=10.0, b=b, c=1)
+    with pytest.raises(torch.linalg.LinAlgError) as eager_info:
+        _arguments_of_every_kind(a, r, 5, scale=10.0, b=b, c=1)
+    assert str(info.value) == str(eager_info.value)
+    assert LOG[0] == LOG[1] and LOG[2] == LOG[3] == [((3, 3), 2, 10.0, ["b", "c"])]
+
+
+class Base(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Child(Base):
+    def forward(self, x, idx):
+        self.seen = getattr(self, "seen", 0) + 1
+        return super().forward(x)[idx]  # zero-argument super(): the __class__ cell is in the closure
+
+
+def test_a_method_using_zero_argument_super_runs_again():
+    model = Child()
+    compiled = framejit.compile(model, backend="eager")
+    x = torch.randn(4)
+    torch.testing.assert_close(compiled(x, torch.tensor([0])), x[[0]] * 2)
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([8]))
+    assert model.seen == 2
+
+
+HISTORY: list[int] = []
+
+
+def _after_a_break(x, idx):
+    y = x + 1
+    print("", end="")  # a break: the rest runs in a continuation, whose graph raises
+    HISTORY.append(len(HISTORY))
+    global LAST
+    LAST = y
+    return y[idx]
+
+
+def test_a_continuation_whose_graph_raises_runs_again_as_python():
+    HISTORY[:] = []
+    compiled = framejit.compile(_after_a_break, backend="eager")
+    x = torch.randn(3)
+    compiled(x, torch.tensor([0]))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([5]))
+    assert HISTORY == [0, 1]
+    torch.testing.assert_close(LAST, x + 1)
+
+
+def _no_grad_inside(x, idx):
+    LOG.append("in")
+    with torch.no_grad():
+        y = (x * 2)[idx]
+    return y + x.sum()
+
+
+def test_grad_mode_is_eagers_after_a_graph_that_raised_inside_no_grad_ran_again():
+    LOG[:] = []
+    compiled = framejit.compile(_no_grad_inside, backend="eager")
+    x = torch.randn(3, requires_grad=True)
+    compiled(x, torch.tensor([1]))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([7]))
+    assert torch.is_grad_enabled() and LOG == ["in", "in"]
+
+
+def _writes_its_input(x, idx):
+    x.add_(1)  # into the caller's tensor: running again would add twice
+    LOG.append("in")
+    return x[idx]
+
+
+def test_a_graph_that_writes_into_its_input_does_not_run_again():
+    LOG[:] = []
+    compiled = framejit.compile(_writes_its_input, backend="eager")
+    x, eager_x = torch.zeros(3), torch.zeros(3)
+    compiled(x.clone(), torch.tensor([0]))
+    with pytest.raises(IndexError):
+        _writes_its_input(eager_x, torch.tensor([4]))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([4]))
+    torch.testing.assert_close(x, eager_x)  # added once, as eager
+
+
+def _draws(x, idx):
+    y = torch.nn.functional.dropout(x, 0.5, training=True)
+    return y[idx]
+
+
+def test_a_graph_that_draws_random_numbers_does_not_run_again():
+    compiled = framejit.compile(_draws, backend="eager")
+    x = torch.randn(3)
+    compiled(x, torch.tensor([0]))
+    torch.manual_seed(0)
+    with pytest.raises(IndexError):
+        _draws(x, torch.tensor([4]))
+    eager_next = torch.rand(1)
+    torch.manual_seed(0)
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([4]))
+    torch.testing.assert_close(torch.rand(1), eager_next)  # the generator advanced once, as eager
+
+
+class _FailsOn42:
+    """A backend whose compiled graph raises where eager does not (the backend's fault): on an input holding 42."""
+
+    def __init__(self) -> None:
+        self.counter = CompileCounter()
+
+    def __call__(self, gm, example_inputs):
+        self.counter(gm, example_inputs)
+
+        def run(*args):
+            if (args[0] == 42).any():
+                raise ValueError("the backend's kernel failed")
+            return gm.forward(*args)
+        return run
+
+
+def test_a_graph_that_raises_where_eager_does_not_gives_eagers_result_and_a_warning(caplog):
+    def fn(x):
+        return x.sin() * 2
+
+    backend = _FailsOn42()
+    compiled = framejit.compile(fn, backend=backend)
+    x = torch.tensor([1.0, 42.0])
+    torch.testing.assert_close(compiled(x + 1), fn(x + 1))
+    with caplog.at_level(logging.WARNING, logger="framejit"):
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert "raised ValueError: the backend's kernel failed; the frame ran as Python" in caplog.text
+    assert backend.counter.frame_count == 1
