@@ -75,9 +75,8 @@ class TensorVariable(Variable):
     def unpack(self, tx: Tracer) -> list[Variable]:
         if self.example.dim() == 0:
             unsupported("iteration over a 0-d tensor", BreakCode.ITER)
-        from framejit.variables.builtins import call_operator
-        return [call_operator(tx, operator.getitem, [self, ConstantVariable(i)])
-                for i in range(self.example.shape[0])]
+        # as Tensor.__iter__: the rows are unbind's views (autograd forbids writing in place into those)
+        return tx.output.call_graph_op(tx, "call_method", "unbind", [self, ConstantVariable(0)], {}).unpack(tx)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in _META_ATTRS:

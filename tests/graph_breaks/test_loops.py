@@ -152,3 +152,22 @@ def test_loop_break_reuses_one_continuation():
     code = loop_while_brk.__code__
     differential(loop_while_brk, (torch.randn(3), 6), observe=observe_events)
     assert len(graph_break._RESUME_CODES.get(code, {})) == 1, "every iteration resumes at the same place"
+
+
+def _writes_into_rows(x):
+    t = torch.sin(x)
+    for row in t:  # the rows are unbind's views, as Tensor.__iter__ makes them
+        row[-1].add_(1)
+    return t
+
+
+def test_rows_of_an_iterated_tensor_are_unbinds_views():
+    # autograd refuses an in-place write into a view of a multi-output view (unbind), not into a plain select
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="function that returns multiple views") as eager_error:
+        _writes_into_rows(x)
+    with pytest.raises(RuntimeError) as error:
+        framejit.compile(_writes_into_rows, backend="eager")(x)
+    assert str(error.value) == str(eager_error.value)
+    with torch.no_grad():
+        torch.testing.assert_close(framejit.compile(_writes_into_rows, backend="eager")(x), _writes_into_rows(x))
