@@ -62,6 +62,8 @@ class OutputGraph:
         self.wrapped_by_id: dict[int, Variable] = {}  # tensors and mutable objects, by identity
         self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
         self.inputs: list[GraphInput] = []
+        self.root = torch.nn.Module()  # holds the graph's constant tensors (get_attr)
+        self.n_constants = 0
         self.initial_grad_mode = torch.is_grad_enabled()
         self.initial_autocast: dict[str, tuple[bool, torch.dtype]] = {}  # devices whose state the trace changed
         self.initial_autocast_cache = torch.is_autocast_cache_enabled()
@@ -112,6 +114,43 @@ class OutputGraph:
         self.inputs.append(GraphInput(source, value, node))
         self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims)
         return TensorVariable(node, fake, source, type(value))
+
+    def add_constant_tensor(self, tx: Translator, value: torch.Tensor) -> TensorVariable:
+        """A tensor fixed at trace time (an assume_constant_result answer), held by the graph module."""
+        name = f"_constant_{self.n_constants}"
+        self.n_constants += 1
+        setattr(self.root, name, value.detach())
+        node = self.create_node(tx, "get_attr", name, (), {})
+        node.meta["example_value"] = fake = self.fake_mode.from_tensor(value.detach(), static_shapes=True)
+        return TensorVariable(node, fake)
+
+    def real_value(self, node: torch.fx.Node) -> Any:
+        """What `node` computes in this call: the ops it depends on run on copies of the real inputs (a write
+        into one must not reach the caller's tensor)."""
+        needed, pending = set(), [node]
+        while pending:
+            n = pending.pop()
+            if n not in needed:
+                needed.add(n)
+                pending.extend(n.all_input_nodes)
+        real = {i.node: i.value for i in self.inputs}
+        env: dict[torch.fx.Node, Any] = {}
+        with torch.no_grad():
+            for n in self.graph.nodes:
+                if n not in needed:
+                    continue
+                if n.op == "placeholder":
+                    value = real[n]
+                    env[n] = value.clone() if isinstance(value, torch.Tensor) else value
+                    continue
+                args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), env.__getitem__)
+                if n.op == "call_function":
+                    env[n] = n.target(*args, **kwargs)
+                elif n.op == "call_method":
+                    env[n] = getattr(args[0], n.target)(*args[1:], **kwargs)
+                else:
+                    env[n] = getattr(self.root, n.target)
+        return env[node]
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
         node = self.graph.create_node(op, target, args, kwargs)
@@ -222,7 +261,7 @@ class OutputGraph:
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
         if self.count_ops() or outputs:
-            gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+            gm = torch.fx.GraphModule(self.root, self.graph)
             self.restore_global_state()  # the graph starts under the state the trace started in
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])

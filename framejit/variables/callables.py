@@ -16,6 +16,7 @@ from framejit.variables.base import KnownValueVariable, Variable, lookup_class_a
 from framejit.variables.constant import ConstantVariable, is_literal
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
+from framejit.variables.tensor import TensorVariable
 
 
 CO_VARARGS = inspect.CO_VARARGS
@@ -343,5 +344,32 @@ class ConstantResultVariable(Variable):
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if self.answer is not self._NOT_FIXED:
             return tx.wrap_constant(self.answer)
-        return tx.wrap_constant(self.fn(*[a.as_python_constant() for a in args],
-                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        # called with the real values of this call (tensors the graph computes: the graph so far run on the
+        # real inputs), as TorchDynamo does; a tensor result is held by the graph as a constant
+        result = self.fn(*[_real_value(tx, a) for a in args], **{k: _real_value(tx, v) for k, v in kwargs.items()})
+        return _constant(tx, result)
+
+
+def _real_value(tx: Tracer, var: Variable) -> Any:
+    if var.is_python_constant():
+        return var.as_python_constant()
+    if isinstance(var, TensorVariable):
+        return tx.output.real_value(var.node)
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return var.python_type()(_real_value(tx, v) for v in var.items)
+    for real in ("module", "value"):  # modules and objects from outside the frame (they have a source)
+        if var.source is not None and hasattr(var, real):
+            return getattr(var, real)
+    unsupported(f"an assume_constant_result function called with {var}, whose value is known only when the "
+                f"graph runs", BreakCode.DISALLOWED)
+
+
+def _constant(tx: Tracer, value: Any) -> Variable:
+    if isinstance(value, torch.Tensor):
+        return tx.output.add_constant_tensor(tx, value)
+    if type(value) in (tuple, list):
+        items = [_constant(tx, v) for v in value]
+        return TupleVariable(items) if type(value) is tuple else ListVariable(items)
+    if type(value) is dict:
+        return DictVariable({k: _constant(tx, v) for k, v in value.items()})
+    return tx.wrap_constant(value)
