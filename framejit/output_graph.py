@@ -22,7 +22,7 @@ from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
-from framejit.rerun import can_rerun, emit_rerun_on_error
+from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.guards import GuardSet
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
@@ -267,6 +267,9 @@ class OutputGraph:
                 graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
             if any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes):
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode)
+            written = inputs_written(self.graph)
+            if written:
+                graph_fn = checking_writes(graph_fn, written)
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             start = len(cg.instructions)
             cg.emit("PUSH_NULL")
@@ -277,7 +280,7 @@ class OutputGraph:
                 graph_input.source.reconstruct(cg)
             cg.call(len(self.inputs) + 2)
             cg.emit("STORE_FAST", GRAPH_OUT)
-            if can_rerun(self.graph):
+            if written is not None:
                 emit_rerun_on_error(cg, tx.code, start)
         for exit_source, _ in self.autocast_left:
             cg.emit("PUSH_NULL")

@@ -4,9 +4,9 @@ failing op is done, as in eager.
 The replacement code runs the graph first and replays the frame's Python writes (attribute, global and list
 writes, `self.calls += 1`) after it; an op that fails only on real data (a dtype clash, an index out of range)
 raised before those writes, and they were lost. Before the graph call the frame has changed nothing: its locals
-are still the arguments. So if the graph writes nothing outside itself (no in-place op into an input or a view
-of one) and draws no random numbers, running the frame's own code again from its start, capture off, is
-eager's execution: the writes happen, then the same op raises the same exception where the user wrote it (and
+are still the arguments. So if the graph has written nothing outside itself when it raises (no in-place op into
+an input or a view of one had run: their version counters say so) and draws no random numbers, running the
+frame's own code again from its start, capture off, is eager's execution: the writes happen, then the same op raises the same exception where the user wrote it (and
 a `try` of the user's around it catches it). The graph's exception is dropped; if the Python run returns, the
 graph raised where eager does not (a backend's fault): that is logged as a warning and the Python result kept.
 """
@@ -16,7 +16,7 @@ import inspect
 import re
 import types
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from bytecode import Label, TryBegin, TryEnd
@@ -49,19 +49,48 @@ def _example(value: Any) -> list[torch.Tensor]:
     return [value] if isinstance(value, torch.Tensor) else []
 
 
-def can_rerun(graph: torch.fx.Graph) -> bool:
-    """Whether running the frame again after this graph raised repeats nothing: the graph writes into no input
-    (the fake tensors of the trace share storage as the real ones will) and draws no random numbers."""
-    inputs = [t for n in graph.nodes if n.op == "placeholder" for t in _example(n)]
+def inputs_written(graph: torch.fx.Graph) -> list[int] | None:
+    """The positions of the graph inputs it writes into in place (the fake tensors of the trace share storage as
+    the real ones will), or None if the graph draws random numbers (a second run would draw others)."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    written: set[int] = set()
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
         if _RANDOM.search(op_name(node)):
-            return False
-        for written in _written(node):
-            if any(torch._C._is_alias_of(t, i) for t in _example(written) for i in inputs):
-                return False
-    return True
+            return None
+        for target in _written(node):
+            for t in _example(target):
+                written.update(i for i, p in enumerate(placeholders)
+                               if any(torch._C._is_alias_of(t, e) for e in _example(p)))
+    return sorted(written)
+
+
+# inputs the graph writes into that are copied before each call (so that a failed call can be undone) when this
+# small and outside autograd: a BatchNorm's statistics and `num_batches_tracked`, counters, small state
+_SNAPSHOT_NUMEL = 16384
+
+
+def checking_writes(graph_fn: Callable[..., Any], positions: list[int]) -> Callable[..., Any]:
+    """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
+    autograd are copied before the call and put back; if another was written before the exception (its version
+    counter moved), the exception is marked: running the frame again would write twice, so it is not rerun."""
+    def run(*args: Any) -> Any:
+        inputs = [args[i] for i in positions]
+        versions = [t._version for t in inputs]
+        saved = [t.clone() if t.numel() <= _SNAPSHOT_NUMEL and not t.requires_grad else None for t in inputs]
+        try:
+            return graph_fn(*args)
+        except Exception as e:
+            changed = [(t, copy) for t, v, copy in zip(inputs, versions, saved) if t._version != v]
+            if any(copy is None for _, copy in changed):
+                e._framejit_wrote_inputs = True
+            else:
+                with torch.no_grad():
+                    for t, copy in changed:
+                        t.copy_(copy)
+            raise
+    return run
 
 
 def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None:
@@ -100,8 +129,10 @@ def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None
 def _run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None,
                    *slots: Any) -> Any:
     """Run the frame's code with its globals and closure, capture off, its argument slots as the frame had them."""
-    if not isinstance(graph_error, Exception) or isinstance(graph_error, FramejitError):
-        raise graph_error  # an interrupt, or framejit's own error (a backend's wrong outputs): not the program's
+    if not isinstance(graph_error, Exception) or isinstance(graph_error, FramejitError) \
+            or getattr(graph_error, "_framejit_wrote_inputs", False):
+        # an interrupt, framejit's own error (a backend's wrong outputs), or the graph wrote into its inputs
+        raise graph_error
     code = code_ref()
     fn = types.FunctionType(code, f_globals, code.co_name, None, closure)
     n, k = code.co_argcount, code.co_kwonlyargcount

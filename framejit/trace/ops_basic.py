@@ -57,7 +57,9 @@ class BasicOps:
 
     @handles("DELETE_FAST")
     def DELETE_FAST(self, inst: Inst) -> None:
-        self.symbolic_locals.pop(inst.argval, None)
+        if inst.argval not in self.symbolic_locals:  # `del r` a second time: eager's UnboundLocalError
+            unsupported(f"local variable {inst.argval!r} deleted before assignment", BreakCode.UNBOUND)
+        del self.symbolic_locals[inst.argval]
 
     @handles("LOAD_DEREF", "LOAD_CLASSDEREF")
     def LOAD_DEREF(self, inst: Inst) -> None:

@@ -162,6 +162,50 @@ def test_a_graph_that_writes_into_its_input_does_not_run_again():
     torch.testing.assert_close(x, eager_x)  # added once, as eager
 
 
+def _finally_writes_its_input(x, idx):
+    try:
+        LOG.append("in")
+        return x[idx] * 2  # raises before the graph's write into x below has run
+    finally:
+        x.mul_(x)
+
+
+def test_a_graph_that_raises_before_its_write_into_an_input_runs_again():
+    LOG[:] = []
+    compiled = framejit.compile(_finally_writes_its_input, backend="eager")
+    x, eager_x = torch.full((3,), 3.0), torch.full((3,), 3.0)
+    with pytest.raises(IndexError):
+        _finally_writes_its_input(eager_x, torch.tensor([4]))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([4]))
+    torch.testing.assert_close(x, eager_x)  # the finally block ran, once
+    assert LOG == ["in", "in"]
+
+
+class CountingNorm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.calls = 0
+
+    def forward(self, a):
+        self.calls += 1
+        return self.norm(a)  # num_batches_tracked += 1, then a float64 input meets float32 statistics
+
+
+def test_small_inputs_a_graph_wrote_before_it_raised_are_put_back_and_the_frame_runs_again():
+    model, eager_model = CountingNorm(), CountingNorm()
+    compiled = framejit.compile(model, backend="eager")
+    x = torch.randn(3, 4)
+    for m in (compiled, eager_model):
+        m(x)
+        with pytest.raises(RuntimeError):
+            m(x.double())
+    assert model.calls == eager_model.calls == 2
+    assert model.norm.num_batches_tracked.item() == eager_model.norm.num_batches_tracked.item() == 2
+    torch.testing.assert_close(model.norm.running_mean, eager_model.norm.running_mean)
+
+
 def _draws(x, idx):
     y = torch.nn.functional.dropout(x, 0.5, training=True)
     return y[idx]
