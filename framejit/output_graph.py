@@ -260,13 +260,20 @@ class OutputGraph:
         self.graph.output(tuple(self._detached(v.node) if id(v) in detached else v.node for v in outputs))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
-        if self.count_ops() or outputs:
+        # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
+        # code after it expects the state it leaves
+        switches = any(n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS
+                       for n in self.graph.nodes)
+        if self.count_ops() or outputs or switches:
+            entry_mode = self._hoist_leading_grad_mode()
             gm = torch.fx.GraphModule(self.root, self.graph)
             self.restore_global_state()  # the graph starts under the state the trace started in
+            if entry_mode is not None:
+                torch._C._set_grad_enabled(entry_mode)
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
-            if any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes):
-                graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode)
+            if switches:
+                graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)
             if written:
                 graph_fn = checking_writes(graph_fn, written)
@@ -330,6 +337,21 @@ class OutputGraph:
             outputs.append(v)
         return outputs
 
+    def _hoist_leading_grad_mode(self) -> bool | None:
+        """Take the grad mode switches before the graph's first op out of it (a continuation that starts inside a
+        `with no_grad()` block the code then leaves): the graph is compiled, and run, in the mode they set. A
+        backend decides at compile time whether a graph is for training (AOTAutograd by the grad mode then), and
+        would otherwise compile this one without autograd."""
+        mode = None
+        for node in list(self.graph.nodes):
+            if node.op == "placeholder":
+                continue
+            if node.target is not torch._C._set_grad_enabled:
+                break
+            mode = node.args[0]
+            self.graph.erase_node(node)
+        return mode
+
     def _detached(self, node: torch.fx.Node) -> torch.fx.Node:
         out = self.graph.call_method("detach", (node,))
         out.meta["example_value"] = node.meta["example_value"].detach()
@@ -353,11 +375,13 @@ class OutputGraph:
                 self.inputs.remove(graph_input)
 
 
-def _restoring_grad_mode(graph_fn: Callable, mode: bool) -> Callable:
-    """`graph_fn`, putting grad mode back as the graph found it if it raises: a graph that switches grad mode
-    (a no_grad block inside it) and fails within the switch must not leave it switched, as eager's `with` block
-    would not."""
+def _restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None) -> Callable:
+    """`graph_fn`, run in `entry_mode` (if not None), putting grad mode back to `mode`, as the trace started, if
+    it raises: a graph that switches grad mode (a no_grad block inside it) and fails within the switch must not
+    leave it switched, as eager's `with` block would not."""
     def run(*args: Any) -> Any:
+        if entry_mode is not None:
+            torch._C._set_grad_enabled(entry_mode)
         try:
             return graph_fn(*args)
         except BaseException:
