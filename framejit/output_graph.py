@@ -27,6 +27,7 @@ from framejit.guards import GuardSet
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
+from framejit.unused_grads import gating_unused_grads
 from framejit.trace.translator import Translator
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
@@ -272,6 +273,7 @@ class OutputGraph:
                 torch._C._set_grad_enabled(entry_mode)
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
+            graph_fn = gating_unused_grads(graph_fn, self.graph, [i.value for i in self.inputs])
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)

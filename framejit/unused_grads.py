@@ -1,0 +1,121 @@
+"""Gradients eager leaves None: an input whose every dependent graph output gets no gradient.
+
+In eager, `y.grad` stays None when nothing the loss depends on was computed from y. A compiled graph is one
+autograd node for all its outputs (AOTAutograd's, inductor's): when any of its outputs gets a gradient, its
+backward runs and gives every input that requires grad one, zeros for an input whose outputs the program
+never differentiated (an output kept in a list, a local the rest of the frame does not use). This restores
+eager's None: the graph's inputs that feed only some of its outputs pass through an identity autograd node
+(`_Gate`) before the graph, the outputs they feed get a hook that notes their gradient, and in backward the
+gate gives None unless one of its outputs got a gradient. Autograd runs the hooks (at the outputs) before the
+graph's backward and that before the gates (at the inputs), so the note is complete when the gate reads it.
+
+Which outputs depend on which inputs comes from the graph's data flow; an in-place op makes everything that
+shares storage with what it writes depend on what it reads (an over-approximation errs towards a gradient,
+as the graph gave before).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from framejit.backends.mutation import writes_into_first_argument
+
+
+def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
+    value = node.meta.get("example_value")
+    if isinstance(value, torch.Tensor) and not value.is_sparse:
+        return StorageWeakRef(value.untyped_storage())
+    return None
+
+
+def output_dependencies(graph: torch.fx.Graph) -> list[frozenset[int]]:
+    """For each output of `graph`, the positions of the inputs it may depend on."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    deps: dict[torch.fx.Node, frozenset[int]] = {p: frozenset([i]) for i, p in enumerate(placeholders)}
+    written: dict[StorageWeakRef, frozenset[int]] = {}  # storage -> inputs written into it in place
+    changed = True
+    while changed:  # a write late in the graph reaches the nodes before it that share its storage
+        changed = False
+        for node in graph.nodes:
+            if node.op in ("placeholder", "output"):
+                continue
+            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes))
+            for n in (node, *node.all_input_nodes):
+                found |= written.get(_storage(n), frozenset()) if _storage(n) is not None else frozenset()
+            if deps.get(node) != found:
+                deps[node], changed = found, True
+            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
+                target = _storage(node.args[0])
+                if target is not None and not found <= written.get(target, frozenset()):
+                    written[target] = written.get(target, frozenset()) | found
+                    changed = True
+    out = next(n for n in graph.nodes if n.op == "output")
+    result = []
+    for value in out.args[0]:
+        if isinstance(value, torch.fx.Node):
+            storage = _storage(value)
+            result.append(deps.get(value, frozenset()) | (written.get(storage, frozenset()) if storage else frozenset()))
+        else:
+            result.append(frozenset())
+    return result
+
+
+class _Gate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, received: set[int], outputs: frozenset[int]) -> torch.Tensor:
+        ctx.received, ctx.outputs = received, outputs
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        return (grad if not ctx.received.isdisjoint(ctx.outputs) else None), None, None
+
+
+def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
+                        example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn`, giving None as the gradient of each input whose dependent outputs all got none (eager's
+    answer), or `graph_fn` itself where no input could need it."""
+    if not torch.is_grad_enabled() or not any(_requires_grad(v) for v in example_inputs) \
+            or _writes_into_an_input(graph):
+        return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
+    deps = output_dependencies(graph)
+    out = next(n for n in graph.nodes if n.op == "output")
+    differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
+                               and _requires_grad(node.meta.get("example_value")))
+    gates = {}
+    for i, value in enumerate(example_inputs):
+        if _requires_grad(value):
+            feeds = frozenset(o for o in differentiable if i in deps[o])
+            if feeds and feeds != differentiable:
+                gates[i] = feeds
+    if not gates:
+        return graph_fn
+    watched = sorted(frozenset().union(*gates.values()))
+
+    def run(*args: Any) -> Any:
+        if not torch.is_grad_enabled():
+            return graph_fn(*args)
+        received: set[int] = set()
+        args = list(args)
+        for i, feeds in gates.items():
+            if args[i].requires_grad:
+                args[i] = _Gate.apply(args[i], received, feeds)
+        outputs = graph_fn(*args)
+        for o in watched:
+            if outputs[o].grad_fn is not None:
+                # (the graph's node calls its outputs' hooks with None for those that got no gradient)
+                outputs[o].register_hook(lambda g, o=o: None if g is None else received.add(o))
+        return outputs
+    return run
+
+
+def _writes_into_an_input(graph: torch.fx.Graph) -> bool:
+    inputs = {_storage(n) for n in graph.nodes if n.op == "placeholder"} - {None}
+    return any(writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
+               and _storage(n.args[0]) in inputs for n in graph.nodes)
+
+
+def _requires_grad(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.requires_grad
