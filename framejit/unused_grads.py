@@ -6,7 +6,9 @@ backward runs and gives every input that requires grad one, zeros for an input w
 never differentiated (an output kept in a list, a local the rest of the frame does not use). This restores
 eager's None: the graph's inputs that feed only some of its outputs pass through an identity autograd node
 (`_Gate`) before the graph, the outputs they feed get a hook that notes their gradient, and in backward the
-gate gives None unless one of its outputs got a gradient. Autograd runs the hooks (at the outputs) before the
+gate gives None unless one of its outputs got a gradient. Inputs that feed every output are gated too (but
+module parameters): autograd calls a graph's backward even when none of its outputs got a gradient (a later
+gate gave None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
 graph's backward and that before the gates (at the inputs), so the note is complete when the gate reads it.
 
 Which outputs depend on which inputs comes from the graph's data flow; an in-place op makes everything that
@@ -78,7 +80,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     """`graph_fn`, giving None as the gradient of each input whose dependent outputs all got none (eager's
     answer), or `graph_fn` itself where no input could need it."""
     if not torch.is_grad_enabled() or not any(_requires_grad(v) for v in example_inputs) \
-            or _writes_into_an_input(graph):
+            or _writes_into_a_tracked_input(graph, example_inputs):
         return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
     deps = output_dependencies(graph)
     out = next(n for n in graph.nodes if n.op == "output")
@@ -88,7 +90,11 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     for i, value in enumerate(example_inputs):
         if _requires_grad(value):
             feeds = frozenset(o for o in differentiable if i in deps[o])
-            if feeds and feeds != differentiable:
+            # an input that feeds every output needs a gate too: a gate of a later graph, giving None, makes
+            # autograd call this graph's backward with no gradient at all, and that gives zeros. Module
+            # parameters (the many inputs of a training graph) skip it, for speed: a graph whose outputs all
+            # reach the loss only through a later graph's gate still gives them zeros.
+            if feeds and (feeds != differentiable or not isinstance(value, torch.nn.Parameter)):
                 gates[i] = feeds
     if not gates:
         return graph_fn
@@ -111,10 +117,11 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     return run
 
 
-def _writes_into_an_input(graph: torch.fx.Graph) -> bool:
-    inputs = {_storage(n) for n in graph.nodes if n.op == "placeholder"} - {None}
+def _writes_into_a_tracked_input(graph: torch.fx.Graph, example_inputs: list[Any]) -> bool:
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    tracked = {_storage(p) for p, v in zip(placeholders, example_inputs) if _requires_grad(v)} - {None}
     return any(writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
-               and _storage(n.args[0]) in inputs for n in graph.nodes)
+               and _storage(n.args[0]) in tracked for n in graph.nodes)
 
 
 def _requires_grad(value: Any) -> bool:

@@ -343,3 +343,52 @@ def test_a_number_read_from_a_detached_output_warns_as_eager():
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Converting a tensor with requires_grad=True to a scalar" in done.stderr
+
+
+def _keeps_an_unused_local(x, y):
+    t1 = y.t() @ y  # a graph output (live after the break), never differentiated
+    t3 = torch.topk(x, 2, dim=-1).values
+    print("", end="")
+    t1 = torch.where(t1 > 0, t1, t1)
+    return t3
+
+
+def _stores_into_its_argument(x, ys):
+    ys[-1] = x.sub(ys[0])  # an output the caller keeps but never differentiates
+    return ys[0].cos() * 2
+
+
+def _chains_unused_outputs(x, y):
+    m = y @ y  # feeds only the next graph's unused output
+    print("", end="")
+    x2 = torch.maximum(x, m)
+    print("", end="")
+    return x.sin()
+
+
+def _uses_everything(x, y):
+    a = x * y
+    print("", end="")
+    return a.sum() + (y * 2).sum()
+
+
+@pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
+                                _uses_everything])
+def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
+    # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager
+    # leaves None (and the gradients that are there are eager's)
+    def leaves():
+        torch.manual_seed(0)
+        return torch.randn(3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+
+    def call(f, x, y):
+        return f(x.clone(), [y.clone(), y.clone()]) if fn is _stores_into_its_argument else f(x.clone(), y.clone())
+
+    eager_x, eager_y = leaves()
+    call(fn, eager_x, eager_y).sum().backward()
+    x, y = leaves()
+    call(framejit.compile(fn, backend="aot_eager"), x, y).sum().backward()
+    for got, want in ((x.grad, eager_x.grad), (y.grad, eager_y.grad)):
+        assert (got is None) == (want is None)
+        if want is not None:
+            torch.testing.assert_close(got, want)
