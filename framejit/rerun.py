@@ -29,8 +29,8 @@ from framejit.backends.mutation import op_name, writes_into_first_argument
 from framejit.exc import FramejitError
 
 # names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
-_RANDOM = re.compile(r"rand|dropout|bernoulli|multinomial|normal|uniform|exponential_|cauchy_|geometric_|poisson"
-                     r"|rrelu|gumbel")
+_RANDOM = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
+                     r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
@@ -57,7 +57,7 @@ def inputs_written(graph: torch.fx.Graph) -> list[int] | None:
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
-        if _RANDOM.search(op_name(node)):
+        if _RANDOM.fullmatch(op_name(node)):
             return None
         for target in _written(node):
             for t in _example(target):

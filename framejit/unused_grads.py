@@ -68,7 +68,9 @@ class _Gate(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, received: set[int], outputs: frozenset[int]) -> torch.Tensor:
         ctx.received, ctx.outputs = received, outputs
-        return x.view_as(x)
+        # the same storage and version counter, and not a view: a view made in a custom Function may not be
+        # written in place (nor may its base), where eager's input may
+        return x.detach()
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
