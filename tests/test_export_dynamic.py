@@ -119,3 +119,14 @@ def test_saved_program_runs_in_a_fresh_process_without_framejit(kind, tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"ran {len(SIZES)} sizes" in done.stdout
+
+
+def test_data_dependent_ops_stay_in_the_exported_graph():
+    # nonzero, boolean masks, unique and .item() feeding a size: unbacked sizes, computed by the graph on each call
+    from tests.test_dynamic_shapes import DATA, data_dependent_sizes, item_feeds_a_size
+    gm, _ = framejit.export(data_dependent_sizes, DATA[0])
+    for x in DATA[:2]:
+        assert all(torch.equal(g, w) for g, w in zip(gm(x), data_dependent_sizes(x), strict=True))
+    gm, _ = framejit.export(item_feeds_a_size, torch.tensor([1, 2]))
+    for x in (torch.tensor([1, 2]), torch.tensor([3, 4])):
+        assert all(torch.equal(g, w) for g, w in zip(gm(x), item_feeds_a_size(x), strict=True))
