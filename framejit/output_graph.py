@@ -266,7 +266,7 @@ class OutputGraph:
         switches = any(n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS
                        for n in self.graph.nodes)
         if self.count_ops() or outputs or switches:
-            entry_mode = self._hoist_leading_grad_mode()
+            entry_mode = self._entry_grad_mode()
             gm = torch.fx.GraphModule(self.root, self.graph)
             self.restore_global_state()  # the graph starts under the state the trace started in
             if entry_mode is not None:
@@ -339,20 +339,19 @@ class OutputGraph:
             outputs.append(v)
         return outputs
 
-    def _hoist_leading_grad_mode(self) -> bool | None:
-        """Take the grad mode switches before the graph's first op out of it (a continuation that starts inside a
-        `with no_grad()` block the code then leaves): the graph is compiled, and run, in the mode they set. A
-        backend decides at compile time whether a graph is for training (AOTAutograd by the grad mode then), and
-        would otherwise compile this one without autograd."""
-        mode = None
-        for node in list(self.graph.nodes):
-            if node.op == "placeholder":
-                continue
-            if node.target is not torch._C._set_grad_enabled:
-                break
-            mode = node.args[0]
-            self.graph.erase_node(node)
-        return mode
+    def _entry_grad_mode(self) -> bool | None:
+        """True when the trace started without grad but the graph turns it on (a continuation that starts inside
+        a `with no_grad()` block it then leaves): the graph is compiled, and run, with grad on, its first ops
+        under an explicit switch off. A backend decides at compile time whether a graph is for training
+        (AOTAutograd by the grad mode then) and would otherwise compile this one without autograd. None: the
+        graph compiles and runs in the mode the trace started in."""
+        if self.initial_grad_mode or not any(n.target is torch._C._set_grad_enabled and n.args[0] is True
+                                             for n in self.graph.nodes):
+            return None
+        first = next(n for n in self.graph.nodes if n.op != "placeholder")
+        with self.graph.inserting_before(first):
+            self.graph.call_function(torch._C._set_grad_enabled, (False,)).meta["example_value"] = None
+        return True
 
     def _detached(self, node: torch.fx.Node) -> torch.fx.Node:
         out = self.graph.call_method("detach", (node,))
