@@ -5,7 +5,7 @@ autograd node for all its outputs (AOTAutograd's, inductor's): when any of its o
 backward runs and gives every input that requires grad one, zeros for an input whose outputs the program
 never differentiated (an output kept in a list, a local the rest of the frame does not use). This restores
 eager's None: the graph's inputs that feed only some of its outputs pass through an identity autograd node
-(`_Gate`) before the graph, the outputs they feed get a hook that notes their gradient, and in backward the
+(`_Gate`) before the graph, the nodes that made the outputs they feed get a hook that notes their gradient, and in backward the
 gate gives None unless one of its outputs got a gradient. Inputs that feed every output are gated too (but
 module parameters): autograd calls a graph's backward even when none of its outputs got a gradient (a later
 gate gave None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
@@ -32,8 +32,9 @@ def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
     return None
 
 
-def output_dependencies(graph: torch.fx.Graph) -> list[frozenset[int]]:
-    """For each output of `graph`, the positions of the inputs it may depend on."""
+def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:
+    """For each output of `graph`, the positions of the inputs it may depend on; and the inputs that what the
+    graph writes into its inputs may depend on (an input written in place carries gradients out too)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     deps: dict[torch.fx.Node, frozenset[int]] = {p: frozenset([i]) for i, p in enumerate(placeholders)}
     written: dict[StorageWeakRef, frozenset[int]] = {}  # storage -> inputs written into it in place
@@ -61,7 +62,8 @@ def output_dependencies(graph: torch.fx.Graph) -> list[frozenset[int]]:
             result.append(deps.get(value, frozenset()) | (written.get(storage, frozenset()) if storage else frozenset()))
         else:
             result.append(frozenset())
-    return result
+    into_inputs = {_storage(p) for p in placeholders} - {None}
+    return result, frozenset().union(*(deps for storage, deps in written.items() if storage in into_inputs))
 
 
 class _Gate(torch.autograd.Function):
@@ -84,13 +86,18 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     if not torch.is_grad_enabled() or not any(_requires_grad(v) for v in example_inputs) \
             or _writes_into_a_tracked_input(graph, example_inputs):
         return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
-    deps = output_dependencies(graph)
+    deps, feed_input_writes = output_dependencies(graph)
     out = next(n for n in graph.nodes if n.op == "output")
     differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
                                and _requires_grad(node.meta.get("example_value")))
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    # an output that is a view of an input is made again from the input outside the graph's node (AOTAutograd),
+    # and an input written in place carries gradients out of the graph: the gradients of the inputs they depend
+    # on pass no node the hooks watch, so those inputs are not gated
+    aliased = {_storage(n) for n in out.args[0] if isinstance(n, torch.fx.Node)} - {None}
     gates = {}
     for i, value in enumerate(example_inputs):
-        if _requires_grad(value):
+        if _requires_grad(value) and _storage(placeholders[i]) not in aliased and i not in feed_input_writes:
             feeds = frozenset(o for o in differentiable if i in deps[o])
             # an input that feeds every output needs a gate too: a gate of a later graph, giving None, makes
             # autograd call this graph's backward with no gradient at all, and that gives zeros. Module
@@ -112,11 +119,21 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
                 args[i] = _Gate.apply(args[i], received, feeds)
         outputs = graph_fn(*args)
         for o in watched:
-            if outputs[o].grad_fn is not None:
-                # (the graph's node calls its outputs' hooks with None for those that got no gradient)
-                outputs[o].register_hook(lambda g, o=o: None if g is None else received.add(o))
+            node = outputs[o].grad_fn
+            if node is not None:
+                # on the node that made the output, not the tensor: a later in-place write gives the tensor another
+                # node, and the gradient still reaches this one (the node calls it with None for outputs that got
+                # no gradient)
+                node.register_prehook(_noting(received, o, outputs[o].output_nr))
         return outputs
     return run
+
+
+def _noting(received: set[int], o: int, nr: int) -> Callable[[tuple], None]:
+    def note(grads: tuple) -> None:
+        if grads[nr] is not None:
+            received.add(o)
+    return note
 
 
 def _writes_into_a_tracked_input(graph: torch.fx.Graph, example_inputs: list[Any]) -> bool:

@@ -372,8 +372,34 @@ def _uses_everything(x, y):
     return a.sum() + (y * 2).sum()
 
 
+def _starts_in_no_grad(x, y):
+    with torch.set_grad_enabled(False):
+        t = (x * 2) @ (x * 2).t()  # a graph whose first ops run without grad, its last with
+    return y[-1] * 2
+
+
+def _returns_a_view_written_later(x, y):
+    p = torch.sort(x, dim=-1).values
+    v = y.sum().item()
+    t = p.t()  # a view of the previous graph's output, returned; the output is written in place after
+    s = t[t > 0].sum()
+    p.view(-1).add_(1)
+    return t
+
+
+G_STATE = torch.zeros(3)
+
+
+def _writes_into_a_global(x, y):
+    G_STATE[G_STATE < 1] = x.mean()  # the global now carries x's gradient
+    d = {"a": G_STATE.sum(0), "b": G_STATE.sum(0) * 2}
+    print("", end="")
+    return G_STATE * y[0, 0]
+
+
 @pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
-                                _uses_everything])
+                                _uses_everything, _starts_in_no_grad, _returns_a_view_written_later,
+                                _writes_into_a_global])
 def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
     # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager
     # leaves None (and the gradients that are there are eager's)
@@ -384,9 +410,12 @@ def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
     def call(f, x, y):
         return f(x.clone(), [y.clone(), y.clone()]) if fn is _stores_into_its_argument else f(x.clone(), y.clone())
 
+    global G_STATE
     eager_x, eager_y = leaves()
+    G_STATE = torch.zeros(3)
     call(fn, eager_x, eager_y).sum().backward()
     x, y = leaves()
+    G_STATE = torch.zeros(3)
     call(framejit.compile(fn, backend="aot_eager"), x, y).sum().backward()
     for got, want in ((x.grad, eager_x.grad), (y.grad, eager_y.grad)):
         assert (got is None) == (want is None)
