@@ -109,7 +109,10 @@ class OutputGraph:
             # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from
             # users who turn warnings into errors (pytest -W error), where it would abort the trace
             warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
-            fake, dynamic_dims = self.shapes.fake_input(value, source, _is_module_state(value, source))
+            try:
+                fake, dynamic_dims = self.shapes.fake_input(value, source, _is_module_state(value, source))
+            except RuntimeError as e:  # its autograd state refuses to be read (a view whose base changed in place)
+                unsupported(f"{source.name()} cannot be described: {e}", BreakCode.GRAPH_ARG)
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
