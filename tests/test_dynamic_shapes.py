@@ -281,3 +281,20 @@ def test_mark_dynamic_range_is_guarded():
     torch.testing.assert_close(compiled(x, y), reshape_and_slice(x, y))  # outside the range: runs as Python
     with pytest.raises(framejit.exc.Unsupported, match=r"mark_dynamic\(L\['x'\], 0, min=2, max=6\): the size is 9"):
         framejit.compile(reshape_and_slice, backend="eager", fullgraph=True)(x, y)
+
+
+def _view_by_shape_after_a_branch(x, y, k, xs):
+    if k > 1:
+        torch.maximum(y, xs[0])
+        x.clone()
+        return y.view(*y.shape[:-1], 2, 3)
+    return y
+
+
+def test_a_size_known_again_after_being_symbolic_reaches_python_as_an_int():
+    # automatic dynamic made the size symbolic, then a guard fixed it: `*y.shape[:-1]` (a call the trace breaks
+    # at) got the SymInt itself as an argument, which the real op refuses
+    compiled = framejit.compile(_view_by_shape_after_a_branch, backend="eager")
+    for n, k in ((3, 1), (3, 1), (5, 2), (3, 2)):
+        x, y = torch.randn(n, 6), torch.randn(n, 6)
+        torch.testing.assert_close(compiled(x, y, k, [x, y]), _view_by_shape_after_a_branch(x, y, k, [x, y]))

@@ -19,7 +19,7 @@ from framejit.variables.base import Variable
 from framejit.sources import AttrSource
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import BoundMethod
-from framejit.variables.symbolic import has_symbolic
+from framejit.variables.symbolic import has_symbolic, plain_number
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
 _META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
@@ -34,6 +34,14 @@ _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Reading data out of a tensor needs its value: a data-dependent graph break.
 _DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
                            "data_ptr", "__array__", "nonzero_static_check"})
+
+
+def _plain(value: Any) -> Any:
+    """Sizes as Python ints: a dim that was symbolic and is now known (specialised) is a SymInt of a number,
+    which must not reach Python code as a constant."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(plain_number(v) for v in value)
+    return plain_number(value)
 
 
 class TensorVariable(Variable):
@@ -83,7 +91,7 @@ class TensorVariable(Variable):
             value = getattr(self.example, name)
             if has_symbolic(value):  # a dynamic size: its value comes from the graph
                 return tx.output.call_graph_op(tx, "call_method", "size", [self], {})
-            return ConstantVariable(torch.Size(value) if name == "shape" else value)
+            return ConstantVariable(_plain(torch.Size(value) if name == "shape" else value))
         if name in _TENSOR_ATTRS:
             return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
                                            [self, ConstantVariable(name)], {})
@@ -109,7 +117,7 @@ class TensorVariable(Variable):
             value = getattr(self.example, name)(*consts, **kw)
             if has_symbolic(value):
                 return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
-            return tx.wrap_constant(value)
+            return tx.wrap_constant(_plain(value))
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
         if name in ("__getitem__", "__setitem__"):
