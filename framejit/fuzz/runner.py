@@ -218,15 +218,16 @@ def judge(eager: dict, compiled: dict) -> dict:
 _AUTOGRAD_DETAIL = re.compile(r"(modified by an inplace operation): .*", re.S)
 
 
-_VIEW_NODE = re.compile(r"^Output \d+ of \w+ is a view")
+_VIEW_NODE = re.compile(r"^Output \d+ of \w+ is a view[^.]*\.")
 
 
 def _same_message(x: str, y: str) -> bool:
-    """Messages equal but for what autograd's in-place check says about its own graph nodes (which saved
-    tensor it found first, its shape, which node saved it, its version, the hint; which node made a view written
-    in place): a compiled backward saves other tensors in other nodes, the error is the same."""
+    """Messages equal but for what autograd's in-place checks say about their own graph nodes: which saved
+    tensor was found first, its shape, the node that saved it, its version, the hint; which view (or view of
+    its base) written in place was found first, and the node that made it. A compiled graph has other nodes and
+    saves other tensors; the error is the same."""
     def general(m: str) -> str:
-        return _VIEW_NODE.sub("Output of a node is a view", _AUTOGRAD_DETAIL.sub(r"\1", m))
+        return _VIEW_NODE.sub("A view was written in place.", _AUTOGRAD_DETAIL.sub(r"\1", m))
     return x == y or general(x) == general(y)
 
 
