@@ -23,6 +23,7 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.backends.mutation import writes_into_first_argument
+from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 
 def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
@@ -108,14 +109,19 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     if not gates:
         return graph_fn
     watched = sorted(frozenset().union(*gates.values()))
+    # autocast caches its casts of leaf tensors (weights) across ops: a gated leaf is no leaf, its casts are
+    # made again per op, and the gradients of those casts add up in float32 where eager's add up in the cast's
+    # dtype. Under autocast leaves pass ungated.
+    autocast_inside = any(n.target in AUTOCAST_STATE_TARGETS for n in graph.nodes)
 
     def run(*args: Any) -> Any:
         if not torch.is_grad_enabled():
             return graph_fn(*args)
         received: set[int] = set()
         args = list(args)
+        leaves_too = not autocast_inside and not torch._C._is_any_autocast_enabled()
         for i, feeds in gates.items():
-            if args[i].requires_grad:
+            if args[i].requires_grad and (leaves_too or not args[i].is_leaf):
                 args[i] = _Gate.apply(args[i], received, feeds)
         outputs = graph_fn(*args)
         for o in watched:

@@ -215,9 +215,9 @@ def unpack_nested(x, y, z):
     return a * b + c
 
 
-@case(t(2, 3), ops=3)
+@case(t(2, 3), ops=4)
 def unpack_tensor(x):
-    a, b = x
+    a, b = x  # unbind and its two items, as Tensor.__iter__ makes them
     return a * b
 
 
