@@ -22,13 +22,13 @@ from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
-from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.guards import GuardSet
+from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
-from framejit.unused_grads import gating_unused_grads
 from framejit.trace.translator import Translator
+from framejit.unused_grads import gating_unused_grads
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable

@@ -4,12 +4,12 @@ In eager, `y.grad` stays None when nothing the loss depends on was computed from
 autograd node for all its outputs (AOTAutograd's, inductor's): when any of its outputs gets a gradient, its
 backward runs and gives every input that requires grad one, zeros for an input whose outputs the program
 never differentiated (an output kept in a list, a local the rest of the frame does not use). This restores
-eager's None: the graph's inputs that feed only some of its outputs pass through an identity autograd node
-(`_Gate`) before the graph, the nodes that made the outputs they feed get a hook that notes their gradient, and in backward the
-gate gives None unless one of its outputs got a gradient. Inputs that feed every output are gated too (but
-module parameters): autograd calls a graph's backward even when none of its outputs got a gradient (a later
-gate gave None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
-graph's backward and that before the gates (at the inputs), so the note is complete when the gate reads it.
+eager's None. The graph's inputs pass through an identity autograd node (`_Gate`) before the graph; the nodes
+that made the outputs they feed get a hook that notes which got a gradient; and in backward the gate gives None
+unless one of its outputs got one. Inputs that feed every output are gated too (not module parameters, for
+speed): autograd calls a graph's backward even when none of its outputs got a gradient (a later gate gave
+None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
+graph's backward, and that before the gates (at the inputs), so the note is complete when a gate reads it.
 
 Which outputs depend on which inputs comes from the graph's data flow; an in-place op makes everything that
 shares storage with what it writes depend on what it reads (an over-approximation errs towards a gradient,
@@ -45,9 +45,8 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
         for node in graph.nodes:
             if node.op in ("placeholder", "output"):
                 continue
-            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes))
-            for n in (node, *node.all_input_nodes):
-                found |= written.get(_storage(n), frozenset()) if _storage(n) is not None else frozenset()
+            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
+                                      *(written.get(_storage(n), frozenset()) for n in (node, *node.all_input_nodes)))
             if deps.get(node) != found:
                 deps[node], changed = found, True
             if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
@@ -56,13 +55,8 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
                     written[target] = written.get(target, frozenset()) | found
                     changed = True
     out = next(n for n in graph.nodes if n.op == "output")
-    result = []
-    for value in out.args[0]:
-        if isinstance(value, torch.fx.Node):
-            storage = _storage(value)
-            result.append(deps.get(value, frozenset()) | (written.get(storage, frozenset()) if storage else frozenset()))
-        else:
-            result.append(frozenset())
+    result = [deps.get(value, frozenset()) | written.get(_storage(value), frozenset())
+              if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]
     into_inputs = {_storage(p) for p in placeholders} - {None}
     return result, frozenset().union(*(deps for storage, deps in written.items() if storage in into_inputs))
 
