@@ -41,12 +41,18 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
     written: dict[StorageWeakRef, frozenset[int]] = {}  # storage -> inputs written into it in place
     changed = True
     while changed:  # a write late in the graph reaches the nodes before it that share its storage
-        changed = False
+        changed, grad_on = False, True  # (graphs are gated only when compiled with grad on)
         for node in graph.nodes:
+            if node.target is torch._C._set_grad_enabled:
+                grad_on = node.args[0]
             if node.op in ("placeholder", "output"):
                 continue
-            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
-                                      *(written.get(_storage(n), frozenset()) for n in (node, *node.all_input_nodes)))
+            if not grad_on or _detaches(node):  # no gradient flows through what it makes
+                found = frozenset()
+            else:
+                found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
+                                          *(written.get(_storage(n), frozenset())
+                                            for n in (node, *node.all_input_nodes)))
             if deps.get(node) != found:
                 deps[node], changed = found, True
             if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
@@ -59,6 +65,10 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
               if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]
     into_inputs = {_storage(p) for p in placeholders} - {None}
     return result, frozenset().union(*(deps for storage, deps in written.items() if storage in into_inputs))
+
+
+def _detaches(node: torch.fx.Node) -> bool:
+    return node.target in ("detach", torch.detach)
 
 
 class _Gate(torch.autograd.Function):
