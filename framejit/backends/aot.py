@@ -75,13 +75,16 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
             log.info("a training graph writes in place into an input autograd tracks; it runs as eager torch ops")
             return gm
         compilers_raised: list[BaseException] = []
+        training = torch.is_grad_enabled()
         try:
             # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
             return aot_module_simplified(gm, example_inputs, fw_compiler=_noting_errors(fw, compilers_raised),
                                          bw_compiler=_noting_errors(bw, compilers_raised),
                                          decompositions=decompositions, **kwargs)
         except Exception as e:
-            if compilers_raised or not torch.is_grad_enabled() or not _forward_alone_runs(gm, example_inputs):
+            # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
+            torch._C._set_grad_enabled(training)
+            if compilers_raised or not training or not _forward_alone_runs(gm, example_inputs):
                 raise
             # Only the backward can't be derived (an input of a differentiated op modified in place, an op
             # without a derivative): eager raises that in `backward()`, if the program ever calls it. Run this
