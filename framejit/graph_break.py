@@ -24,12 +24,9 @@ from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_tabl
                               original_location, resume_fn_name, stack_inputs)
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, unsupported
-from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph, reachable
+from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
-from framejit.variables.builtins import BuiltinVariable
-from framejit.variables.containers import BoundMethod
-from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import GradModeVariable, WithExitVariable
 
 _LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
@@ -86,18 +83,12 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
         if isinstance(value, WithExitVariable):
             value.ctx.exit_before_break(tx)
     roots = [*local_values.values(), *deep, *inputs, *cell_values.values(), *output.side_effects.values()]
-    read_only = _read_only_tensors(inst, inputs, roots)
-    cg = output.emit_graph_call(tx, roots, compile_graph, detached=frozenset(map(id, read_only)))
+    cg = output.emit_graph_call(tx, roots, compile_graph)
     deep_temps = _store_deep_stack(cg, deep)
     local_temps = {name: cg.store_temp(lambda v=value: cg.load(v)) for name, value in local_values.items()}
     # K's inputs too are read before the writes are replayed: one may be loaded from where a replayed write
     # changes what is found (`u = xs.pop(); f(u)`, u read as `xs[-1]`)
     input_temps = [None if value is NULL else cg.store_temp(lambda v=value: cg.load(v)) for value in inputs]
-    for value in read_only:  # the graph returned it detached: it requires grad again, as K sees it in eager
-        cg.load(value)
-        cg.emit("LOAD_METHOD", "requires_grad_")
-        cg.call(0)
-        cg.emit("POP_TOP")
     for name, value in cell_values.items():
         cg.load(value)
         cg.emit("STORE_DEREF", name)
@@ -126,36 +117,6 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
         _call_continuation(cg, orig_code, except_target, deep_temps[:entry.depth], live[except_target.offset], local_temps,
                            outs)
     return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
-
-
-# Calls that only read a tensor's values: nothing differentiates through what they return.
-_READING_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
-_READING_BUILTINS = (float, int, bool, complex)
-
-
-def _read_only_tensors(inst: Inst, inputs: list[Variable], roots: list[Variable]) -> list[TensorVariable]:
-    """Tensors the graph computes that K only reads the values of (`float(t)`, `t.tolist()`, `if t:`) and that
-    nothing else keeps. The graph returns them detached: as graph outputs that require grad, AOTAutograd would
-    give them zero gradients in backward, making zeros (not eager's None) the gradient of inputs only they use."""
-    if inst.opname.startswith("POP_JUMP"):
-        read = inputs
-    elif inst.opname == "CALL" and inputs and inputs[0] is NULL:
-        fn, args = inputs[1], inputs[2:]
-        if isinstance(fn, BoundMethod) and fn.name in _READING_METHODS and not args:
-            read = [fn.obj]
-        elif isinstance(fn, BuiltinVariable) and fn.value in _READING_BUILTINS and len(args) == 1:
-            read = args
-        else:
-            return []
-    else:
-        return []
-    candidates = [v for v in read if isinstance(v, TensorVariable) and v.node.op != "placeholder"
-                  and v.example.requires_grad]
-    if not candidates:
-        return []
-    inputs_ids = {id(v) for v in inputs}
-    kept = {id(v) for v in reachable([r for r in roots if id(r) not in inputs_ids])}
-    return [v for v in candidates if id(v) not in kept]
 
 
 def _successors(tx: Translator, inst: Inst, n_in: int) -> list[_Successor]:

@@ -251,17 +251,15 @@ class OutputGraph:
                    and n.target is not torch._C._set_grad_enabled and n.target not in AUTOCAST_STATE_TARGETS)
 
     # -- finishing ---------------------------------------------------------------------------
-    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph,
-                        detached: frozenset[int] = frozenset()) -> PyCodegen:
+    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
-        with its call; the returned codegen loads any of those values afterwards. The outputs whose Variable's
-        id is in `detached` are returned detached from autograd."""
+        with its call; the returned codegen loads any of those values afterwards."""
         outputs = self._collect_outputs(roots)
         self._remove_unused_sizes(outputs)
         self._remove_unused_inputs()
         for _, reenter_args in reversed(self.autocast_left):
             self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
-        self.graph.output(tuple(self._detached(v.node) if id(v) in detached else v.node for v in outputs))
+        self.graph.output(tuple(v.node for v in outputs))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
@@ -274,9 +272,10 @@ class OutputGraph:
             self.restore_global_state()  # the graph starts under the state the trace started in
             if entry_mode is not None:
                 torch._C._set_grad_enabled(entry_mode)
+            example_inputs = [i.value for i in self.inputs]
             with self.shapes.backend_context():
-                graph_fn, _ = compile_graph(gm, [i.value for i in self.inputs])
-            graph_fn = gating_unused_grads(graph_fn, self.graph, [i.value for i in self.inputs])
+                graph_fn, _ = compile_graph(gm, example_inputs)
+            graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)
@@ -314,7 +313,7 @@ class OutputGraph:
         # a function made in the trace that outlives the frame closes over the frame's own cells: they must hold
         # what the trace stored in them (the trace kept those writes to itself)
         frame_cells = {id(cell): name for name, cell in tx.cells.items() if name in tx.code.co_cellvars}
-        made_here = [v for v in reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
+        made_here = [v for v in _reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
         for fn in made_here:
             for cell in fn.closure:
                 if id(cell) in frame_cells and cell.value is not None:
@@ -329,7 +328,7 @@ class OutputGraph:
         sources)."""
         inputs = {id(i.node.meta["example_value"]): i for i in self.inputs}
         outputs = []
-        for v in reachable(roots):
+        for v in _reachable(roots):
             if not isinstance(v, (TensorVariable, SymbolicVariable)) or v.node.op == "placeholder":
                 continue
             same = inputs.get(id(v.example)) if isinstance(v, TensorVariable) else None
@@ -355,11 +354,6 @@ class OutputGraph:
         with self.graph.inserting_before(first):
             self.graph.call_function(torch._C._set_grad_enabled, (False,)).meta["example_value"] = None
         return True
-
-    def _detached(self, node: torch.fx.Node) -> torch.fx.Node:
-        out = self.graph.call_method("detach", (node,))
-        out.meta["example_value"] = node.meta["example_value"].detach()
-        return out
 
     def _remove_unused_sizes(self, outputs: list[Variable]) -> None:
         """Drop size reads and size arithmetic nothing uses (the trace decided a branch on them, or read a whole
@@ -399,7 +393,7 @@ def _is_module_state(value: torch.Tensor, source: Source) -> bool:
     return isinstance(value, torch.nn.Parameter) or "._buffers[" in source.name()
 
 
-def reachable(roots: list[Variable]) -> list[Variable]:
+def _reachable(roots: list[Variable]) -> list[Variable]:
     """Every Variable the roots hold, directly or through containers, closures and methods; each once."""
     seen: dict[int, Variable] = {}
     pending = list(reversed(roots))

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import writes_into_first_argument
+from framejit.backends.mutation import mutates_input_under_autograd, requires_grad, writes_into_first_argument
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 
@@ -84,17 +84,18 @@ class _Gate(torch.autograd.Function):
         return (grad if not ctx.received.isdisjoint(ctx.outputs) else None), None, None
 
 
-def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
+def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                         example_inputs: list[Any]) -> Callable[..., Any]:
     """`graph_fn`, giving None as the gradient of each input whose dependent outputs all got none (eager's
     answer), or `graph_fn` itself where no input could need it."""
-    if not torch.is_grad_enabled() or not any(_requires_grad(v) for v in example_inputs) \
-            or _writes_into_a_tracked_input(graph, example_inputs):
+    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs) \
+            or mutates_input_under_autograd(gm, example_inputs):
         return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
+    graph = gm.graph
     deps, feed_input_writes = output_dependencies(graph)
     out = next(n for n in graph.nodes if n.op == "output")
     differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
-                               and _requires_grad(node.meta.get("example_value")))
+                               and requires_grad(node.meta.get("example_value")))
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     # an output that is a view of an input is made again from the input outside the graph's node (AOTAutograd),
     # and an input written in place carries gradients out of the graph: the gradients of the inputs they depend
@@ -102,7 +103,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], graph: torch.fx.Graph,
     aliased = {_storage(n) for n in out.args[0] if isinstance(n, torch.fx.Node)} - {None}
     gates = {}
     for i, value in enumerate(example_inputs):
-        if _requires_grad(value) and _storage(placeholders[i]) not in aliased and i not in feed_input_writes:
+        if requires_grad(value) and _storage(placeholders[i]) not in aliased and i not in feed_input_writes:
             feeds = frozenset(o for o in differentiable if i in deps[o])
             # an input that feeds every output needs a gate too: a gate of a later graph, giving None, makes
             # autograd call this graph's backward with no gradient at all, and that gives zeros. Module
@@ -144,14 +145,3 @@ def _noting(received: set[int], o: int, nr: int) -> Callable[[tuple], None]:
         if grads[nr] is not None:
             received.add(o)
     return note
-
-
-def _writes_into_a_tracked_input(graph: torch.fx.Graph, example_inputs: list[Any]) -> bool:
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    tracked = {_storage(p) for p, v in zip(placeholders, example_inputs) if _requires_grad(v)} - {None}
-    return any(writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
-               and _storage(n.args[0]) in tracked for n in graph.nodes)
-
-
-def _requires_grad(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and value.requires_grad

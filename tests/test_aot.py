@@ -341,7 +341,7 @@ def test_gradients_of_inputs_only_read_as_numbers_are_none_as_in_eager(fn):
 
 def test_a_number_read_from_a_detached_output_warns_as_eager():
     # `float()` of a tensor that requires grad warns (once per process, hence a fresh one): the output the graph
-    # returns detached requires grad again before the break reads it
+    # returns requires grad as eager's does when the break reads it
     script = ("import warnings, torch, framejit\n"
               "warnings.simplefilter('always')\n"
               "from tests.test_aot import _reads_floats\n"

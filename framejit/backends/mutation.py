@@ -47,7 +47,7 @@ def _is_view(node: torch.fx.Node) -> bool:
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
 
 
-def _requires_grad(value: Any) -> bool:
+def requires_grad(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 
 
@@ -69,7 +69,7 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
         if not writes_into_first_argument(node):
             continue
         written = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
-        if _requires_grad(real.get(base[first])) or any(
-                _requires_grad(a.meta.get("example_value")) or _requires_grad(real.get(a)) for a in written):
+        if requires_grad(real.get(base[first])) or any(
+                requires_grad(a.meta.get("example_value")) or requires_grad(real.get(a)) for a in written):
             return True
     return False
