@@ -85,6 +85,7 @@ class BreakCode(enum.StrEnum):
     AUTOCAST = "autocast"
     FAKE_ERROR = "fake_error"
     OP_ERROR = "op_error"
+    ALIASED_WRITE = "aliased_write"
     OP_RESULT = "op_result"
     # modules
     MODULE_CALL = "module_call"

@@ -29,6 +29,7 @@ from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.unused_grads import gating_unused_grads
+from framejit.variables.aliased_writes import check_aliased_write
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable
@@ -172,6 +173,7 @@ class OutputGraph:
         # arithmetic on symbolic sizes: a result known at trace time (s0 - s0) is a constant
         numbers_only = any(map(is_symbolic, leaves)) and not any(isinstance(x, torch.Tensor) for x in leaves)
         check_op_before_run(target, numbers_only or any(isinstance(x, torch.Tensor) for x in leaves))
+        check_aliased_write(op_name(target), target, fake_args, fake_kwargs)
         try:
             with self.fake_mode:
                 if op == "call_method":

@@ -11,9 +11,9 @@ speed): autograd calls a graph's backward even when none of its outputs got a gr
 None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
 graph's backward, and that before the gates (at the inputs), so the note is complete when a gate reads it.
 
-Which outputs depend on which inputs comes from the graph's data flow; an in-place op makes everything that
-shares storage with what it writes depend on what it reads (an over-approximation errs towards a gradient,
-as the graph gave before).
+Which outputs depend on which inputs comes from the graph's data flow, through the values that require grad;
+an in-place op makes everything that shares storage with what it writes depend on what it reads (an
+over-approximation errs towards a gradient, as the graph gave before).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
                 grad_on = node.args[0]
             if node.op in ("placeholder", "output"):
                 continue
-            if not grad_on or _detaches(node):  # no gradient flows through what it makes
+            if not grad_on or _detaches(node) or _no_grad_value(node):  # no gradient flows through what it makes
                 found = frozenset()
             else:
                 found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
@@ -69,6 +69,13 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
 
 def _detaches(node: torch.fx.Node) -> bool:
     return node.target in ("detach", torch.detach)
+
+
+def _no_grad_value(node: torch.fx.Node) -> bool:
+    """A tensor that does not require grad carries no gradient back (`t.new_ones(4)`, a comparison), even where
+    the data flow passes through it."""
+    value = node.meta.get("example_value")
+    return isinstance(value, torch.Tensor) and not value.requires_grad
 
 
 class _Gate(torch.autograd.Function):
