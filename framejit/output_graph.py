@@ -112,8 +112,10 @@ class OutputGraph:
             warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
             try:
                 fake, dynamic_dims = self.shapes.fake_input(value, source, _is_module_state(value, source))
-            except RuntimeError as e:  # its autograd state refuses to be read (a view whose base changed in place)
-                unsupported(f"{source.name()} cannot be described: {e}", BreakCode.GRAPH_ARG)
+            except (RuntimeError, AssertionError) as e:
+                # its autograd state refuses to be read (a view whose base changed in place); or it is a view of an
+                # input the graph has written, whose fake (requires_grad after the write) no longer matches it
+                unsupported(f"{source.name()} cannot be described: {type(e).__name__}: {e}", BreakCode.GRAPH_ARG)
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
