@@ -279,7 +279,9 @@ class OutputGraph:
             example_inputs = [i.value for i in self.inputs]
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, example_inputs)
-            graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
+            # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
+            with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
+                graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)

@@ -423,10 +423,19 @@ def _writes_a_value_made_without_grad_into_a_global(x, y):
     return u
 
 
+def _breaks_inside_no_grad(x, y):
+    h = x * 2
+    u = y * 3
+    with torch.no_grad():  # the graph ends with grad off (a break inside the block)
+        print("", end="")
+    kept = [h]
+    return u
+
+
 @pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
                                 _uses_everything, _starts_in_no_grad, _returns_a_view_written_later,
                                 _writes_into_a_global, _adds_a_detached_value_into_a_global,
-                                _writes_a_value_made_without_grad_into_a_global])
+                                _writes_a_value_made_without_grad_into_a_global, _breaks_inside_no_grad])
 def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
     # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager
     # leaves None (and the gradients that are there are eager's)
