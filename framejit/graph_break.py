@@ -89,10 +89,13 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
     # K's inputs too are read before the writes are replayed: one may be loaded from where a replayed write
     # changes what is found (`u = xs.pop(); f(u)`, u read as `xs[-1]`)
     input_temps = [None if value is NULL else cg.store_temp(lambda v=value: cg.load(v)) for value in inputs]
-    for name, value in cell_values.items():
-        cg.load(value)
-        cg.emit("STORE_DEREF", name)
+    # the frame's cells are written after the replay, which may read what a cell held at the frame's start
+    # (`log.append(z)` before `z = ...`, z a cell: the append's value is loaded from z)
+    cell_temps = {name: cg.store_temp(lambda v=value: cg.load(v)) for name, value in cell_values.items()}
     output.side_effects.codegen(cg)
+    for name, temp in cell_temps.items():
+        cg.emit("LOAD_FAST", temp)
+        cg.emit("STORE_DEREF", name)
     for temp in input_temps:
         if temp is None:
             cg.emit("PUSH_NULL")

@@ -117,3 +117,22 @@ def test_except_body_after_a_break_is_captured():
     cnt = differential(except_body_after_raise, (torch.randn(3),), repeat=2)
     # whatever breaks at the raise, the handler's continuation is a frame like any other: x * 2, x + 1
     assert cnt.op_count == 2, [targets(g) for g in cnt.graphs]
+
+
+CELL_LOG: list = []
+
+
+def cell_read_by_a_replayed_append(x, z):
+    CELL_LOG.append(z)  # replayed after the graph: its value is loaded from the cell z...
+    z = x[-1]  # ...which the trace also wrote (z is a cell: inner reads it)
+    brk()
+
+    def inner():
+        return z
+    return inner() * 2
+
+
+def test_a_replayed_write_reads_a_cell_before_the_trace_writes_it():
+    CELL_LOG.clear()
+    differential(cell_read_by_a_replayed_append, (torch.randn(3, 4), torch.randn(4)),
+                 observe=lambda: [t.clone() for t in CELL_LOG], before=CELL_LOG.clear)
