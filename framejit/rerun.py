@@ -30,7 +30,7 @@ from framejit.codeobj import arg_slot_names
 from framejit.exc import FramejitError
 
 # names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
-_RANDOM = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
+RANDOM_OP = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
                      r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
 
 
@@ -58,7 +58,7 @@ def inputs_written(graph: torch.fx.Graph) -> list[int] | None:
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
-        if _RANDOM.fullmatch(op_name(node)):
+        if RANDOM_OP.fullmatch(op_name(node)):
             return None
         for target in _written(node):
             for t in _example(target):

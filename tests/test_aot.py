@@ -457,3 +457,74 @@ def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
         assert (got is None) == (want is None)
         if want is not None:
             torch.testing.assert_close(got, want)
+
+
+def _kept_output_written_later(x, w, g):
+    t = x.clone().sigmoid()  # saved by its own backward...
+    p = w * g  # ...which the loss (through p alone) never reaches
+    print("", end="")
+    t += x  # so eager allows this write
+    return p, t.detach()
+
+
+def _kept_output_of_another_computation(w, g, state):
+    state.append(g.exp())  # an unrelated computation, differentiated by an earlier call's loss already
+    return w * g
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_unrelated_computations_of_one_graph_get_their_own_autograd_nodes(backend):
+    # one autograd node for the graph would unpack t's saved value in p's backward: "modified by an inplace
+    # operation" where eager has none
+    def leaves():
+        torch.manual_seed(0)
+        return [torch.randn(3, 4, requires_grad=True) for _ in range(3)]
+
+    eager_in, compiled_in = leaves(), leaves()
+    eager_out = _kept_output_written_later(*eager_in)
+    compiled_out = framejit.compile(_kept_output_written_later, backend=backend)(*compiled_in)
+    assert same(compiled_out, eager_out)
+    eager_out[0].sum().backward()
+    compiled_out[0].sum().backward()
+    for got, want in zip(compiled_in, eager_in):
+        assert (got.grad is None) == (want.grad is None)
+        if want.grad is not None:
+            torch.testing.assert_close(got.grad, want.grad)
+
+
+def test_a_second_backward_through_an_unrelated_output_of_a_graph_runs_as_in_eager():
+    def run(fn):
+        torch.manual_seed(0)
+        w, g = torch.randn(4, requires_grad=True), torch.randn(4, requires_grad=True)
+        state = []
+        for _ in range(2):
+            fn(w, g, state).sum().backward()
+        state[0].sum().backward()  # the first call's exp: its graph's other output was differentiated already
+        return w.grad, g.grad
+
+    eager = run(_kept_output_of_another_computation)
+    compiled = run(framejit.compile(_kept_output_of_another_computation, backend="aot_eager"))
+    for got, want in zip(compiled, eager):
+        torch.testing.assert_close(got, want)
+
+
+def _one_computation_and_a_mask(x, w):
+    mask = x > 0  # no gradient: rides with the differentiable part
+    return (x * w).relu(), mask
+
+
+def _two_computations(x, w):
+    return x.sin(), w.cos()
+
+
+@pytest.mark.parametrize("fn, parts", [(_one_computation_and_a_mask, 1), (_two_computations, 2)])
+def test_a_graph_splits_only_into_computations_with_gradients(fn, parts):
+    recorder = CompilerRecorder()
+    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = framejit.compile(fn, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
+    assert same(compiled(x, w), fn(x, w))
+    assert len(recorder.forward) == parts
+    with torch.no_grad():  # an inference graph stays whole
+        recorder.forward.clear()
+        assert same(compiled(x, w), fn(x, w))
+        assert len(recorder.forward) == 1

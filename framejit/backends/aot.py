@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import torch
 
+from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
 from framejit.backends.mutation import mutates_input_under_autograd
 from framejit.backends.registry import register_backend
@@ -70,10 +71,13 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
         kwargs["inference_compiler"] = _boxed(kwargs["inference_compiler"])
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        from torch._functorch.aot_autograd import aot_module_simplified
         if mutates_input_under_autograd(gm, example_inputs):
             log.info("a training graph writes in place into an input autograd tracks; it runs as eager torch ops")
             return gm
+        return compile_per_autograd_part(gm, example_inputs, compile_one)
+
+    def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        from torch._functorch.aot_autograd import aot_module_simplified
         compilers_raised: list[BaseException] = []
         training = torch.is_grad_enabled()
         try:

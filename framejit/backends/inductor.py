@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import torch
 
+from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
 from framejit.backends.mutation import mutates_input_under_autograd
 from framejit.backends.registry import register_backend
@@ -45,7 +46,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     own = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    return compile_fx(own, example_inputs, config_patches=patches, inner_compile=_compile_inner_without_capture)
+    return compile_per_autograd_part(own, example_inputs, lambda part, inputs: compile_fx(
+        part, inputs, config_patches=patches, inner_compile=_compile_inner_without_capture))
 
 
 def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
