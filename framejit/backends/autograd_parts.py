@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import torch
 
+from framejit.backends.common import log
 from framejit.backends.mutation import op_name, requires_grad, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
@@ -35,6 +36,7 @@ def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any
     parts = _differentiable_parts(gm) if torch.is_grad_enabled() else None
     if parts is None:
         return compile_one(gm, example_inputs)
+    log.info("a training graph of %d unrelated computations compiles as one autograd node each", len(parts))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     runs = []
     for nodes, out_positions in parts:
