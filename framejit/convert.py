@@ -101,7 +101,11 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         tx.break_at = break_at.break_index if break_at is not None else None
         result = tx.run()
         if result is None:
-            finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph)
+            # an error eager raises at the break instruction itself (not inside a function it calls, whose
+            # frame runs as Python and is captured again)
+            raise_instead = break_at.raise_instead if break_at is not None and len(break_at.user_stack) == 1 \
+                else None
+            finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph, raise_instead)
             _report_break(break_at, compiler, options)
         else:
             finished = output.finish(tx, result, compile_graph)

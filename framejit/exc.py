@@ -121,6 +121,8 @@ class Unsupported(FramejitError):
         self.code = code
         self.user_stack = list(user_stack or [])
         self.break_index: int | None = None  # index of the captured frame's instruction that failed
+        # what eager raises at that instruction where running it again at the break would not (see OutputGraph)
+        self.raise_instead: BaseException | None = None
 
     def __str__(self) -> str:
         text = self.msg if not self.user_stack else \

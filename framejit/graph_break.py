@@ -59,14 +59,16 @@ class _Successor:
         self.label = label
 
 
-def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
-                    compile_graph: CompileGraph) -> FinishedTrace:
-    """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring)."""
+def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_graph: CompileGraph,
+                    raise_instead: BaseException | None = None) -> FinishedTrace:
+    """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring); with
+    `raise_instead`, what eager raises at `inst`, the code raises that (a new one of its type and message) in
+    `inst`'s place."""
     n_in = stack_inputs(inst)
     if n_in is None or n_in > len(tx.stack):
         unsupported(f"cannot resume a function after a graph break at {inst.opname}", BreakCode.BREAK_UNSUPPORTED)
     orig_code, orig_offset = original_location(tx.code, inst.offset)
-    successors = _successors(tx, inst, n_in)
+    successors = _successors(tx, inst, n_in) if raise_instead is None else []
     deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
     live = {s.offset: _live_locals(tx, orig_code, s.offset) for s in successors}
     entry = exception_entry_at(exception_table(orig_code), orig_offset)
@@ -105,7 +107,14 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst,
     try_start = TryBegin(Label(), push_lasti=entry.lasti, stack_depth=0) if entry is not None else None
     if try_start is not None:
         cg.instructions.append(try_start)
-    _emit_instruction(cg, tx, inst, successors)
+    if raise_instead is None:
+        _emit_instruction(cg, tx, inst, successors)
+    else:  # K's inputs stay on the stack: raising clears it, down to the handler's depth
+        cg.emit("PUSH_NULL")
+        cg.emit_const(type(raise_instead))
+        cg.emit_const(str(raise_instead))
+        cg.call(1)
+        cg.instructions.append(Instr("RAISE_VARARGS", 1, lineno=inst.lineno))
     if try_start is not None:
         cg.instructions.append(TryEnd(try_start))
     for succ in successors:

@@ -6,6 +6,7 @@ calls it, rebuilds the frame's return value and replays side effects.
 from __future__ import annotations
 
 import operator
+import re
 import traceback
 import warnings
 from typing import Any, Callable, Sequence
@@ -21,7 +22,7 @@ from framejit.codegen import PyCodegen
 from framejit.codeobj import GRAPH_OUT
 from framejit.config import Options
 from framejit.contracts import GuardKind
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
@@ -48,6 +49,10 @@ class GraphInput:
 
     def __init__(self, source: Source, value: torch.Tensor, node: torch.fx.Node) -> None:
         self.source, self.value, self.node = source, value, node
+
+
+# autograd's refusals of an in-place write (torch/csrc/autograd: check_inplace, handle_view_on_rebase)
+_AUTOGRAD_REFUSES_WRITE = re.compile(r"is a view and is being modified inplace|is being used in an in-place operation")
 
 
 class OutputGraph:
@@ -187,7 +192,13 @@ class OutputGraph:
         except NotImplementedError as e:
             unsupported(f"{name} cannot run on fake tensors: {e}", BreakCode.FAKE_ERROR)
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
-            unsupported(f"{name} raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
+            error = Unsupported(f"{name} raised {type(e).__name__}: {e}", code=BreakCode.OP_ERROR)
+            if _AUTOGRAD_REFUSES_WRITE.search(str(e)):
+                # autograd refuses a write into a view made here (a row of unbind, a view made under no_grad). The
+                # graph before the break returns that view rebuilt from its base, without the history autograd
+                # checks, so the op would run at the break: the break raises eager's error instead
+                error.raise_instead = e
+            raise error
         # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result
         unbacked = compute_unbacked_bindings(self.shapes.env, result)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))

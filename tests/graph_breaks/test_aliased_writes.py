@@ -1,6 +1,8 @@
-"""In-place writes whose inputs share the written tensor's memory: eager raises or computes in memory order, so
-the trace breaks before them and eager runs them (framejit/variables/aliased_writes.py); writes that do not
-partly overlap stay in the graph.
+"""In-place writes eager refuses or computes in memory order.
+
+Writes whose inputs share the written tensor's memory: the trace breaks before them and eager runs them
+(framejit/variables/aliased_writes.py); writes that do not partly overlap stay in the graph. Writes autograd
+refuses (into a row of `for row in t`, where t requires grad): the break raises eager's error in their place.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations
@@ -113,3 +115,28 @@ def test_dynamic_sizes_overlap_check_adds_no_guard():
         torch.testing.assert_close(fn(x), disjoint_rows(x))
     assert cnt.frame_count == 1
 
+
+
+def write_into_a_row(x):
+    y = x * 2
+    for row in y:  # unbind's views: autograd refuses a write into one
+        row.add_(1)
+    return y
+
+
+def write_into_a_row_caught(x, log):
+    y = x * 2
+    log.append("before")
+    try:
+        for row in y:
+            row.mul_(2)
+    except RuntimeError as e:
+        log.append(str(e)[:30])
+    return y.sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_write_autograd_refuses_raises_as_in_eager(backend):
+    differential(write_into_a_row, (torch.randn(3, 4, requires_grad=True),), backend=backend)
+    differential(write_into_a_row, (torch.randn(3, 4),), backend=backend)  # no autograd: the rows are written
+    differential(write_into_a_row_caught, (torch.randn(3, 4, requires_grad=True), []), backend=backend)
