@@ -31,7 +31,7 @@ from framejit.exc import FramejitError
 
 # names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
 RANDOM_OP = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
-                     r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
+                       r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
