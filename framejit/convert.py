@@ -11,7 +11,8 @@ import torch
 from framejit import logs, tracebacks
 from framejit._C import _hook
 from framejit.backends.common import check_outputs
-from framejit.codeobj import arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code
+from framejit.codeobj import (arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code,
+                              is_continuation)
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
@@ -40,11 +41,16 @@ def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Opti
 
     The first trace may have changed its Variables while failing inside that instruction
     (an inlined call, say), so the break is made by a fresh trace that stops before it.
+
+    A continuation whose trace ran past the instruction budget runs as Python instead (the error reaches the
+    caller): it is a long Python loop, and breaking in it would trace the rest of the loop again in the next
+    continuation, twice per budget's worth, at every call whose guards fail (a list that grows). The functions
+    the loop calls are still captured, each in its own frame.
     """
     try:
         return convert_frame(fn, args, options, compiler, nopython=nopython)
     except Unsupported as e:
-        if nopython or e.break_index is None:
+        if nopython or e.break_index is None or (e.code == BreakCode.BUDGET and is_continuation(fn.__code__)):
             raise
         return convert_frame(fn, args, options, compiler, break_at=e, nopython=nopython)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 import types
 import weakref
 from typing import Any, Callable
@@ -74,22 +75,31 @@ _SNAPSHOT_NUMEL = 16384
 
 def checking_writes(graph_fn: Callable[..., Any], positions: list[int]) -> Callable[..., Any]:
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
-    autograd are copied before the call and put back; if another was written before the exception (its version
-    counter moved), the exception is marked: running the frame again would write twice, so it is not rerun."""
+    autograd are copied before the call (one `_foreach_copy_` into buffers kept per thread) and put back; if
+    another was written before the exception (its version counter moved), the exception is marked: running the
+    frame again would write twice, so it is not rerun."""
+    kept = threading.local()
+
     def run(*args: Any) -> Any:
         inputs = [args[i] for i in positions]
         versions = [t._version for t in inputs]
-        saved = [t.clone() if t.numel() <= _SNAPSHOT_NUMEL and not t.requires_grad else None for t in inputs]
+        small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not t.requires_grad]
+        shapes = [(t.shape, t.dtype, t.device) for t in small]
+        if getattr(kept, "shapes", None) != shapes:  # first call on this thread, or other sizes
+            kept.shapes, kept.buffers = shapes, [torch.empty_like(t) for t in small]
+        if small:
+            torch._foreach_copy_(kept.buffers, small)
         try:
             return graph_fn(*args)
         except Exception as e:
-            changed = [(t, copy) for t, v, copy in zip(inputs, versions, saved) if t._version != v]
-            if any(copy is None for _, copy in changed):
+            copies = {id(t): b for t, b in zip(small, kept.buffers)}
+            changed = [t for t, v in zip(inputs, versions) if t._version != v]
+            if any(id(t) not in copies for t in changed):
                 e._framejit_wrote_inputs = True
             else:
                 with torch.no_grad():
-                    for t, copy in changed:
-                        t.copy_(copy)
+                    for t in changed:
+                        t.copy_(copies[id(t)])
             raise
     return run
 

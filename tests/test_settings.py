@@ -83,6 +83,35 @@ def test_instruction_budget_breaks_a_long_unrolled_loop():
     framejit.reset()
 
 
+def _step(x):
+    y = x + 1
+    y = y * 0.5
+    return y - 0.25
+
+
+def test_a_continuation_past_the_budget_runs_as_python():
+    def loop(x, n):
+        x = x * 2
+        print("", end="")  # a break: the loop is in a continuation
+        for _ in range(n):
+            x = _step(x)  # the budget runs out inside the inlined call: a break at the call could resume
+        return x
+
+    cnt = CompileCounter()
+    x = torch.randn(2)
+    with framejit.config.patch(instruction_budget=200):
+        compiled = framejit.optimize(cnt)(loop)
+        assert same(compiled(x, 100), loop(x, 100))
+        # the frame before the break compiles; its continuation unrolls past the budget and runs as Python, for
+        # other loop lengths too (it is not traced again, in budget-sized pieces, at each call); _step, called
+        # from Python, compiles once
+        assert cnt.frame_count == 2
+        assert same(compiled(x, 120), loop(x, 120))
+        assert same(compiled(x, 3), loop(x, 3))
+        assert cnt.frame_count == 2
+    framejit.reset()
+
+
 def test_misspelt_framejit_logs_section_is_an_error_listing_the_valid_ones(monkeypatch):
     monkeypatch.setenv("FRAMEJIT_LOGS", "guards,grpah")
     with pytest.raises(ValueError, match="unknown section.*'grpah'.*valid sections: bytecode, guards, graph"):
