@@ -528,3 +528,26 @@ def test_a_graph_splits_only_into_computations_with_gradients(fn, parts):
         recorder.forward.clear()
         assert same(compiled(x, w), fn(x, w))
         assert len(recorder.forward) == 1
+
+
+G_SHIFT = torch.zeros(6)
+
+
+def _reads_then_bumps_a_global(x, y):
+    t = torch.where(x < G_SHIFT, x, G_SHIFT).sub(G_SHIFT.roll(1, 0)) * -y  # y's gradient is what G_SHIFT was...
+    G_SHIFT.add_(2.0)  # ...before this write: recomputed in backward from the input, it would be what it is after
+    return t
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_training_graph_reading_an_input_it_writes_gives_eager_gradients(backend):
+    global G_SHIFT
+    grads = []
+    for fn in (_reads_then_bumps_a_global, framejit.compile(_reads_then_bumps_a_global, backend=backend)):
+        torch.manual_seed(0)
+        G_SHIFT = torch.randn(6)
+        x, y = torch.randn(3, 6, requires_grad=True), torch.randn(6, requires_grad=True)
+        fn(x, y).sum().backward()
+        grads.append((x.grad, y.grad, G_SHIFT.clone()))
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want)

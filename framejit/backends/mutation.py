@@ -53,12 +53,15 @@ def requires_grad(value: Any) -> bool:
 
 def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     """True when grad mode is on and the graph writes in place into an input (or a view of one) that requires
-    grad, or writes a value that requires grad into any input."""
+    grad, writes a value that requires grad into any input, or writes into an input that a computation requiring
+    grad also reads (AOTAutograd's partitioner may recompute that read in backward, after the write: wrong
+    gradients; pytorch/pytorch#197039)."""
     if not torch.is_grad_enabled():
         return False
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     base: dict[torch.fx.Node, torch.fx.Node] = {p: p for p in placeholders}
     real = dict(zip(placeholders, example_inputs))
+    written_inputs: set[torch.fx.Node] = set()
     for node in gm.graph.nodes:
         first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
         if first is None or first not in base:
@@ -72,4 +75,8 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
         if requires_grad(real.get(base[first])) or any(
                 requires_grad(a.meta.get("example_value")) or requires_grad(real.get(a)) for a in written):
             return True
-    return False
+        written_inputs.add(base[first])
+    return bool(written_inputs) and any(
+        not writes_into_first_argument(node) and not _is_view(node)
+        and requires_grad(node.meta.get("example_value"))
+        and any(base.get(a) in written_inputs for a in node.all_input_nodes) for node in gm.graph.nodes)
