@@ -121,6 +121,7 @@ class Unsupported(FramejitError):
         self.code = code
         self.user_stack = list(user_stack or [])
         self.break_index: int | None = None  # index of the captured frame's instruction that failed
+        self.break_budget: int | None = None  # the trace's instruction budget left after it started it
         # what eager raises at that instruction where running it again at the break would not (see OutputGraph)
         self.raise_instead: BaseException | None = None
 

@@ -51,8 +51,10 @@ class GraphInput:
         self.source, self.value, self.node = source, value, node
 
 
-# autograd's refusals of an in-place write (torch/csrc/autograd: check_inplace, handle_view_on_rebase)
-_AUTOGRAD_REFUSES_WRITE = re.compile(r"is a view and is being modified inplace|is being used in an in-place operation")
+# autograd's refusals of an in-place write, and of a use of a view whose base was written (torch/csrc/autograd:
+# check_inplace, handle_view_on_rebase)
+_AUTOGRAD_VIEW_ERROR = re.compile(r"is a view and (is being|its base or another view of its base has been) modified "
+                                  r"inplace|is being used in an in-place operation")
 
 
 class OutputGraph:
@@ -193,10 +195,11 @@ class OutputGraph:
             unsupported(f"{name} cannot run on fake tensors: {e}", BreakCode.FAKE_ERROR)
         except Exception as e:  # the same call would raise in eager mode: let eager raise it
             error = Unsupported(f"{name} raised {type(e).__name__}: {e}", code=BreakCode.OP_ERROR)
-            if _AUTOGRAD_REFUSES_WRITE.search(str(e)):
-                # autograd refuses a write into a view made here (a row of unbind, a view made under no_grad). The
-                # graph before the break returns that view rebuilt from its base, without the history autograd
-                # checks, so the op would run at the break: the break raises eager's error instead
+            if _AUTOGRAD_VIEW_ERROR.search(str(e)):
+                # autograd refuses a write into a view made here (a row of unbind, a view made under no_grad), or a
+                # use of one after its base was written. The graph before the break returns that view rebuilt from
+                # its base, without the history autograd checks, so the op would run at the break: the break
+                # raises eager's error instead
                 error.raise_instead = e
             raise error
         # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result

@@ -517,7 +517,14 @@ def _two_computations(x, w):
     return x.sin(), w.cos()
 
 
-@pytest.mark.parametrize("fn, parts", [(_one_computation_and_a_mask, 1), (_two_computations, 2)])
+def _two_computations_one_writing_its_own_value(x, w):
+    t = torch.cat([x.sin(), x.cos()])
+    t.mul_(2)  # a write into a value the graph computed stays in its part
+    return t, w.cos()
+
+
+@pytest.mark.parametrize("fn, parts", [(_one_computation_and_a_mask, 1), (_two_computations, 2),
+                                       (_two_computations_one_writing_its_own_value, 2)])
 def test_a_graph_splits_only_into_computations_with_gradients(fn, parts):
     recorder = CompilerRecorder()
     x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)

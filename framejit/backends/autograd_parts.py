@@ -12,8 +12,9 @@ rare in practice: a model's forward is one computation (everything reaches its o
 
 Parts meet through any value computed in the graph; reading the same input does not join them (eager, too,
 gives that input one gradient per use). Parts without a differentiable output ride with the first part that has
-one. Graphs that switch grad mode or autocast, write in place, draw random numbers (the order of draws), or
-take symbolic sizes are left whole.
+one. Graphs that switch grad mode or autocast, write in place into an input, draw random numbers (the order of
+draws), or take symbolic sizes are left whole. A write into a value the graph computed stays in its part: its
+views, and the ops that write it, are joined to it.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import is_view, op_name, requires_grad, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -69,16 +70,23 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
             n = parent[n]
         return n
 
+    of_inputs: set[torch.fx.Node] = set()  # the inputs and views of them: parts reading one are not joined
     for node in graph.nodes:
         if node.op == "placeholder":
             if not isinstance(node.meta.get("example_value"), torch.Tensor):
                 return None  # a symbolic size: left whole
+            of_inputs.add(node)
             continue
         if node.op == "output":
             continue
         if node.target is torch._C._set_grad_enabled or node.target in AUTOCAST_STATE_TARGETS \
-                or writes_into_first_argument(node) or RANDOM_OP.fullmatch(op_name(node)):
+                or RANDOM_OP.fullmatch(op_name(node)):
             return None
+        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
+        if writes_into_first_argument(node) and (first in of_inputs or "out" in node.kwargs):
+            return None  # a write into an input: another part may read it, before or after
+        if is_view(node) and first in of_inputs:
+            of_inputs.add(node)
         parent[node] = node
         for arg in node.all_input_nodes:
             if arg.op != "placeholder":

@@ -42,7 +42,7 @@ def writes_into_first_argument(node: torch.fx.Node) -> bool:
     return name.endswith("_") and not name.endswith("__")
 
 
-def _is_view(node: torch.fx.Node) -> bool:
+def is_view(node: torch.fx.Node) -> bool:
     return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
 
@@ -66,7 +66,7 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
         first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
         if first is None or first not in base:
             continue
-        if _is_view(node):
+        if is_view(node):
             base[node] = base[first]
             continue
         if not writes_into_first_argument(node):
@@ -77,6 +77,6 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
             return True
         written_inputs.add(base[first])
     return bool(written_inputs) and any(
-        not writes_into_first_argument(node) and not _is_view(node)
+        not writes_into_first_argument(node) and not is_view(node)
         and requires_grad(node.meta.get("example_value"))
         and any(base.get(a) in written_inputs for a in node.all_input_nodes) for node in gm.graph.nodes)

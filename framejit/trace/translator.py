@@ -65,6 +65,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         self.kw_names: tuple[str, ...] = ()
         self.generated: list[Variable] = []  # values yielded by an inlined generator expression
         self.break_at: int | None = None       # root frame: stop before this instruction index (a graph break)
+        self.break_budget: int | None = None   # ...the time it runs with this budget left after it, if given
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
@@ -87,7 +88,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             while True:
                 inst = insts[self.ip]
                 self.current = inst
-                if self.ip == self.break_at:
+                if self.ip == self.break_at and (self.break_budget is None
+                                                 or self.output.budget - 1 == self.break_budget):
                     return None
                 self.ip += 1
                 self.output.budget -= 1
@@ -107,6 +109,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             e.user_stack = self.user_stack()
         if self.parent is None:
             e.break_index = self.ip - 1  # the root instruction during which it happened
+            e.break_budget = self.output.budget  # ...and which time it ran (a loop runs it again)
         return e
 
     # -- stack ----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Writes whose inputs share the written tensor's memory: the trace breaks before them and eager runs them
 (framejit/variables/aliased_writes.py); writes that do not partly overlap stay in the graph. Writes autograd
-refuses (into a row of `for row in t`, where t requires grad): the break raises eager's error in their place.
+refuses (into a row of `for row in t`, where t requires grad; a use of a row after t was written): the break raises
+eager's error in their place.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations
@@ -135,8 +136,18 @@ def write_into_a_row_caught(x, log):
     return y.sum()
 
 
+def use_a_row_after_writing_the_base(x, log):
+    y = x * 2
+    for row in y:  # the second row is used after its base was written: autograd refuses, in the second iteration
+        log.append(row.shape[0])  # (done once, as in eager, before the error)
+        y.sub_(row * row)
+    return y
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_a_write_autograd_refuses_raises_as_in_eager(backend):
     differential(write_into_a_row, (torch.randn(3, 4, requires_grad=True),), backend=backend)
     differential(write_into_a_row, (torch.randn(3, 4),), backend=backend)  # no autograd: the rows are written
     differential(write_into_a_row_caught, (torch.randn(3, 4, requires_grad=True), []), backend=backend)
+    differential(use_a_row_after_writing_the_base, (torch.randn(3, 4, requires_grad=True), []), backend=backend)
+    differential(use_a_row_after_writing_the_base, (torch.randn(3, 4), []), backend=backend)
