@@ -5,6 +5,7 @@ calls it, rebuilds the frame's return value and replays side effects.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import traceback
@@ -13,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.utils import _pytree as pytree
@@ -184,7 +186,10 @@ class OutputGraph:
         check_op_before_run(target, numbers_only or any(isinstance(x, torch.Tensor) for x in leaves))
         check_aliased_write(op_name(target), target, fake_args, fake_kwargs)
         try:
-            with self.fake_mode:
+            # symbolic sizes reach some kernels (constant_pad_nd's) only through the Python dispatcher's meta
+            # functions; the C++ ones want concrete sizes (TorchDynamo runs fake ops under it too)
+            symbolic = self.shapes.env.backed_var_to_val or self.shapes.has_unbacked
+            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext():
                 if op == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:

@@ -298,3 +298,50 @@ def test_a_size_known_again_after_being_symbolic_reaches_python_as_an_int():
     for n, k in ((3, 1), (3, 1), (5, 2), (3, 2)):
         x, y = torch.randn(n, 6), torch.randn(n, 6)
         torch.testing.assert_close(compiled(x, y, k, [x, y]), _view_by_shape_after_a_branch(x, y, k, [x, y]))
+
+
+def _pads_to_a_multiple_of_8(x):
+    n = x.shape[1]
+    return torch.nn.functional.pad(x, (0, (8 - n % 8) % 8)) * 2
+
+
+def _longest_side(x):
+    n = max(x.shape[0], x.shape[1])  # builtin max of sizes: torch.sym_max, no guard
+    return x.new_zeros(n) + x.sum()
+
+
+@pytest.mark.parametrize("fn", [_pads_to_a_multiple_of_8, _longest_side])
+def test_symbolic_sizes_reach_pad_and_builtin_max_without_a_break(fn):
+    cnt = CompileCounter()
+    compiled = framejit.compile(fn, backend=cnt, dynamic=True)
+    for shape in [(2, 5), (6, 3), (4, 7), (9, 12)]:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert cnt.frame_count == 1
+
+
+class _Window(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.width = 3
+
+    def forward(self, x):
+        return x[:, :self.width] * 2
+
+
+def test_a_modules_int_attribute_stays_static_under_dynamic_true():
+    # as in TorchDynamo: sizes vary, a module's configuration does not (T5's bucket counts made its position
+    # bucketing break the graph when they were symbolic)
+    m = _Window()
+    cnt = CompileCounter()
+    compiled = framejit.compile(m, backend=cnt, dynamic=True)
+    for n in (4, 5, 6):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(compiled(x), m(x))
+    assert cnt.frame_count == 1
+    placeholders = [n.target for n in cnt.graphs[0].graph.nodes if n.op == "placeholder"]
+    assert not any("width" in str(p) for p in placeholders), placeholders
+    m.width = 5  # guarded by value: a new graph
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(compiled(x), m(x))
+    assert cnt.frame_count == 2

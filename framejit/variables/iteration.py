@@ -11,11 +11,14 @@ import functools
 import itertools
 from typing import Any, Callable
 
+import torch
+
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 
 
@@ -79,6 +82,13 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
             keys = [key_fn.call(tx, [i], {}) for i in items]  # the winner is the item itself, not a copy
         else:
             keys = items
+        symbolic = [isinstance(i, SymbolicVariable) for i in items]
+        if keys is items and not kwargs and len(items) > 1 and any(symbolic) and all(
+                is_symbolic or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
+                for i, is_symbolic in zip(items, symbolic)):
+            # sizes that vary (dynamic shapes): torch.sym_max/sym_min keep the result symbolic, with no guard
+            op = torch.sym_max if fn is max else torch.sym_min
+            return functools.reduce(lambda a, b: tx.output.call_graph_op(tx, "call_function", op, [a, b], {}), items)
         if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
             if any(isinstance(k, TensorVariable) for k in keys):
                 unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",

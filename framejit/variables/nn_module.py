@@ -80,6 +80,11 @@ class NNModuleVariable(Variable):
         if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
             return BoundMethod(self, name)
         if name in inst:
+            if type(inst[name]) is int:  # static even where ints vary (dynamic=True), as TorchDynamo keeps them
+                source = self._attr_source(name)
+                if source is not None:
+                    tx.output.guards.add(source, GuardKind.EQUALS, inst[name])
+                return ConstantVariable(inst[name], source)
             return tx.wrap(inst[name], self._attr_source(name))
         for dict_name in ("_parameters", "_buffers", "_modules"):
             if name in inst.get(dict_name, ()):
