@@ -345,3 +345,27 @@ def test_a_modules_int_attribute_stays_static_under_dynamic_true():
     x = torch.randn(4, 8)
     torch.testing.assert_close(compiled(x), m(x))
     assert cnt.frame_count == 2
+
+
+@framejit.disable
+def _opaque(t):
+    return None
+
+
+def _writes_through_a_view_after_a_break(x, w):
+    t = x.unsqueeze(0)
+    with torch.no_grad():
+        if w.max() > 1:  # a break: the next graph takes t, a view of x, and x itself
+            t.zero_()
+            _opaque(x[-1])
+    return x * 2
+
+
+def test_a_view_input_and_its_base_in_one_dynamic_graph():
+    # the view's fake was made with symbols of its own, unrelated to its base's: AOTAutograd could not trace it
+    compiled = framejit.compile(_writes_through_a_view_after_a_break, backend="aot_eager")
+    w = torch.full((4,), 2.0)
+    for n in (3, 3, 5, 6):  # automatic dynamic: the third call compiles with the first dim symbolic
+        x0 = torch.randn(n, 4, requires_grad=True)
+        x1 = x0.detach().clone().requires_grad_()
+        torch.testing.assert_close(compiled(x0 * 1, w), _writes_through_a_view_after_a_break(x1 * 1, w))
