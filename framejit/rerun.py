@@ -84,15 +84,15 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int]) -> Calla
         inputs = [args[i] for i in positions]
         versions = [t._version for t in inputs]
         small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not t.requires_grad]
-        shapes = [(t.shape, t.dtype, t.device) for t in small]
-        if getattr(kept, "shapes", None) != shapes:  # first call on this thread, or other sizes
-            kept.shapes, kept.buffers = shapes, [torch.empty_like(t) for t in small]
         if small:
-            torch._foreach_copy_(kept.buffers, small)
+            try:  # dtypes and devices are guarded: only a dynamic size, or a first call on this thread, misfits
+                torch._foreach_copy_(kept.buffers, small)
+            except (AttributeError, RuntimeError):
+                kept.buffers = [t.clone() for t in small]
         try:
             return graph_fn(*args)
         except Exception as e:
-            copies = {id(t): b for t, b in zip(small, kept.buffers)}
+            copies = {id(t): b for t, b in zip(small, kept.buffers)} if small else {}
             changed = [t for t, v in zip(inputs, versions) if t._version != v]
             if any(id(t) not in copies for t in changed):
                 e._framejit_wrote_inputs = True

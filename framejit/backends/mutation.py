@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from framejit.variables.aliased_writes import writes_first_argument
+
 # ops whose result shares storage with their first argument: a write into it is a write into that argument
 _VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpose", "t", "permute", "unsqueeze",
                            "squeeze", "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "as_strided",
@@ -23,9 +25,6 @@ _VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpos
 _VIEW_FUNCTIONS = {operator.getitem, torch.transpose, torch.reshape, torch.squeeze, torch.unsqueeze, torch.flatten,
                    torch.narrow, torch.select, torch.permute, torch.split, torch.chunk, torch.unbind, torch.detach,
                    torch.t, torch.movedim, torch.swapaxes, torch.diagonal, torch.as_strided, getattr}
-_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-                       operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
-                       operator.ilshift, operator.irshift, operator.imatmul}
 
 
 def op_name(node: torch.fx.Node) -> str:
@@ -35,11 +34,8 @@ def op_name(node: torch.fx.Node) -> str:
 def writes_into_first_argument(node: torch.fx.Node) -> bool:
     if node.op not in ("call_method", "call_function") or not node.args:
         return False
-    if node.op == "call_function" and (node.target in _IN_PLACE_OPERATORS or node.kwargs.get("inplace") is True
-                                       or "out" in node.kwargs):
-        return True
-    name = op_name(node)
-    return name.endswith("_") and not name.endswith("__")
+    return (node.op == "call_function" and "out" in node.kwargs) or \
+        writes_first_argument(node.target, op_name(node), node.kwargs)
 
 
 def is_view(node: torch.fx.Node) -> bool:

@@ -19,9 +19,16 @@ from torch.utils import _pytree as pytree
 
 from framejit.exc import BreakCode, unsupported
 
-_INPLACE_OPERATORS = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                                operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
-                                operator.ilshift, operator.irshift, operator.imatmul})
+IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                                operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior,
+                                operator.ixor, operator.ilshift, operator.irshift, operator.imatmul})
+
+
+def writes_first_argument(target: Any, name: str, kwargs: dict[str, Any]) -> bool:
+    """Whether a call writes in place into its first argument: `x.add_(y)`, `x += y`, `x[i] = y`,
+    `F.relu(x, inplace=True)` (an `out=` argument is written instead)."""
+    return target in IN_PLACE_OPERATORS or kwargs.get("inplace") is True or (
+        name.endswith("_") and not name.endswith("__"))
 
 
 def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwargs: dict[str, Any]) -> None:
@@ -30,9 +37,7 @@ def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwarg
     out = fake_kwargs.get("out")
     if isinstance(out, torch.Tensor):
         written, others = out, [fake_args, {k: v for k, v in fake_kwargs.items() if k != "out"}]
-    elif fake_args and isinstance(fake_args[0], torch.Tensor) and (
-            target in _INPLACE_OPERATORS or target is operator.setitem
-            or (name.endswith("_") and not name.endswith("__"))):
+    elif fake_args and isinstance(fake_args[0], torch.Tensor) and writes_first_argument(target, name, fake_kwargs):
         written, others = fake_args[0], [fake_args[1:], fake_kwargs]
     else:
         return

@@ -80,12 +80,7 @@ class NNModuleVariable(Variable):
         if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
             return BoundMethod(self, name)
         if name in inst:
-            if type(inst[name]) is int:  # static even where ints vary (dynamic=True), as TorchDynamo keeps them
-                source = self._attr_source(name)
-                if source is not None:
-                    tx.output.guards.add(source, GuardKind.EQUALS, inst[name])
-                return ConstantVariable(inst[name], source)
-            return tx.wrap(inst[name], self._attr_source(name))
+            return self._wrap_attr(tx, name, inst[name])
         for dict_name in ("_parameters", "_buffers", "_modules"):
             if name in inst.get(dict_name, ()):
                 return self._child(tx, dict_name, name)
@@ -94,7 +89,15 @@ class NNModuleVariable(Variable):
             unsupported(f"{type(mod).__name__} has no attribute {name!r}", BreakCode.MISSING_ATTR)
         # the module is guarded by identity (or type, when stateless): its class's methods need no guard
         bound = bound_class_attribute(tx, self, attr, None)
-        return bound if bound is not None else tx.wrap(getattr(mod, name), self._attr_source(name))
+        return bound if bound is not None else self._wrap_attr(tx, name, getattr(mod, name))
+
+    def _wrap_attr(self, tx: Tracer, name: str, value: Any) -> Variable:
+        source = self._attr_source(name)
+        if type(value) is int:  # a module's int stays static where ints vary (dynamic=True), as in TorchDynamo
+            if source is not None:
+                tx.output.guards.add(source, GuardKind.EQUALS, value)
+            return ConstantVariable(value, source)
+        return tx.wrap(value, source)
 
     def _check_hooks(self, tx: Tracer) -> list[Variable]:
         """The module's forward hooks, to trace after its forward; other hooks are not traced (the call runs as
