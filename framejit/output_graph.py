@@ -31,6 +31,8 @@ from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
+from framejit.output_views import eager_view_outputs
+from framejit.saved_versions import checking_saved_versions, runs_own_ops
 from framejit.unused_grads import gating_unused_grads
 from framejit.variables.aliased_writes import check_aliased_write
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
@@ -300,7 +302,12 @@ class OutputGraph:
                 graph_fn, _ = compile_graph(gm, example_inputs)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
+                own_ops = runs_own_ops(graph_fn, gm)
+                if not own_ops:
+                    graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
                 graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
+                if not own_ops:
+                    graph_fn = checking_saved_versions(graph_fn, gm, example_inputs)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)

@@ -1,0 +1,64 @@
+"""Outputs that autograd must see as eager's ops made them: views where eager's are views, made in grad mode.
+
+AOTAutograd returns some outputs with view metadata that eager's ops would not give them, and autograd then
+refuses an in-place write the program makes later:
+- An output that is a view without grad (`torch.where(...)[1:]`) comes back made under `no_grad` (AOTAutograd
+  runs an inference graph so, even when grad mode is on) or inside AOTAutograd's autograd Function (a training
+  graph); writing a value that requires grad into it then raises. Such an output, if its base has no grad
+  either, is made again from that base, in grad mode, as eager's view was.
+- A training graph that writes into an output through a view of it (`t = x + x; t.view(-1).add_(1)`) may return
+  that output as a view made inside its autograd Function, and such a view may not be written in place. Where
+  eager's output is no view and shares its memory with no other input or output, a view that comes back is
+  copied (the copy is differentiable; nothing else sees its memory).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from framejit.backends.mutation import requires_grad, writes_into_first_argument
+
+
+def _fake(node: Any) -> Any:
+    return node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+
+
+def _storage(value: Any) -> StorageWeakRef | None:
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+        return StorageWeakRef(value.untyped_storage())
+    return None
+
+
+def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+                       example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn` (a backend's compilation, not the graph's own ops), with the outputs above fixed after each
+    call; `graph_fn` itself where no output can need it."""
+    if not torch.is_grad_enabled():
+        return graph_fn
+    outputs = [_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
+    # views without gradient: AOTAutograd made them under no_grad (an inference graph) or inside its Function
+    remade = [i for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view() and not v.requires_grad]
+    copied: list[int] = []
+    if any(requires_grad(v) for v in example_inputs):
+        written_through_view = {_storage(_fake(n.args[0])) for n in gm.graph.nodes
+                                if writes_into_first_argument(n) and isinstance(_fake(n.args[0]), torch.Tensor)
+                                and _fake(n.args[0])._is_view()}
+        shared = [_storage(v) for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]]
+        copied = [i for i, v in enumerate(outputs) if requires_grad(v) and not v._is_view()
+                  and _storage(v) in written_through_view and shared.count(_storage(v)) == 1]
+    if not remade and not copied:
+        return graph_fn
+
+    def run_with_eager_views(*args: Any) -> Any:
+        results = list(graph_fn(*args))
+        for i in remade:
+            view = results[i]
+            if view._is_view() and not view._base.requires_grad:
+                results[i] = view._base.as_strided(view.size(), view.stride(), view.storage_offset())
+        for i in copied:
+            if results[i]._is_view():
+                results[i] = results[i].clone()
+        return results
+    return run_with_eager_views

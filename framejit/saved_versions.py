@@ -1,0 +1,160 @@
+"""Eager's check that a tensor saved for backward was not written in place before the backward ran.
+
+In eager, each op saves what its backward needs (`max` its result, `mul` its operands, `x[-1]` for `minimum`),
+and the backward raises "one of the variables needed for gradient computation has been modified by an inplace
+operation" when a saved tensor's version moved since. A graph compiled by AOTAutograd is one autograd node that
+saves what its partitioner chose (often other tensors: a mask, a recomputable input), so a write after the graph
+(`t = x.max()` in the graph, `t.add_(1)` after it) went unnoticed, and the backward gave gradients eager refuses.
+
+The trace ran eager's ops on fake tensors with autograd on, so the fake autograd graph holds exactly what eager's
+ops save. Of those, the ones that share storage with a graph input or output are the ones the program can write
+after the graph; their versions are noted after each call, and a prehook on the node of each output that leads
+to them checks them when the backward reaches it. A saved tensor the graph itself wrote after saving it (the
+fake's unpacking raises) makes the backward raise whenever it reaches that output, as eager's does.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from framejit.backends.mutation import requires_grad
+
+_MODIFIED = "modified by an inplace operation"
+
+# what one output's backward checks: ("input" | "output", position) watched for a version change, or
+# ("raise", message) for a tensor the graph wrote after an op saved it
+Check = tuple[str, Any]
+
+
+def _saved_tensors(node: Any) -> list[torch.Tensor | BaseException]:
+    """The tensors `node` (a fake autograd node) saved, unpacked; the exception where unpacking fails."""
+    names = _SAVED_NAMES.get(type(node))
+    if names is None:
+        names = _SAVED_NAMES[type(node)] = [a for a in dir(node) if a.startswith("_saved_")] + \
+            (["saved_tensors"] if hasattr(node, "saved_tensors") else [])
+    found: list[torch.Tensor | BaseException] = []
+    for name in names:
+        try:
+            value = getattr(node, name)
+        except RuntimeError as e:
+            if _MODIFIED in str(e):
+                found.append(e)
+            continue
+        except Exception:  # noqa: BLE001 - an attribute that is not a saved tensor here
+            continue
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        found.extend(v for v in values if isinstance(v, torch.Tensor))
+    return found
+
+
+_SAVED_NAMES: dict[type, list[str]] = {}
+
+
+def _storage(value: Any) -> StorageWeakRef | None:
+    if isinstance(value, torch.Tensor) and not value.is_sparse and value.layout == torch.strided:
+        return StorageWeakRef(value.untyped_storage())
+    return None
+
+
+def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
+    """For each output position, the checks eager's backward would make on the way from that output: the inputs
+    and outputs sharing storage with a tensor an op saved, and the saved tensors already written in the graph."""
+    placeholders = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outputs = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in out]
+    owners: dict[StorageWeakRef, Check] = {}
+    for kind, values in (("output", outputs), ("input", placeholders)):  # an input wins: it is there first
+        for i, value in enumerate(values):
+            storage = _storage(value)
+            if storage is not None:
+                owners[storage] = (kind, i)
+    stop = {v.grad_fn for v in placeholders if isinstance(v, torch.Tensor) and v.grad_fn is not None}
+    checks_of_node: dict[Any, list[Check]] = {}
+    result: dict[int, list[Check]] = {}
+    for o, value in enumerate(outputs):
+        if not requires_grad(value) or value.grad_fn is None:
+            continue
+        found: dict[Check, None] = {}
+        todo, seen = [value.grad_fn], set()
+        while todo:
+            node = todo.pop()
+            if node is None or node in seen or node in stop:
+                continue
+            seen.add(node)
+            if node not in checks_of_node:
+                checks_of_node[node] = _node_checks(node, owners)
+            found.update(dict.fromkeys(checks_of_node[node]))
+            todo.extend(f for f, _ in node.next_functions)
+        if found:
+            result[o] = list(found)
+    return result
+
+
+def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
+    checks: list[Check] = []
+    for saved in _saved_tensors(node):
+        if isinstance(saved, BaseException):
+            checks.append(("raise", str(saved)))
+        elif (owner := owners.get(_storage(saved))) is not None:
+            checks.append(owner)
+    return checks
+
+
+def runs_own_ops(compiled: Callable[..., Any], gm: torch.fx.GraphModule) -> bool:
+    """Whether a backend's `compiled` is the graph's own forward (its ops' autograd nodes make eager's checks)."""
+    return compiled is gm or getattr(compiled, "__self__", None) is gm
+
+
+def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+                            example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn` (what the backend compiled, perhaps wrapped), whose backward raises where eager's would for a
+    saved tensor written in place; `graph_fn` itself where nothing could be written."""
+    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
+        return graph_fn
+    checks = saved_checks(gm)
+    if not checks:
+        return graph_fn
+    inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
+    outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
+
+    def run(*args: Any) -> Any:
+        results = graph_fn(*args)
+        noted = {("input", i): _noting(args[i]) for i in inputs}
+        noted.update({("output", i): _noting(results[i]) for i in outputs})
+        by_node: dict[Any, list[tuple[int, list[Check]]]] = {}
+        for o, cs in checks.items():
+            node = results[o].grad_fn
+            if node is not None:
+                by_node.setdefault(node, []).append((results[o].output_nr, cs))
+        for node, reached in by_node.items():
+            node.register_prehook(_checking(reached, noted))
+        return results
+    return run
+
+
+def _noting(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """What a check holds of `tensor`: the tensor itself if it has no autograd node (a parameter, a tensor without
+    grad), else an alias without one (the same version counter): held by a hook on the graph's node, a tensor
+    with a node would make a reference cycle through it. Held, not weakly referenced, as eager's node holds what
+    it saved: a temporary of the program may be dropped while a view of it, written later, lives on."""
+    return (tensor if tensor.grad_fn is None else tensor.detach()), tensor._version
+
+
+def _checking(reached: list[tuple[int, list[Check]]], noted: dict) -> Callable[[tuple], None]:
+    def check(grads: tuple) -> None:
+        for nr, cs in reached:
+            if grads[nr] is None:
+                continue
+            for kind, what in cs:
+                if kind == "raise":
+                    raise RuntimeError(what)
+                tensor, version = noted[(kind, what)]
+                if tensor._version != version:
+                    raise RuntimeError(
+                        f"one of the variables needed for gradient computation has been {_MODIFIED}: "
+                        f"[{tensor.type()} {list(tensor.shape)}], graph {kind} {what}, is at version "
+                        f"{tensor._version}; expected version {version} instead (framejit checks the tensors "
+                        f"eager's ops saved for backward)")
+    return check

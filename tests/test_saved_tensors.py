@@ -1,0 +1,200 @@
+"""Autograd's view of a compiled graph's outputs and saved tensors, as eager's ops give it.
+
+framejit/saved_versions.py: a tensor eager's ops saved for backward (an input, an output, a view of one) and
+written in place before the backward makes the compiled backward raise as eager's does, though the graph (one
+AOTAutograd node) saved other tensors. framejit/output_views.py: outputs AOTAutograd returns as views made under
+no_grad, or inside its autograd Function, take in-place writes as eager's do. Each test runs the program eagerly
+and compiled, backward included, and compares results, gradients and errors."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import framejit
+
+BACKENDS = ["aot_eager", "inductor"]
+MODIFIED = "modified by an inplace operation"
+
+
+def _run(fn, make_args, compiled):
+    """(result, grads, error of backward or call) of fn on fresh args."""
+    args = make_args()
+    try:
+        out = fn(*args)
+        out.sum().backward()
+    except RuntimeError as e:
+        return None, None, str(e)
+    return out.detach(), [a.grad if isinstance(a, torch.Tensor) and a.requires_grad else None for a in args], None
+
+
+def differential(fn, make_args, backend):
+    framejit.reset()
+    compiled = framejit.optimize(backend)(fn)
+    expected = _run(fn, make_args, False)
+    got = _run(compiled, make_args, True)
+    if expected[2] is not None:
+        assert got[2] is not None, f"eager raised {expected[2][:80]!r}; compiled did not"
+        assert (MODIFIED in expected[2]) == (MODIFIED in got[2]), (expected[2], got[2])
+        return got[2]
+    assert got[2] is None, got[2]
+    torch.testing.assert_close(got[0], expected[0])
+    for g, e in zip(got[1], expected[1]):
+        if e is None:
+            assert g is None
+        else:
+            torch.testing.assert_close(g, e)
+    return None
+
+
+def _leaf(*shape):
+    def make():
+        torch.manual_seed(0)
+        return (torch.randn(*shape, requires_grad=True),)
+    return make
+
+
+def _nonleaf(*shape):
+    def make():
+        torch.manual_seed(0)
+        return (torch.randn(*shape, requires_grad=True) * 1,)
+    return make
+
+
+# -- the saved tensor is written after the graph ----------------------------------------------------------------
+
+def output_saved_by_its_op_written_later(x):
+    t = x[1:].max()  # max saves its result
+    print("", end="")  # a break: the write below is outside the graph
+    t.add_(t)
+    return t
+
+
+def input_view_saved_written_later(x):
+    t = torch.minimum(x * 2, x[-1])  # minimum saves x[-1], a view of the input
+    print("", end="")
+    x.add_(1)
+    return t
+
+
+def global_read_after_graph_write(x):
+    G.relu_()  # the graph writes G, then saves it for the matmul
+    t = x @ G
+    print("", end="")
+    G[0] = 5.0
+    return t
+
+
+def view_of_dropped_output_written(y):
+    t5 = torch.tanh(y).sum(0)
+    t6 = torch.minimum(t5[1:], torch.tensor(2.0)).amin(0)  # saves t5[1:]
+    print("", end="")
+    t5 -= 0.25  # t5 dies when the frame returns; the saved view of it lives on
+    return t6
+
+
+G = torch.randn(4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, make_args", [
+    (output_saved_by_its_op_written_later, _nonleaf(3, 4)),
+    (input_view_saved_written_later, _nonleaf(3, 4)),
+    (global_read_after_graph_write, _leaf(3, 4)),
+    (view_of_dropped_output_written, _leaf(3, 4)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_saved_tensor_written_after_the_graph_makes_backward_raise_as_eager(fn, make_args, backend):
+    error = differential(fn, make_args, backend)
+    assert error is not None and MODIFIED in error
+
+
+def saved_result_written_in_the_graph(x):
+    y = x.exp()  # exp saves its result; the graph writes it before returning
+    y.add_(1)
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_saved_tensor_written_inside_the_graph_makes_backward_raise_as_eager(backend):
+    error = differential(saved_result_written_in_the_graph, _nonleaf(3, 4), backend)
+    assert error is not None and MODIFIED in error
+
+
+# -- writes eager's backward does not mind: no error, eager's gradients ------------------------------------------
+
+def unsaved_output_written_later(x):
+    t = x + 1  # add saves nothing
+    print("", end="")
+    t.mul_(2)
+    return t
+
+
+def saved_tensor_of_an_output_without_gradient(x):
+    a = x[1:].max()  # saves its result, but `a` is not differentiated
+    b = x.sum() * 3
+    print("", end="")
+    a.add_(1)
+    return b
+
+
+def model_step(x):
+    h = torch.nn.functional.linear(x, W).relu()
+    return (h * h).mean(0)
+
+
+W = torch.randn(5, 4, requires_grad=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, make_args", [
+    (unsaved_output_written_later, _nonleaf(3, 4)),
+    (saved_tensor_of_an_output_without_gradient, _nonleaf(3, 4)),
+    (model_step, _leaf(3, 4)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_writes_eager_allows_keep_eager_gradients(fn, make_args, backend):
+    W.grad = None
+    assert differential(fn, make_args, backend) is None
+
+
+def minimum_with_last_row(x):
+    return torch.minimum(x * 2, x[-1])
+
+
+def test_an_input_written_after_the_backward_raises_nothing():
+    framejit.reset()
+    compiled = framejit.optimize("aot_eager")(minimum_with_last_row)
+    x = torch.randn(3, 4, requires_grad=True)
+    compiled(x).sum().backward()
+    with torch.no_grad():
+        x.add_(1)  # after the backward: nothing checks any more
+    x.grad = None
+    compiled(x).sum().backward()
+    expected = x.detach().clone().requires_grad_()
+    minimum_with_last_row(expected).sum().backward()
+    torch.testing.assert_close(x.grad, expected.grad)
+
+
+# -- outputs AOTAutograd returns as views ---------------------------------------------------------------------
+
+def inference_view_written_with_grad(y):
+    t = torch.where(torch.arange(8) < G8, torch.arange(8), G8)[1:]  # no input of the graph requires grad
+    print("", end="")
+    t[-1] = y.sum()  # eager: a view made in grad mode takes a value that requires grad
+    return t
+
+
+def output_written_through_its_view(y):
+    t = torch.add(y, y, alpha=2)
+    t.view(-1).add_(1)
+    print("", end="")
+    t += torch.full((8,), 0.5)  # eager's t is no view
+    return t
+
+
+G8 = torch.randn(8)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [inference_view_written_with_grad, output_written_through_its_view],
+                         ids=lambda f: f.__name__)
+def test_outputs_returned_as_views_take_in_place_writes_as_eager(fn, backend):
+    assert differential(fn, _leaf(3, 8), backend) is None
