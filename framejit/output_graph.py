@@ -61,6 +61,17 @@ _AUTOGRAD_VIEW_ERROR = re.compile(r"is a view and (is being|its base or another 
                                   r"inplace|is being used in an in-place operation")
 
 
+def _holds_raw_symbol(value: Any) -> bool:
+    """Whether a node's arguments hold a SymInt/SymFloat/SymBool that is a symbol, not a node computing it."""
+    if isinstance(value, (tuple, list)):
+        return any(map(_holds_raw_symbol, value))
+    if isinstance(value, dict):
+        return any(map(_holds_raw_symbol, value.values()))
+    if isinstance(value, slice):
+        return any(map(_holds_raw_symbol, (value.start, value.stop, value.step)))
+    return is_symbolic(value)
+
+
 class OutputGraph:
     def __init__(self, f_globals: dict[str, Any], options: Options, shapes: TraceShapes) -> None:
         self.f_globals = f_globals
@@ -171,6 +182,9 @@ class OutputGraph:
         return env[node]
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
+        if _holds_raw_symbol((args, kwargs)):  # the graph's code could not name it (`s0` undefined when run)
+            unsupported(f"a symbolic size reached {op_name(target)}() as a value, not from the graph",
+                        BreakCode.UNSUPPORTED)
         node = self.graph.create_node(op, target, args, kwargs)
         summary = tx.frame_summary()
         node.meta["stack_trace"] = "".join(traceback.format_list([summary]))

@@ -155,6 +155,9 @@ def _run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals:
     if code.co_flags & inspect.CO_VARKEYWORDS:
         kwargs.update(rest[0])
     result = _hook.call_with_callback(None, fn, *args, **kwargs)
-    logs.log.warning("the compiled graph of %s (%s:%d) raised %s: %s; the frame ran as Python and returned",
-                     code.co_name, code.co_filename, code.co_firstlineno, type(graph_error).__name__, graph_error)
+    # capture off: the logging handlers' frames are no user code to compile (under fullgraph they would fail)
+    _hook.call_with_callback(None, logs.log.warning,
+                             "the compiled graph of %s (%s:%d) raised %s: %s; the frame ran as Python and returned",
+                             code.co_name, code.co_filename, code.co_firstlineno, type(graph_error).__name__,
+                             graph_error)
     return result

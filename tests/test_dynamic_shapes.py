@@ -310,14 +310,19 @@ def _longest_side(x):
     return x.new_zeros(n) + x.sum()
 
 
-@pytest.mark.parametrize("fn", [_pads_to_a_multiple_of_8, _longest_side])
-def test_symbolic_sizes_reach_pad_and_builtin_max_without_a_break(fn):
+def _plus_its_length(x):
+    return x + len(x) + x.__len__()  # len() of a tensor with a symbolic first dim: a size node, not a constant
+
+
+@pytest.mark.parametrize("fn", [_pads_to_a_multiple_of_8, _longest_side, _plus_its_length])
+def test_symbolic_sizes_reach_pad_and_builtin_max_without_a_break(fn, caplog):
     cnt = CompileCounter()
-    compiled = framejit.compile(fn, backend=cnt, dynamic=True)
+    compiled = framejit.compile(fn, backend=cnt, dynamic=True, fullgraph=True)
     for shape in [(2, 5), (6, 3), (4, 7), (9, 12)]:
         x = torch.randn(*shape)
         torch.testing.assert_close(compiled(x), fn(x))
     assert cnt.frame_count == 1
+    assert "ran as Python" not in caplog.text  # the graph itself ran, not a fallback after it raised
 
 
 class _Window(torch.nn.Module):

@@ -343,7 +343,7 @@ def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if isinstance(obj, TensorVariable):
         if obj.example.dim() == 0:
             unsupported("len() of a 0-d tensor", BreakCode.BUILTIN)
-        return ConstantVariable(obj.example.shape[0])
+        return obj.call_method(tx, "size", [ConstantVariable(0)], {})  # a dynamic size comes from the graph
     if obj.is_python_constant() and isinstance(obj, ConstantVariable) or is_immutable(obj):
         return ConstantVariable(len(obj.as_python_constant()))
     method = python_class_method(tx, obj, "__len__")
