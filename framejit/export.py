@@ -33,12 +33,20 @@ from framejit.contracts import Guard, GuardKind
 from framejit.exc import BreakCode, UserError
 
 
-def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None,
+def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_graph: bool = False,
+           decomposition_table: dict | None = None, tracing_mode: str | None = None,
            **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
     """`gm, guards = export(fn, *args, **kwargs)`: `fn` for these inputs as one graph; a graph break raises
     `framejit.exc.Unsupported` (or `UserError`) naming where. `dynamic_shapes` (as torch.export takes it, with
     framejit.Dim objects) makes those sizes symbolic: the graph then works for every size its guards admit, and
-    the guards (SHAPE_ENV) say what it assumes of them."""
+    the guards (SHAPE_ENV) say what it assumes of them.
+
+    `aten_graph=True` (TorchDynamo's export option) gives the graph as ATen ops, traced by `make_fx` with
+    `decomposition_table` and `tracing_mode` ("real", or "symbolic", the default where `dynamic_shapes` is
+    given); each node keeps the stack trace of the user's line it came from."""
+    if not aten_graph and (decomposition_table is not None or tracing_mode is not None):
+        raise UserError("export: decomposition_table and tracing_mode apply to an ATen graph; pass aten_graph=True",
+                        code=BreakCode.EXPORT)
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
         raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
@@ -51,7 +59,7 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None,
         captured.append((gm, list(example_inputs)))
 
         def run_and_keep_outputs(*inputs: Any) -> Any:
-            out = gm.forward(*inputs)
+            out = tuple(map(_marked, gm.forward(*inputs)))
             outputs.append(out)
             return out
         return run_and_keep_outputs
@@ -78,6 +86,9 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None,
     graph, example_inputs = captured[0] if captured else (None, [])
     graph_outputs = outputs[-1] if outputs else ()
     gm = _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result)
+    if aten_graph:
+        gm = _as_aten(gm, args, kwargs, decomposition_table,
+                      tracing_mode or ("symbolic" if dynamic_shapes is not None else "real"))
     gm.meta[DYNAMIC_DIMS] = shapes.named_dims(args, kwargs, dynamic_shapes, _argument_names(fn, args, kwargs))
     return gm, guards
 
@@ -116,7 +127,9 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
     made = {id(t): n for t, n in zip(graph_outputs, output_nodes)}
     flat_out = []
     for value in out_leaves:
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, (_GraphInt, _GraphFloat)):  # a number the graph computed (`x[0].item() * 2`)
+            flat_out.append(made[id(value)])
+        elif isinstance(value, torch.Tensor):
             # computed by the graph, an argument returned as is, or a tensor the function read from
             # elsewhere (a parameter, a global) and returns as is: held by the module like the graph's inputs
             node = made.get(id(value)) or leaf_of.get(id(value)) or held.get(id(value))
@@ -124,10 +137,47 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
         else:
             flat_out.append(value)
     new.output(flat_out)
+    for node in new.nodes:  # a held tensor is read at the line of its first use
+        if node.op == "get_attr" and node.stack_trace is None:
+            node.stack_trace = next((u.stack_trace for u in node.users if u.stack_trace), None)
     new._codegen = _PyTreeCodeGen(_PyTreeInfo(arg_names, in_spec, out_spec))
     gm = torch.fx.GraphModule(root, new)
     gm.recompile()
     return gm
+
+
+def _as_aten(gm: torch.fx.GraphModule, args: tuple, kwargs: dict, decomposition_table: dict | None,
+             tracing_mode: str) -> torch.fx.GraphModule:
+    """`gm` traced again to ATen ops by `make_fx`, taking and returning the same pytrees. The graph runs node
+    by node under `preserve_node_meta`, so that each ATen node gets the stack trace of the node it came from."""
+    from torch.fx import traceback as fx_traceback
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def run_nodes(*flat: Any) -> Any:
+        with fx_traceback.preserve_node_meta():  # the interpreter rebuilds the result's pytree: flat again
+            return pytree.tree_leaves(torch.fx.Interpreter(gm).run(*flat))
+    flat_args = pytree.tree_leaves((args, kwargs))
+    aten = make_fx(run_nodes, decomposition_table=decomposition_table, tracing_mode=tracing_mode)(*flat_args)
+    aten.graph._codegen = gm.graph._codegen
+    aten.recompile()
+    return aten
+
+
+class _GraphInt(int):
+    """A number the captured graph returned (an `.item()`, a data-dependent size): marked, so that the function's
+    result is matched to the graph's outputs by identity (a plain int could be the same small int as a constant)."""
+
+
+class _GraphFloat(float):
+    __doc__ = _GraphInt.__doc__
+
+
+def _marked(value: Any) -> Any:
+    if type(value) is int:
+        return _GraphInt(value)
+    if type(value) is float:
+        return _GraphFloat(value)
+    return value
 
 
 def _held_input(root: torch.nn.Module, new: torch.fx.Graph, node: torch.fx.Node, value: Any,

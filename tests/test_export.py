@@ -1,5 +1,6 @@
 """framejit.export: one standalone graph module that takes fn's arguments and returns what fn returns."""
 import inspect
+import operator
 
 import pytest
 import torch
@@ -124,3 +125,79 @@ def _cos_plus_one(x):
 def test_export_of_a_builtin_says_there_is_no_python_code():
     with pytest.raises(framejit.exc.UserError, match="not a Python function"):
         framejit.export(torch.cos, torch.randn(3))
+
+
+def _sum_of_first_items(a, b, c):
+    return a[0].item() + b[0].item() + c[0].item()
+
+
+def _count_and_a_constant(x):
+    n = x.nonzero().shape[0]  # 2 at export time, as is the constant beside it
+    return n, 2, x * n
+
+
+@pytest.mark.parametrize("fn, make_args", [
+    (_sum_of_first_items, lambda: [torch.randn(4) for _ in range(3)]),
+    (_count_and_a_constant, lambda: [torch.tensor([1.0, 0.0, float(torch.randint(0, 3, ()))])]),
+])
+def test_numbers_the_graph_computes_are_outputs_of_the_exported_graph_not_constants(fn, make_args):
+    gm, _ = framejit.export(fn, *[torch.tensor([1.0, 0.0, 3.0]) for _ in range(3)][:len(make_args())])
+    for _ in range(4):
+        args = make_args()
+        assert same(gm(*args), fn(*args))
+
+
+_LINEAR = nn.Linear(2, 2)
+
+
+def _add_t_relu_linear(x):
+    x = x + 1
+    y = x.t()
+    y = y.relu()
+    return {"y": _LINEAR(y), "n": 3}
+
+
+def test_every_node_of_an_export_carries_the_users_stack_trace():
+    gm, _ = framejit.export(_add_t_relu_linear, torch.randn(2))
+    traced = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    assert traced and all(n.stack_trace for n in traced)
+    assert "x = x + 1" in next(n for n in traced if n.target is operator.add).stack_trace
+
+
+def test_aten_graph_export_is_aten_ops_with_stack_traces_and_the_same_pytrees():
+    x = torch.randn(2)
+    gm, _ = framejit.export(_add_t_relu_linear, x, aten_graph=True)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert all(isinstance(n.target, torch._ops.OpOverload) for n in calls)
+    assert torch.ops.aten.addmm.default in [n.target for n in calls]
+    assert all(n.stack_trace for n in calls)
+    assert "y = y.relu()" in next(n for n in calls if n.target is torch.ops.aten.relu.default).stack_trace
+    for _ in range(2):
+        x = torch.randn(2)
+        assert same(gm(x), _add_t_relu_linear(x))
+
+
+def test_aten_graph_export_applies_the_decomposition_table():
+    def cos_for_t(x):  # a decomposition that changes the result: proof it ran
+        return x.cos()
+
+    x = torch.randn(3, 2)
+    gm, _ = framejit.export(lambda x: x.t() + 1, x, aten_graph=True,
+                            decomposition_table={torch.ops.aten.t.default: cos_for_t})
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.cos.default in targets and torch.ops.aten.t.default not in targets
+    torch.testing.assert_close(gm(x), x.cos() + 1)
+
+
+def test_aten_graph_export_with_dynamic_shapes_runs_other_sizes():
+    batch = framejit.Dim("batch", min=2, max=64)
+    gm, _ = framejit.export(lambda x: (x * 2).sum(0), torch.randn(4, 3), aten_graph=True,
+                            dynamic_shapes=({0: batch},))
+    for n in (2, 9):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(gm(x), (x * 2).sum(0))
+
+
+def test_decomposition_table_without_aten_graph_is_a_clear_error():
+    with pytest.raises(framejit.exc.UserError, match="aten_graph=True"):
+        framejit.export(lambda x: x + 1, torch.randn(2), decomposition_table={})
