@@ -31,11 +31,13 @@ class SideEffects:
         self.attrs: dict[tuple[int, str], AttrWrite] = {}  # by (id(obj), name): the last write wins
         self.globals: dict[str, Variable] = {}                         # of the captured frame's module
         self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
+        # closure cells of functions the trace called (`nonlocal` writes): by the cell's source, `fn.__closure__[i]`
+        self.closure_cells: dict[str, tuple[Any, Variable]] = {}
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
         self.iterators: list[Any] = []  # IteratorVariables over real iterators: advanced as far as the trace did
 
     def is_empty(self) -> bool:
-        return not (self.containers or self.attrs or self.globals or self.cells or self.exc_info
+        return not (self.containers or self.attrs or self.globals or self.cells or self.closure_cells or self.exc_info
                     or any(it.consumed for it in self.iterators))
 
     def track_iterator(self, iterator: Any) -> None:
@@ -116,11 +118,18 @@ class SideEffects:
         self.cells[name] = value
         self.note_write()
 
+    def store_closure_cell(self, cell_source: Any, value: Variable) -> None:
+        """A `nonlocal` write in a function the trace called, into a cell made before the trace: replayed as
+        `cell.cell_contents = value`."""
+        self.closure_cells[cell_source.name()] = (cell_source, value)
+        self.note_write()
+
     def values(self) -> list[Variable]:
         """Every value the replay will need (to decide graph outputs)."""
         out: list[Variable] = list(self.containers.values())
         out += [write.value for write in self.attrs.values()]
-        return out + list(self.globals.values()) + list(self.cells.values())
+        return out + list(self.globals.values()) + list(self.cells.values()) + \
+            [value for _, value in self.closure_cells.values()]
 
     def codegen(self, cg: PyCodegen) -> None:
         """Replay: first compute every new value into a temporary, then write them all,
@@ -134,6 +143,8 @@ class SideEffects:
             writes.append(("global", name, cg.store_temp(lambda v=value: cg.load(v))))
         for name, value in self.cells.items():
             writes.append(("cell", name, cg.store_temp(lambda v=value: cg.load(v))))
+        for cell_source, value in self.closure_cells.values():
+            writes.append(("closure_cell", cell_source, cg.store_temp(lambda v=value: cg.load(v))))
         # every target as it is before any write (a write may change the path another target's source reads); an
         # object made in the trace is made now, while the sources its contents come from still read as they did
         for var in [*self.containers.values(), *(w.obj for w in self.attrs.values()),
@@ -165,6 +176,9 @@ class SideEffects:
                 cg.emit("STORE_ATTR", target.name)
             elif kind == "global":
                 cg.emit("STORE_GLOBAL", target)
+            elif kind == "closure_cell":
+                target.reconstruct(cg)
+                cg.emit("STORE_ATTR", "cell_contents")
             else:
                 cg.emit("STORE_DEREF", target)
         # after the lists they iterate got their new contents: a list iterator may have read appended items

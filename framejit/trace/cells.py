@@ -10,6 +10,9 @@ from framejit.variables.base import Variable
 
 
 
+EMPTY = object()  # the contents of a cell that holds no value yet
+
+
 class Cell:
     """A cell of the traced code. `load` builds the initial value lazily for cells that live
     outside the trace (closure of the captured function, or of a real function being inlined);
@@ -50,12 +53,18 @@ class CellVariable(Variable):
         return "CellVariable()"
 
 
-def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | None) -> Cell:
-    """A cell whose value lives outside the trace: wrapped on first read, writes replayed or refused."""
+def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | None,
+                 cell_source: Any = None) -> Cell:
+    """A cell whose value lives outside the trace: wrapped on first read, writes replayed (into the captured
+    frame's free variable `writable_name`, or into the cell object at `cell_source`) or refused."""
 
     def on_store(value: Variable) -> None:
-        if writable_name is None:
-            unsupported("writing a closure variable of a function called from the compiled frame", BreakCode.CLOSURE_WRITE)
-        tx.output.side_effects.store_cell(writable_name, value)
+        if writable_name is not None:
+            tx.output.side_effects.store_cell(writable_name, value)
+        elif cell_source is not None:
+            tx.output.side_effects.store_closure_cell(cell_source, value)
+        else:
+            unsupported("writing a closure variable of a function whose closure the trace cannot name",
+                        BreakCode.CLOSURE_WRITE)
 
-    return Cell(load=lambda: tx.wrap(contents, source), on_store=on_store)
+    return Cell(load=None if contents is EMPTY else lambda: tx.wrap(contents, source), on_store=on_store)

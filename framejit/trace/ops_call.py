@@ -66,11 +66,11 @@ class CallOps:
     def MAKE_FUNCTION(self, inst: Inst) -> None:
         code = self.pop().as_python_constant()
         closure = [c.cell for c in self.pop().unpack(self)] if inst.arg & 0x08 else None  # type: ignore[attr-defined]
-        if inst.arg & 0x04:
-            self.pop()  # annotations are not needed to run the function
+        annotations = self.pop() if inst.arg & 0x04 else None  # not needed to run it; kept if it is rebuilt
         kwdefaults = self.pop().items if inst.arg & 0x02 else {}  # type: ignore[attr-defined]
         defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
-        self.push(NestedFunctionVariable(code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure))
+        self.push(NestedFunctionVariable(code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure,
+                                         annotations))
 
     @handles("RETURN_VALUE")
     def RETURN_VALUE(self, inst: Inst) -> None:

@@ -20,7 +20,7 @@ from framejit.exc import BreakCode, ObservedException, Unsupported, unsupported
 from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
                               ModuleGlobalsSource, Source)
 from framejit.trace import skipfiles
-from framejit.trace.cells import Cell, outside_cell
+from framejit.trace.cells import EMPTY, Cell, outside_cell
 from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
 from framejit.trace.ops_call import CallOps, ReturnValue
@@ -199,14 +199,14 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             if id(real) in self.output.real_cells:  # the captured frame's own cell: one Cell, so writes are seen
                 cells[name] = self.output.real_cells[id(real)]
                 continue
-            source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i), "cell_contents") \
-                if fn_source is not None else None
+            cell_source = ItemSource(AttrSource(fn_source, "__closure__"), i) if fn_source is not None else None
             try:
                 contents = real.cell_contents
             except ValueError:
-                cells[name] = Cell()
-                continue
-            cells[name] = outside_cell(self, contents, source, None)
+                contents = EMPTY
+            source = AttrSource(cell_source, "cell_contents") if cell_source is not None else None
+            # one Cell per real cell: two functions closing over it (or two calls of one) see each other's writes
+            cells[name] = self.output.real_cells[id(real)] = outside_cell(self, contents, source, None, cell_source)
         return cells
 
     def speculate_getattr(self, obj: Variable, name: str) -> Variable:

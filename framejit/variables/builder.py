@@ -133,6 +133,9 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if type(value) in (set, frozenset) and all(is_literal(v) for v in value):  # its items, in iteration order
         _guard(tx, source, GuardKind.DICT_KEYS, value)
         return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+    if type(value) is frozenset:  # of functions, classes...: immutable, so its identity is all a guard needs
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        return ObjectVariable(value, source)
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         return DictVariable.read(tx, value, source)
     return _wrap_callable_or_object(tx, value, source)

@@ -20,6 +20,7 @@ from framejit.variables import copying, iteration, mappings, pure_functions, sig
 from framejit.variables.containers import (IteratorVariable, ListVariable, SetVariable, SliceVariable,
                                            TupleVariable, BaseListVariable)
 from framejit.variables.mappings import DictVariable
+from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import (NewObjectVariable, UserObjectVariable, delete_attribute,
@@ -69,6 +70,8 @@ def _compares_by_identity(value: Variable) -> bool:
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
+    if fn is operator.getitem and _is_type_hint(args[0]) and args[1].is_python_constant():
+        return _getitem(tx, *args)  # `typing.List[Foo]`: typing's own __getitem__ is no code to trace
     overloaded = _python_operator(tx, fn, args)
     if overloaded is not None:
         return overloaded
@@ -557,6 +560,9 @@ def _id(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if isinstance(obj, ObjectVariable) and obj.source is not None:  # read from a source: guarded by identity
         return ConstantVariable(id(obj.value))
     if getattr(obj, "guarded_by_identity", False):
+        return ConstantVariable(id(obj.module))
+    if isinstance(obj, NNModuleVariable) and obj.source is not None:  # a module guarded by type: now by identity
+        tx.output.guards.add(obj.source, GuardKind.ID_MATCH, obj.module)
         return ConstantVariable(id(obj.module))
     unsupported(f"id() of {obj}, whose identity the entry does not guard", BreakCode.BUILTIN_IO)
 

@@ -109,13 +109,15 @@ class NestedFunctionVariable(Variable):
     """A function made by MAKE_FUNCTION during the trace (lambdas, inner defs, comprehensions)."""
 
     def __init__(self, code: types.CodeType, qualname: str, f_globals: dict, defaults: list[Variable],
-                 kwdefaults: dict[str, Variable], closure: list[Any] | None) -> None:
+                 kwdefaults: dict[str, Variable], closure: list[Any] | None,
+                 annotations: Variable | None = None) -> None:
         self.code = code
         self.qualname = qualname
         self.f_globals = f_globals
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.closure = closure  # list of framejit.trace.cells.Cell
+        self.annotations = annotations  # MAKE_FUNCTION's tuple (name, hint, name, hint, ...): kept for a rebuild
 
     def truth(self, tx: Tracer) -> bool:  # a function is true (it has no __bool__ or __len__)
         return True
@@ -125,7 +127,7 @@ class NestedFunctionVariable(Variable):
 
     def children(self) -> list[Variable]:
         cells = [c.value for c in self.closure or () if c.value is not None]
-        return [*self.defaults, *self.kwdefaults.values(), *cells]
+        return [*self.defaults, *self.kwdefaults.values(), *cells, *([self.annotations] if self.annotations else [])]
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
@@ -148,6 +150,9 @@ class NestedFunctionVariable(Variable):
         if self.kwdefaults:
             cg.build_fresh(DictVariable(self.kwdefaults))
             flags |= 0x02
+        if self.annotations is not None:
+            cg.load(self.annotations)
+            flags |= 0x04
         if self.closure:
             for cell in self.closure:
                 name = cg.frame_cell_name(cell)
@@ -267,6 +272,8 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
     """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
     if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
         return _make_namedtuple(value, args, kwargs)
+    if value is object.__init__ and len(args) == 1 and not kwargs:  # `super().__init__()` reaching object
+        return ConstantVariable(None)
     if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
         from framejit.variables.constant import WeakrefVariable
         return WeakrefVariable(args[0])

@@ -24,7 +24,8 @@ LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsi
 
 # type hints (`int | None`, `list[int]`, `Optional[T]`, `Union`, forward references): immutable, used by identity
 TYPE_HINTS = (types.UnionType, types.GenericAlias, type(typing.Optional[int]), type(typing.List[int]),
-              type(typing.Union), typing.ForwardRef, typing.TypeVar)
+              type(typing.List), type(typing.Callable), type(typing.Tuple), type(typing.Union), typing.ForwardRef,
+              typing.TypeVar)
 
 
 def is_literal(value: Any) -> bool:
@@ -111,7 +112,7 @@ class ConstantMethodVariable(Variable):
 
 
 # objects that never change once made: what is read from them is a constant, with no guard of its own
-_IMMUTABLE_OBJECTS = (types.CodeType, inspect.Signature, inspect.Parameter)
+_IMMUTABLE_OBJECTS = (types.CodeType, inspect.Signature, inspect.Parameter, frozenset)
 
 
 def is_immutable(var: Variable) -> bool:
@@ -128,8 +129,12 @@ class ObjectVariable(KnownValueVariable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.value)
 
-    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        if type(self.value) is frozenset:  # guarded by identity, so its items and their order are fixed
+            return [tx.wrap(v, None) for v in self.value]
+        return super().unpack(tx)
 
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
         value = getattr(self.value, name)
         if is_immutable(self):  # a method of it is wrapped like any (Signature.bind has a rule of its own)
             return tx.wrap(value, None) if isinstance(value, types.MethodType) else tx.wrap_constant(value)
