@@ -113,10 +113,10 @@ class OutputGraph:
         with ctx:
             return self.graph.placeholder(name)
 
-    def add_int_input(self, source: Source, value: int) -> Variable | None:
+    def add_int_input(self, source: Source, value: int, automatic_only: bool = False) -> Variable | None:
         """A Python int argument made symbolic by the dynamic policy (a `seq_len` that varies): a graph input
         whose value is passed in at each call. None when the policy keeps it a constant."""
-        symbol = self.shapes.symbolic_int(value, source)
+        symbol = self.shapes.symbolic_int(value, source, automatic_only)
         if symbol is None:
             return None
         node = self._placeholder(source)

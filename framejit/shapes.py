@@ -128,12 +128,14 @@ class TraceShapes:
         seen[name] = tuple(None if d in changed else n for d, n in enumerate(before))
         return changed
 
-    def symbolic_int(self, value: int, source: Source) -> torch.SymInt | None:
+    def symbolic_int(self, value: int, source: Source, automatic_only: bool = False) -> torch.SymInt | None:
         """A SymInt for a Python int read from `source`, if the policy makes it dynamic (as a size would be:
-        never 0 or 1; automatic: once its value changed between compiles)."""
+        never 0 or 1; automatic: once its value changed between compiles). `automatic_only`: only once it
+        changed, even under dynamic=True (a module's configuration stays static; a counter it keeps does not)."""
         if self.dynamic is False or value in (0, 1):
             return None
-        if self.dynamic is None and (self.code is None or not self._changed(source.name(), (value,))):
+        if (self.dynamic is None or automatic_only) and (
+                self.code is None or not self._changed(source.name(), (value,))):
             return None
         token = self._token(source)
         # positive=None: an int argument may be negative (sizes are the positive ones)

@@ -352,6 +352,34 @@ def test_a_modules_int_attribute_stays_static_under_dynamic_true():
     assert cnt.frame_count == 2
 
 
+class _Stepper(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1  # a counter the module keeps: it changes at every call
+        if self.step % 5 == 0:
+            return self.lin(x) * 0
+        return self.lin(x) + self.step
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_a_modules_int_attribute_that_changes_becomes_symbolic(dynamic):
+    # automatic dynamic, as for an int argument: static at first (a module's configuration never changes), then
+    # symbolic once it changed, so a counter does not compile at every call (and fall back past the cache limit)
+    eager, m = _Stepper(), _Stepper()
+    m.load_state_dict(eager.state_dict())
+    cnt = CompileCounter()
+    compiled = framejit.compile(m, backend=cnt, dynamic=dynamic)
+    x = torch.randn(2, 4)
+    for _ in range(20):
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert m.step == eager.step == 20
+    assert cnt.frame_count <= 5  # 0 and 1 are specialised, then `step % 5 == 0` once, not one per call
+
+
 @framejit.disable
 def _opaque(t):
     return None

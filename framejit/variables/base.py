@@ -105,6 +105,18 @@ class KnownValueVariable(Variable):
     def as_python_constant(self) -> Any:
         return self.value
 
+    def truth(self, tx: Tracer) -> bool:
+        """A function or class is true (`if self.activation:`); a value whose class decides its truth in C (a
+        builtin or torch type) is asked now, as it is known; one whose class has a Python __bool__ or __len__ is
+        not (that code would run)."""
+        cls = type(self.value)
+        if cls.__flags__ & HEAPTYPE and any(lookup_class_attr(cls, n)[0] is not None for n in ("__bool__", "__len__")):
+            return super().truth(tx)
+        try:
+            return bool(self.value)
+        except Exception:  # noqa: BLE001 - (a numpy array of many items): Python raises it at run time
+            return super().truth(tx)
+
 
 class LazyArg(Variable):
     """An argument of the captured frame not read yet: wrapped on first read, else reloaded by source."""

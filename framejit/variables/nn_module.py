@@ -93,8 +93,11 @@ class NNModuleVariable(Variable):
 
     def _wrap_attr(self, tx: Tracer, name: str, value: Any) -> Variable:
         source = self._attr_source(name)
-        if type(value) is int:  # a module's int stays static where ints vary (dynamic=True), as in TorchDynamo
-            if source is not None:
+        if type(value) is int:  # a module's int stays static where ints vary (dynamic=True), as in TorchDynamo,
+            if source is not None:  # until it changes between compiles (a step counter the module keeps)
+                symbolic = tx.output.add_int_input(source, value, automatic_only=True)
+                if symbolic is not None:
+                    return symbolic
                 tx.output.guards.add(source, GuardKind.EQUALS, value)
             return ConstantVariable(value, source)
         return tx.wrap(value, source)

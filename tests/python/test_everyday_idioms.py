@@ -97,3 +97,23 @@ def test_id_of_a_module_guards_its_identity():
     for m in (first, second, first):
         assert_equal(compiled(m, x, id(first)), m(x, id(first)))
     assert cnt.frame_count == 2  # a stateless module is guarded by type, but id() needs its identity
+
+
+class OptionalActivation(torch.nn.Module):
+    def __init__(self, activation):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.activation = activation
+
+    def forward(self, x):
+        x = self.linear(x)
+        if self.activation:  # a function is true; None is not
+            x = self.activation(x)
+        return x
+
+
+def test_truth_of_a_function_attribute():
+    x = torch.randn(2, 4)
+    for activation in (torch.nn.functional.relu, torch.tanh, None):
+        m = OptionalActivation(activation)
+        assert_equal(run_fullgraph(m, x), m(x))
