@@ -237,6 +237,12 @@ class _Context:
             add_user_line_note(exc)
 
     def __call__(self, fn: Any) -> Any:
+        # the outermost context wins, as in TorchDynamo: optimize(a)(optimize(b)(f)) compiles f with a, and
+        # run()(optimize(b)(f)) runs f's cache; a disabled function stays disabled
+        if isinstance(fn, OptimizedModule):
+            fn = fn._orig_mod
+        elif hasattr(fn, "_framejit_orig") and not policy.is_disabled(fn) and self.callback is not None:
+            fn = fn._framejit_orig
         if isinstance(fn, nn.Module):
             return OptimizedModule(fn, self)
         if not callable(fn):

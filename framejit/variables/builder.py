@@ -181,6 +181,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if isinstance(value, types.FunctionType):
         if policy.is_disabled(value):
             return DisallowedVariable(value, reason="framejit.disable")
+        if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile
+            _guard(tx, source, GuardKind.ID_MATCH, value)  # takes what it wraps (the outermost context wins)
+            return wrap_value(tx, value._framejit_orig, AttrSource(source, "_framejit_orig") if source else None)
         _guard(tx, source, GuardKind.CODE_MATCH, value)  # closure contents and defaults are guarded when read
         return UserFunctionVariable(value, source)
     if type(value) in _SEQUENCE_ITERATORS and source is not None:

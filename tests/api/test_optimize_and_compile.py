@@ -169,3 +169,47 @@ def test_compile_default_backend_without_args():
         return x * x - 3 * x + 1
 
     assert same(f2(x), poly(x))
+
+
+def _relu_of_sums(x):
+    return torch.relu(torch.cos(x) + torch.sin(x))
+
+
+def test_a_compiled_function_called_in_a_compiled_frame_is_part_of_its_graph():
+    inner_cnt, outer_cnt = CompileCounter(), CompileCounter()
+    sin_times_ten = framejit.run()(lambda x: torch.sin(x) * 10)
+    plus_one = framejit.optimize(inner_cnt, nopython=True)(lambda x: sin_times_ten(x) + 1)
+    outer = framejit.optimize(outer_cnt, nopython=True)(lambda x: torch.relu(plus_one(x)))
+    x = torch.randn(4, 5)
+    assert same(outer(x), torch.relu(torch.sin(x) * 10 + 1))
+    assert (inner_cnt.frame_count, outer_cnt.frame_count, outer_cnt.op_count) == (0, 1, 4)
+
+
+def test_the_outermost_context_wins_when_wrappers_nest():
+    first, second = CompileCounter(), CompileCounter()
+    twice = framejit.optimize(second, nopython=True)(framejit.optimize(first, nopython=True)(_relu_of_sums))
+    x = torch.randn(4)
+    assert same(twice(x), _relu_of_sums(x))
+    assert (first.frame_count, second.frame_count) == (0, 1)
+    # run() of an optimized function uses its cache and compiles nothing new
+    cnt = CompileCounter()
+    optimized = framejit.optimize(cnt)(_relu_of_sums)
+    optimized(torch.randn(3))
+    framejit.run(optimized)(torch.randn(3))
+    framejit.run(optimized)(torch.randn(3, 3))  # a miss: runs as Python
+    assert cnt.frame_count == 1
+    # and a disabled function stays disabled under optimize
+    cnt = CompileCounter()
+    framejit.optimize(cnt)(framejit.disable(_relu_of_sums))(torch.randn(3))
+    assert cnt.frame_count == 0
+
+
+def test_a_compiled_submodule_inside_a_compiled_model_is_one_graph():
+    inner_cnt, outer_cnt = CompileCounter(), CompileCounter()
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    model[0] = framejit.optimize(inner_cnt)(model[0])
+    compiled = framejit.optimize(outer_cnt, nopython=True)(model)
+    x = torch.randn(2, 4)
+    expected = model._modules["1"](model[0]._orig_mod(x))
+    assert same(compiled(x), expected)
+    assert (inner_cnt.frame_count, outer_cnt.frame_count, outer_cnt.op_count) == (0, 1, 2)
