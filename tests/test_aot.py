@@ -546,11 +546,19 @@ def _reads_then_bumps_a_global(x, y):
     return t
 
 
+def _reads_a_value_of_a_global_then_scales_it(x, y):
+    # minimum's backward needs cos(G_SHIFT) as it was: recomputed from the global after the write, it is not
+    t = torch.minimum((x / y).unsqueeze(-1), G_SHIFT[None].cos())
+    G_SHIFT.mul_(0.25)
+    return t
+
+
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_a_training_graph_reading_an_input_it_writes_gives_eager_gradients(backend):
+@pytest.mark.parametrize("program", [_reads_then_bumps_a_global, _reads_a_value_of_a_global_then_scales_it])
+def test_a_training_graph_reading_an_input_it_writes_gives_eager_gradients(backend, program):
     global G_SHIFT
     grads = []
-    for fn in (_reads_then_bumps_a_global, framejit.compile(_reads_then_bumps_a_global, backend=backend)):
+    for fn in (program, framejit.compile(program, backend=backend)):
         torch.manual_seed(0)
         G_SHIFT = torch.randn(6)
         x, y = torch.randn(3, 6, requires_grad=True), torch.randn(6, requires_grad=True)

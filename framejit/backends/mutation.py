@@ -50,8 +50,8 @@ def requires_grad(value: Any) -> bool:
 def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     """True when grad mode is on and the graph writes in place into an input (or a view of one) that requires
     grad, writes a value that requires grad into any input, or writes into an input that a computation requiring
-    grad also reads (AOTAutograd's partitioner may recompute that read in backward, after the write: wrong
-    gradients; pytorch/pytorch#197039)."""
+    grad also reads, directly or through values computed from it (AOTAutograd's partitioner may recompute that
+    read in backward, after the write: wrong gradients; pytorch/pytorch#197039)."""
     if not torch.is_grad_enabled():
         return False
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -72,7 +72,14 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
                 requires_grad(a.meta.get("example_value")) or requires_grad(real.get(a)) for a in written):
             return True
         written_inputs.add(base[first])
-    return bool(written_inputs) and any(
-        not writes_into_first_argument(node) and not is_view(node)
-        and requires_grad(node.meta.get("example_value"))
-        and any(base.get(a) in written_inputs for a in node.all_input_nodes) for node in gm.graph.nodes)
+    # values computed from a written input (its views, `g[None].cos()`): the partitioner may recompute any of
+    # them in backward, so one read by a computation requiring grad is as much at risk as the input itself
+    tainted = set(written_inputs)
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output") or writes_into_first_argument(node):
+            continue
+        if any(base.get(a, a) in tainted for a in node.all_input_nodes):
+            if not is_view(node) and requires_grad(node.meta.get("example_value")):
+                return True
+            tainted.add(node)
+    return False
