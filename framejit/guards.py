@@ -107,6 +107,12 @@ class GuardSet:
         if dynamic_dims:
             self.dynamic_dims[name] = dynamic_dims
 
+    def watch(self, value: Any) -> None:
+        """Tie the entry's life to `value` (a module guarded by type): when it dies the entry is dropped, as one
+        guarded by its identity would be, though other objects of its type meanwhile use the entry too."""
+        if _weakrefable(value) and not any(w is value for w in self.watched):
+            self.watched.append(value)
+
     def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]], specialised_ints: dict[str, int]
                             ) -> None:
         """Check again by value the dims of a tensor, and the int inputs, that the trace specialised (a

@@ -120,10 +120,13 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)
         return ConstantVariable(value, source)
     if isinstance(value, nn.Module):
-        # A module without state (a loss, an activation, often made anew in every forward) is guarded by its
-        # type and the attributes the trace reads, so a fresh instance reuses the graph; any other module by
-        # identity (its parameters are read through it).
-        _guard(tx, source, GuardKind.TYPE_MATCH if is_stateless(value) else GuardKind.ID_MATCH, value)
+        # A module is guarded by its type and what the trace reads of it (its parameters and buffers, graph inputs
+        # checked by TENSOR_MATCH; its children, attributes and hooks), so another instance of the same class and
+        # structure reuses the graph: a block compiled once serves every layer (regional compilation), a copy of
+        # a model and a new model of the same class do not compile again, as in torch.compile.
+        _guard(tx, source, GuardKind.TYPE_MATCH, value)
+        if source is not None:
+            tx.output.guards.watch(value)  # the entry goes when the module that compiled it does
         return NNModuleVariable(value, source)
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         _guard(tx, source, GuardKind.LEN_MATCH, value)

@@ -51,8 +51,10 @@ def _same_object(tx: Tracer, a: Variable, b: Variable) -> bool | None:
         return a is b  # one Variable per object: the builder guards the aliasing of objects from outside
     if type(a) is not type(b):
         return False
-    if getattr(a, "guarded_by_identity", False) and getattr(b, "guarded_by_identity", False):
-        return a.module is b.module  # type: ignore[attr-defined]  # modules whose identity the entry guards
+    if isinstance(a, NNModuleVariable) and a.source is not None and b.source is not None:
+        for m in (a, b):  # modules are guarded by type: `is` between two needs their identities
+            tx.output.guards.add(m.source, GuardKind.ID_MATCH, m.module)
+        return a.module is b.module  # type: ignore[attr-defined]
     return None
 
 
@@ -559,8 +561,6 @@ def _id(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     (obj,) = args
     if isinstance(obj, ObjectVariable) and obj.source is not None:  # read from a source: guarded by identity
         return ConstantVariable(id(obj.value))
-    if getattr(obj, "guarded_by_identity", False):
-        return ConstantVariable(id(obj.module))
     if isinstance(obj, NNModuleVariable) and obj.source is not None:  # a module guarded by type: now by identity
         tx.output.guards.add(obj.source, GuardKind.ID_MATCH, obj.module)
         return ConstantVariable(id(obj.module))

@@ -60,9 +60,6 @@ class NNModuleVariable(Variable):
             return True
         return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
 
-    @property
-    def guarded_by_identity(self) -> bool:
-        return self.source is not None and not is_stateless(self.module)
 
     def _attr_source(self, name: str) -> Any:
         return AttrSource(self.source, name) if self.source is not None else None
@@ -248,6 +245,9 @@ class NNModuleVariable(Variable):
         seen: set[int] = set()
         found = []
         for prefix, owner in owners:
+            if owner.source is not None:  # another module of the type may hold other names
+                tx.output.guards.add(AttrSource(owner.source, dict_name), GuardKind.DICT_KEYS,
+                                     getattr(owner.module, dict_name))
             for key, value in getattr(owner.module, dict_name).items():
                 if value is None or (options.get("remove_duplicate", True) and id(value) in seen):
                     continue  # a tied weight is listed once
