@@ -268,6 +268,7 @@ class OptimizedModule(nn.Module):
     def __init__(self, mod: nn.Module, ctx: _Context) -> None:
         super().__init__()
         self._orig_mod = mod
+        policy.mark_compiled_module(mod)
         forward = getattr(type(mod).forward, "__code__", None)
         if forward is not None and skipfiles.capture_refusal(forward):
             skipfiles.forced_capture.add(forward)  # e.g. optimize(nn.Linear(...)): capture its forward

@@ -119,4 +119,16 @@ def is_disabled(fn: Any) -> bool:
     return fn in _disabled
 
 
+# modules the user compiled (`framejit.compile(model)`): the cache entries they make die with them
+_compiled_modules: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+
+
+def mark_compiled_module(module: torch.nn.Module) -> None:
+    _compiled_modules.add(module)
+
+
+def is_compiled_module(module: Any) -> bool:
+    return module in _compiled_modules
+
+
 _torch_trace_constants()

@@ -125,8 +125,8 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         # structure reuses the graph: a block compiled once serves every layer (regional compilation), a copy of
         # a model and a new model of the same class do not compile again, as in torch.compile.
         _guard(tx, source, GuardKind.TYPE_MATCH, value)
-        if source is not None:
-            tx.output.guards.watch(value)  # the entry goes when the module that compiled it does
+        if source is not None and policy.is_compiled_module(value):
+            tx.output.guards.watch(value)  # the entry goes when the compiled module that made it does
         return NNModuleVariable(value, source)
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         _guard(tx, source, GuardKind.LEN_MATCH, value)

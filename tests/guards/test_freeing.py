@@ -1,5 +1,6 @@
 """Freeing compiled functions and modules, entries per module instance, and what recompiles when
 a module or a global it reads changes."""
+import copy
 import gc
 import warnings
 import weakref
@@ -156,6 +157,27 @@ def test_many_instances_of_one_module_class_share_one_compile():
     gc.collect()
     with torch.no_grad():
         layers[0](x)
+    assert cnt.frame_count == 2
+
+
+def _copy_and_call(m, x):
+    m_copy = copy.deepcopy(m)  # a break: the rest runs on a new module every call
+    return m_copy(x)
+
+
+def test_a_new_module_every_call_reuses_the_graph():
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt)(_copy_and_call)
+    models = [nn.Sequential(nn.Linear(10, 10), nn.ReLU(), nn.Linear(10, 10)) for _ in range(2)]
+    x = torch.randn(10)
+    for m in models:
+        for _ in range(5):
+            assert same(compiled(m, x), m(x))
+    assert cnt.frame_count == 1  # the continuation, for every copy of either model
+    with torch.no_grad():
+        relu = framejit.optimize(cnt)(lambda x, act: act(x) + 1)
+        for _ in range(3):
+            assert same(relu(x, nn.ReLU()), torch.relu(x) + 1)
     assert cnt.frame_count == 2
 
 
