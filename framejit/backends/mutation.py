@@ -43,6 +43,14 @@ def is_view(node: torch.fx.Node) -> bool:
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
 
 
+def _storage(node: torch.fx.Node) -> Any:
+    value = node.meta.get("example_value")
+    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+        from torch.multiprocessing.reductions import StorageWeakRef
+        return StorageWeakRef(value.untyped_storage())
+    return None
+
+
 def requires_grad(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 
@@ -55,17 +63,21 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
     if not torch.is_grad_enabled():
         return False
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    base: dict[torch.fx.Node, torch.fx.Node] = {p: p for p in placeholders}
     real = dict(zip(placeholders, example_inputs))
+    # which input each value shares memory with: views, and ops that may return their input (`.to()` of the
+    # dtype it has, `contiguous()`), as the trace's fake tensors share storage like the real ones
+    owner = {s: p for p in reversed(placeholders) if (s := _storage(p)) is not None}
+    base: dict[torch.fx.Node, torch.fx.Node] = {p: p for p in placeholders}
     written_inputs: set[torch.fx.Node] = set()
     for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            continue
+        if (s := _storage(node)) in owner:
+            base[node] = owner[s]
+        elif is_view(node) and node.args and node.args[0] in base:
+            base[node] = base[node.args[0]]
         first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
-        if first is None or first not in base:
-            continue
-        if is_view(node):
-            base[node] = base[first]
-            continue
-        if not writes_into_first_argument(node):
+        if first is None or first not in base or not writes_into_first_argument(node):
             continue
         written = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
         if requires_grad(real.get(base[first])) or any(
