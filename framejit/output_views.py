@@ -10,6 +10,11 @@ refuses an in-place write the program makes later:
   that output as a view made inside its autograd Function, and such a view may not be written in place. Where
   eager's output is no view and shares its memory with no other input or output, a view that comes back is
   copied (the copy is differentiable; nothing else sees its memory).
+- A view eager refuses to write in place (a row from `unbind` or `for row in t`, one of several views one op
+  made; a view made under no_grad that requires grad) comes back made again by AOTAutograd without that mark,
+  or as no view at all: the write went through where eager raises. The mark (autograd's creation meta, read
+  from the trace's fake) is set on the returned view, or on a view of the returned tensor, so that the write
+  raises eager's error.
 """
 from __future__ import annotations
 
@@ -18,7 +23,17 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
+
 from framejit.backends.mutation import requires_grad, writes_into_first_argument
+
+
+def _creation_meta(view: torch.Tensor) -> CreationMeta:
+    """How autograd lets `view` be written in place (DEFAULT for a view without autograd metadata)."""
+    try:
+        return _get_creation_meta(view)
+    except RuntimeError:
+        return CreationMeta.DEFAULT
 
 
 def _fake(node: Any) -> Any:
@@ -48,11 +63,23 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         shared = [_storage(v) for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]]
         copied = [i for i, v in enumerate(outputs) if requires_grad(v) and not v._is_view()
                   and _storage(v) in written_through_view and shared.count(_storage(v)) == 1]
-    if not remade and not copied:
+    # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view
+    # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
+    strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
+              and i not in remade and (meta := _creation_meta(v)) != CreationMeta.DEFAULT]
+    if not remade and not copied and not strict:
         return graph_fn
 
     def run_with_eager_views(*args: Any) -> Any:
         results = list(graph_fn(*args))
+        for i, meta in strict:
+            view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
+            if _creation_meta(view) == CreationMeta.DEFAULT:
+                try:
+                    _set_creation_meta(view, meta)
+                except RuntimeError:  # a view autograd does not track (no grad anywhere): nothing to refuse
+                    continue
+                results[i] = view
         for i in remade:
             view = results[i]
             if view._is_view() and not view._base.requires_grad:

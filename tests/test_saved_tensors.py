@@ -198,3 +198,17 @@ G8 = torch.randn(8)
                          ids=lambda f: f.__name__)
 def test_outputs_returned_as_views_take_in_place_writes_as_eager(fn, backend):
     assert differential(fn, _leaf(3, 8), backend) is None
+
+
+def rows_written_after_a_break(x):
+    t = torch.sin(x)
+    for row in t:  # unbind's views: eager refuses to write into one in place
+        print("", end="")  # a break: the row comes out of the graph
+        row[-1].add_(1)
+    return t
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_row_returned_by_a_graph_refuses_in_place_writes_as_eager(backend):
+    error = differential(rows_written_after_a_break, _nonleaf(3, 4), backend)
+    assert error is not None and "returns multiple views" in error

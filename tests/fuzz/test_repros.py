@@ -14,8 +14,6 @@ import pytest
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN = {
-    "repro_0_374.py": "a row of `for row in t` returned by an AOTAutograd graph is no longer a multi-output view: "
-                      "writing into it in place after a break does not raise as eager",
     "repro_0_934.py": "a global list keeps outputs across calls, so the second backward goes through a graph again: "
                       "AOTAutograd's backward refuses to run twice even when it saved nothing (torch.compile too)",
 }
