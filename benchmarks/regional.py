@@ -9,7 +9,8 @@ it (`framejit.compile(layer)` / `torch.compile(layer)`), the way regional compil
 time: the layers are instances of one class, so one compile can serve them all. "compiles" counts the graphs
 handed to the backend; "first call s" is the first forward of the whole model (all compiles); "steady ms" the
 median of 20 later calls. Both JITs first compile a tiny function (one-time imports not counted); inductor's
-graph caches are off, so neither JIT reuses the other's kernels. The run order is framejit, torch.compile.
+graph caches are off. Inductor's C++ kernels are still cached on disk by their source, so each JIT runs twice,
+alternating (framejit, torch.compile, torch.compile, framejit), and the table has its fewer first-call seconds.
 """
 from __future__ import annotations
 
@@ -75,8 +76,14 @@ def main() -> None:
     print(f"backend {args.backend}; {args.layers} BERT layers; torch {torch.__version__}\n")
     print("| JIT | compiles | first call s | steady ms | max error |")
     print("|---|---|---|---|---|")
-    for jit in ("framejit", "torch.compile"):
-        compiles, first, steady, out = run(jit, model, args.backend, ids)
+    # each JIT twice, alternating: inductor's C++ kernels are cached on disk by their source, so the second JIT
+    # to compile a kernel finds it built; the table has each JIT's fewer first-call seconds
+    best: dict[str, tuple] = {}
+    for jit in ("framejit", "torch.compile", "torch.compile", "framejit"):
+        result = run(jit, model, args.backend, ids)
+        if jit not in best or result[1] < best[jit][1]:
+            best[jit] = result
+    for jit, (compiles, first, steady, out) in best.items():
         error = (out - expected).abs().max().item()
         print(f"| {jit} | {compiles} | {first:.2f} | {steady:.2f} | {error:.1e} |")
 
