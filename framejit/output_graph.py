@@ -197,8 +197,10 @@ class OutputGraph:
         fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
         name = target if isinstance(target, str) else getattr(target, "__qualname__", repr(target))
         leaves = pytree.tree_leaves((fake_args, fake_kwargs))
-        # arithmetic on symbolic sizes: a result known at trace time (s0 - s0) is a constant
-        numbers_only = any(map(is_symbolic, leaves)) and not any(isinstance(x, torch.Tensor) for x in leaves)
+        # arithmetic on symbolic sizes: a result known at trace time (s0 - s0) is a constant; so is arithmetic on a
+        # size that a guard has since fixed (`h != 32` made s0 = 32: the square image's width, the same symbol, is 32)
+        numbers_only = any(isinstance(x, SYMBOLIC_TYPES) for x in leaves) and \
+            not any(isinstance(x, torch.Tensor) for x in leaves)
         check_op_before_run(target, numbers_only or any(isinstance(x, torch.Tensor) for x in leaves))
         check_aliased_write(op_name(target), target, fake_args, fake_kwargs)
         try:

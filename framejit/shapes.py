@@ -85,7 +85,12 @@ class TraceShapes:
         if not dims:
             return self.fake_mode.from_tensor(value, static_shapes=True), dims
         token = self._token(source)
-        sizes = [DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(value.dim())]
+        # a dim mark_dynamic named gets a symbol of its own; the others are duck-sized, as in torch.compile: dims
+        # of equal size share one symbol (a square image's height and width), guarded equal, which keeps the
+        # symbolic arithmetic of view ops (Swin's windows) far simpler
+        marked = getattr(value, _DYNAMIC_ATTR, {})
+        sizes = [(DimDynamic.DYNAMIC if d in marked else DimDynamic.DUCK) if d in dims else DimDynamic.STATIC
+                 for d in range(value.dim())]
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
@@ -138,9 +143,12 @@ class TraceShapes:
                 self.code is None or not self._changed(source.name(), (value,))):
             return None
         token = self._token(source)
-        # positive=None: an int argument may be negative (sizes are the positive ones)
-        symbol = self.env.create_symintnode(self.env.create_symbol(value, token, positive=None), hint=value,
-                                            source=token)
+        # positive=None: an int argument may be negative (sizes are the positive ones). An argument is duck-sized
+        # (a `seq_len` equal to a tensor's size is that size's symbol); an attribute that changed (a counter) is
+        # unrelated to sizes and gets a symbol of its own
+        symbol = self.env.create_symintnode(self.env.create_symbol(
+            value, token, positive=None, dynamic_dim=DimDynamic.DYNAMIC if automatic_only else DimDynamic.DUCK),
+            hint=value, source=token)
         self._symbolic.append((symbol, token))
         return symbol
 

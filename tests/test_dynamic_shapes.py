@@ -402,3 +402,50 @@ def test_a_view_input_and_its_base_in_one_dynamic_graph():
         x0 = torch.randn(n, 4, requires_grad=True)
         x1 = x0.detach().clone().requires_grad_()
         torch.testing.assert_close(compiled(x0 * 1, w), _writes_through_a_view_after_a_break(x1 * 1, w))
+
+
+class _Config:
+    image_size = (8, 8)
+    heads = 2
+
+
+class _PatchCheck(torch.nn.Module):
+    """ViT's size check and a config int, under dynamic=True."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = _Config()
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        if h != self.config.image_size[0] or w != self.config.image_size[1]:
+            raise ValueError("the image size does not match the model's")
+        return x.view(b, self.config.heads, -1).sum(-1) * 2
+
+
+def test_square_dims_share_a_symbol_and_a_fixed_size_folds():
+    # duck sizing, as in torch.compile: h and w (both 8) are one symbol; `h != 8` fixes it, and `w != 8` is then
+    # arithmetic on a known number, not an op to refuse (ViT broke its graph there). A config's int stays a
+    # constant under dynamic=True (only one that changed between compiles becomes symbolic)
+    m = _PatchCheck()
+    cnt = CompileCounter()
+    compiled = framejit.compile(m, backend=cnt, dynamic=True, fullgraph=True)
+    for b in (2, 3, 5):
+        x = torch.randn(b, 4, 8, 8)
+        torch.testing.assert_close(compiled(x), m(x))
+    assert cnt.frame_count == 1
+    placeholders = [n.target for n in cnt.graphs[0].graph.nodes if n.op == "placeholder"]
+    assert not any("heads" in str(p) for p in placeholders), placeholders
+
+
+def _mean_of_rows(x):
+    return x.sum(0) / x.shape[1]
+
+
+def test_duck_sized_dims_that_stop_being_equal_compile_once_more():
+    cnt = CompileCounter()
+    compiled = framejit.compile(_mean_of_rows, backend=cnt, dynamic=True)
+    for shape in [(4, 4), (6, 6), (4, 6), (5, 7)]:  # equal dims share a symbol; the first unequal pair recompiles
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), _mean_of_rows(x))
+    assert cnt.frame_count == 2

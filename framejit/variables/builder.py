@@ -16,8 +16,8 @@ from torch import nn
 from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import (AttrSource, ConstSource, ItemSource, LocalSource, ModuleGlobalsSource, ReduceSource,
-                              Source)
+from framejit.sources import (AttrSource, ConstSource, DerivedSource, GenericAttrSource, ItemSource, LocalSource,
+                              ModuleGlobalsSource, ReduceSource, Source)
 from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
                                                   is_bound_apply)
 from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
@@ -94,6 +94,14 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     return var
 
 
+def _through_attribute(source: Source) -> bool:
+    while isinstance(source, DerivedSource):
+        if isinstance(source, (AttrSource, GenericAttrSource)):
+            return True
+        source = source.base
+    return False
+
+
 def _aliasable(value: Any) -> bool:
     """Values whose identity matters to the trace: tensors and mutable containers and objects."""
     return isinstance(value, (torch.Tensor, list, dict, set)) or (
@@ -112,7 +120,9 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
             unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
     if type(value) is int and source is not None and isinstance(source.root(), LocalSource):
-        symbolic = tx.output.add_int_input(source, value)  # an argument that varies (dynamic shapes policy)
+        # an argument that varies (dynamic shapes policy); an attribute of an object (a model's config) only once
+        # it changed between compiles, as configuration does not vary with the data
+        symbolic = tx.output.add_int_input(source, value, automatic_only=_through_attribute(source))
         if symbolic is not None:
             return symbolic
     if is_literal(value):
