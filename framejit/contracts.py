@@ -196,7 +196,7 @@ class TraceOutput(Protocol):
     side_effects: WriteLog
     wrapped: dict[str, Variable]          # by source name: each real value is wrapped (and guarded) once
     wrapped_by_id: dict[int, Variable]    # tensors and mutable objects, by identity
-    real_cells: dict[int, Any]            # id(real cell of the captured function's closure) -> its trace Cell
+    real_cells: dict[int, Any]            # id(real cell of a closure the trace reads) -> its one trace Cell
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> Variable: ...
 

@@ -84,7 +84,8 @@ class OutputGraph:
         self.side_effects = SideEffects(f_globals)
         self.wrapped: dict[str, Variable] = {}
         self.wrapped_by_id: dict[int, Variable] = {}  # tensors and mutable objects, by identity
-        self.real_cells: dict[int, Any] = {}  # id(real cell of the captured function's closure) -> its Cell
+        # id(real cell of the captured function's closure, or of a function the trace called) -> its one Cell
+        self.real_cells: dict[int, Any] = {}
         self.inputs: list[GraphInput] = []
         self.root = torch.nn.Module()  # holds the graph's constant tensors (get_attr)
         self.n_constants = 0

@@ -21,11 +21,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch.multiprocessing.reductions import StorageWeakRef
 
 from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
 
-from framejit.backends.mutation import requires_grad, writes_into_first_argument
+from framejit.backends.mutation import requires_grad, storage_of as _storage, writes_into_first_argument
 
 
 def _creation_meta(view: torch.Tensor) -> CreationMeta:
@@ -38,12 +37,6 @@ def _creation_meta(view: torch.Tensor) -> CreationMeta:
 
 def _fake(node: Any) -> Any:
     return node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
-
-
-def _storage(value: Any) -> StorageWeakRef | None:
-    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
-        return StorageWeakRef(value.untyped_storage())
-    return None
 
 
 def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import requires_grad
+from framejit.backends.mutation import requires_grad, storage_of as _storage
 
 _MODIFIED = "modified by an inplace operation"
 
@@ -50,12 +50,6 @@ def _saved_tensors(node: Any) -> list[torch.Tensor | BaseException]:
 
 
 _SAVED_NAMES: dict[type, list[str]] = {}
-
-
-def _storage(value: Any) -> StorageWeakRef | None:
-    if isinstance(value, torch.Tensor) and not value.is_sparse and value.layout == torch.strided:
-        return StorageWeakRef(value.untyped_storage())
-    return None
 
 
 def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:

@@ -22,15 +22,13 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import mutates_input_under_autograd, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import (mutates_input_under_autograd, requires_grad, storage_of,
+                                        writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 
 def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
-    value = node.meta.get("example_value")
-    if isinstance(value, torch.Tensor) and not value.is_sparse:
-        return StorageWeakRef(value.untyped_storage())
-    return None
+    return storage_of(node.meta.get("example_value"))
 
 
 def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:

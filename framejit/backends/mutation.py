@@ -14,6 +14,7 @@ import operator
 from typing import Any
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.variables.aliased_writes import writes_first_argument
 
@@ -43,12 +44,15 @@ def is_view(node: torch.fx.Node) -> bool:
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
 
 
-def _storage(node: torch.fx.Node) -> Any:
-    value = node.meta.get("example_value")
+def storage_of(value: Any) -> StorageWeakRef | None:
+    """The storage of a (fake) tensor, comparable across tensors: views and aliases share it."""
     if isinstance(value, torch.Tensor) and value.layout == torch.strided:
-        from torch.multiprocessing.reductions import StorageWeakRef
         return StorageWeakRef(value.untyped_storage())
     return None
+
+
+def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
+    return storage_of(node.meta.get("example_value"))
 
 
 def requires_grad(value: Any) -> bool:

@@ -29,7 +29,7 @@ from framejit.variables.callables import (ConstantResultVariable, DisallowedVari
 from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
-from framejit.variables.nn_module import NNModuleVariable, is_stateless
+from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
                                              is_constant_query, is_torch_op)
 from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
