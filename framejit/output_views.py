@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-
 from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
 
 from framejit.backends.mutation import requires_grad, storage_of as _storage, writes_into_first_argument

@@ -60,7 +60,6 @@ class NNModuleVariable(Variable):
             return True
         return bool(self.call_method(tx, "__len__", [], {}).as_python_constant())
 
-
     def _attr_source(self, name: str) -> Any:
         return AttrSource(self.source, name) if self.source is not None else None
 
