@@ -361,7 +361,18 @@ def _len(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     obj, classes = args
     cls = classes.as_python_constant()
+    if isinstance(obj, TensorVariable) and any(type(c) is _LEGACY_TENSOR_TYPE for c in _flat_classes(cls)):
+        # torch.FloatTensor, torch.cuda.LongTensor...: their isinstance asks the tensor's dtype, device and layout,
+        # which the entry guards; the fake has them
+        return ConstantVariable(isinstance(obj.example, cls))
     return ConstantVariable(issubclass(obj.python_type(), cls))
+
+
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
+def _flat_classes(cls: Any) -> list[Any]:
+    return [c for item in cls for c in _flat_classes(item)] if isinstance(cls, tuple) else [cls]
 
 
 @_traces(type)

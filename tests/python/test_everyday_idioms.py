@@ -117,3 +117,14 @@ def test_truth_of_a_function_attribute():
     for activation in (torch.nn.functional.relu, torch.tanh, None):
         m = OptionalActivation(activation)
         assert_equal(run_fullgraph(m, x), m(x))
+
+
+def test_isinstance_of_a_legacy_tensor_type_asks_dtype_and_device():
+    def fn(x, tensor_type):
+        return x + 1, isinstance(x, tensor_type), isinstance(x, (torch.DoubleTensor, torch.BoolTensor))
+
+    compiled = framejit.optimize("eager")(fn)
+    for dtype, tensor_type in [(torch.float32, torch.FloatTensor), (torch.float64, torch.DoubleTensor),
+                               (torch.int64, torch.LongTensor), (torch.float32, torch.LongTensor)]:
+        x = torch.zeros(4, dtype=dtype)
+        assert_equal(compiled(x, tensor_type), fn(x, tensor_type))
