@@ -64,6 +64,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
 
     def run_with_eager_views(*args: Any) -> Any:
         results = list(graph_fn(*args))
+        if not all(isinstance(results[i], torch.Tensor) for i in (*remade, *copied, *(i for i, _ in strict))):
+            return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         for i, meta in strict:
             view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
             if _creation_meta(view) == CreationMeta.DEFAULT:

@@ -115,12 +115,13 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
 
     def run(*args: Any) -> Any:
         results = graph_fn(*args)
+        # (a backend may return other values than the graph's tensors: such outputs are not checked)
         noted = {("input", i): _noting(args[i]) for i in inputs}
-        noted.update({("output", i): _noting(results[i]) for i in outputs})
+        noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
         by_node: dict[Any, list[tuple[int, list[Check]]]] = {}
         for o, cs in checks.items():
-            node = results[o].grad_fn
-            if node is not None:
+            node = getattr(results[o], "grad_fn", None)
+            if node is not None and all(key in noted for key in cs if key[0] != "raise"):
                 by_node.setdefault(node, []).append((results[o].output_nr, cs))
         for node, reached in by_node.items():
             node.register_prehook(_checking(reached, noted))

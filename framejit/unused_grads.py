@@ -135,7 +135,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 args[i] = _Gate.apply(args[i], received, feeds)
         outputs = graph_fn(*args)
         for o in watched:
-            node = outputs[o].grad_fn
+            node = getattr(outputs[o], "grad_fn", None)  # (a backend may return other values)
             if node is not None:
                 # on the node that made the output, not the tensor: a later in-place write gives the tensor another
                 # node, and the gradient still reaches this one (the node calls it with None for outputs that got

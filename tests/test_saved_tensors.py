@@ -212,3 +212,12 @@ def rows_written_after_a_break(x):
 def test_a_row_returned_by_a_graph_refuses_in_place_writes_as_eager(backend):
     error = differential(rows_written_after_a_break, _nonleaf(3, 4), backend)
     assert error is not None and "returns multiple views" in error
+
+
+def test_a_backend_returning_other_values_than_tensors_is_not_checked():
+    def ones(gm, example_inputs):  # a wrong backend: the user gets what it returns, as under torch.compile
+        return lambda *args: (1,)
+
+    compiled = framejit.optimize(ones)(lambda m, x: m(x))
+    m, x = torch.nn.Linear(3, 3), torch.randn(2, 3, requires_grad=True)
+    assert compiled(m, x) == 1  # framejit's wrappers (saved-tensor checks, gates) did not raise over the int

@@ -127,7 +127,8 @@ class NestedFunctionVariable(Variable):
 
     def children(self) -> list[Variable]:
         cells = [c.value for c in self.closure or () if c.value is not None]
-        return [*self.defaults, *self.kwdefaults.values(), *cells, *([self.annotations] if self.annotations is not None else [])]
+        annotations = [self.annotations] if self.annotations is not None else []
+        return [*self.defaults, *self.kwdefaults.values(), *cells, *annotations]
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
