@@ -37,11 +37,31 @@ class AutogradFunctionClassVariable(KnownValueVariable):
         return tx.wrap(getattr(self.cls, name), AttrSource(self.source, name) if self.source else None)
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        unsupported(f"instantiating the autograd.Function {self.cls.__qualname__} (call its .apply instead)",
-                    BreakCode.AUTOGRAD_FUNCTION)
+        if args or kwargs:
+            unsupported(f"instantiating the autograd.Function {self.cls.__qualname__} with arguments (call its "
+                        f".apply instead)", BreakCode.AUTOGRAD_FUNCTION)
+        return AutogradFunctionInstanceVariable(self.cls)  # `MyFn().apply(x)`: apply is the class's classmethod
 
     def __repr__(self) -> str:
         return f"AutogradFunctionClassVariable({self.cls.__qualname__})"
+
+
+class AutogradFunctionInstanceVariable(Variable):
+    """`MyFn()`, made in the trace only to reach `.apply` (a classmethod, so the instance adds nothing)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name == "apply":
+            return AutogradApplyVariable(self.cls)
+        unsupported(f"{self.cls.__qualname__}().{name} on an autograd.Function instance", BreakCode.AUTOGRAD_FUNCTION)
+
+    def __repr__(self) -> str:
+        return f"AutogradFunctionInstanceVariable({self.cls.__qualname__})"
 
 
 class AutogradApplyVariable(Variable):

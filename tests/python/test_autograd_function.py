@@ -231,3 +231,26 @@ def test_run_fullgraph_of_a_function_with_a_tensor_and_a_tuple_argument():
 
     x = torch.randn(3)
     assert_equal(run_fullgraph(fn, x), fn(x))
+
+
+class _DoubleWithUnitGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x + x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad  # not the true derivative: proof that this backward runs
+
+
+def test_apply_reached_through_an_instance_of_the_function():
+    def fn(x):
+        return _DoubleWithUnitGrad().apply(x) * 3  # an older idiom: apply is a classmethod
+
+    x1 = torch.randn(2, 3, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    out, expected = run_fullgraph(fn, x1), fn(x2)
+    out.sum().backward()
+    expected.sum().backward()
+    assert_equal(out, expected)
+    assert_equal(x1.grad, x2.grad)
