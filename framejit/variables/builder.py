@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import enum
 import inspect
 import operator
@@ -94,6 +95,11 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     return var
 
 
+# `with record_function("name"):` / `with profiler.profile():` inside compiled code
+_PROFILER_CONTEXTS = (torch.autograd.profiler.record_function, torch.autograd.profiler.profile,
+                      torch.profiler.profile, torch.autograd.profiler.emit_nvtx)
+
+
 def _through_attribute(source: Source) -> bool:
     while isinstance(source, DerivedSource):
         if isinstance(source, (AttrSource, GenericAttrSource)):
@@ -170,6 +176,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if is_constant_query(value):  # a Python function of torch's that reads global state (folded, guarded)
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return TorchVariable(value, source)
+    if value in _PROFILER_CONTEXTS:  # profiler ranges around code in a graph do nothing, as under torch.compile:
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)  # the graph stays whole (its ops are not ranged)
+        return wrap_value(tx, contextlib.nullcontext, ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext"))
     if value in GRAD_MODE_CTORS:
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return GradModeCtorVariable(value)

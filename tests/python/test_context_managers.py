@@ -5,7 +5,7 @@ import contextlib
 import torch
 
 import framejit
-from framejit.testing import CompileCounter
+from framejit.testing import CompileCounter, same
 from tests.helpers import run_fullgraph
 
 
@@ -52,3 +52,19 @@ def test_a_graph_break_inside_the_block_exits_once():
     eager_log, compiled_log = [], []
     torch.testing.assert_close(framejit.optimize(CompileCounter())(fn)(x, compiled_log), fn(x, eager_log))
     assert compiled_log == eager_log == ["enter", "exit"]
+
+
+def _ranged(x):
+    with torch.profiler.record_function("block"):
+        y = x * 2
+    with torch.autograd.profiler.record_function("second"), torch.autograd.profiler.profile():
+        y = y + 1
+    return y
+
+
+def test_profiler_ranges_inside_compiled_code_do_nothing_and_the_graph_stays_whole():
+    # as under torch.compile: the ranges are not recorded around a graph's ops, and they break nothing
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.optimize(cnt, nopython=True)(_ranged)(x), _ranged(x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)
