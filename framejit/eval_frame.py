@@ -207,9 +207,9 @@ def _for_same_objects(code: types.CodeType, frames: list, args: tuple) -> list:
 def _reached_limit(frames: list, same: list) -> tuple[str, int, int] | None:
     """(setting, value, entries) when compiling once more would pass a cache size limit, else None.
 
-    `cache_size_limit` counts only the entries for the same objects guarded by identity (`same`): compiling
-    each of many nn.Linear layers on its own (regional compilation) is not recompiling, as in TorchDynamo.
-    `accumulated_cache_size_limit` bounds them all together."""
+    `cache_size_limit` counts only the entries made for the same objects (`same`: arguments guarded by identity,
+    and modules, guarded by type): compiling each of many nn.Linear layers of other shapes on its own is not
+    recompiling. `accumulated_cache_size_limit` bounds them all together."""
     if len(frames) >= config.accumulated_cache_size_limit:
         return "accumulated_cache_size_limit", config.accumulated_cache_size_limit, len(frames)
     if len(same) >= config.cache_size_limit:

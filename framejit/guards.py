@@ -225,10 +225,13 @@ class GuardSet:
         return checks
 
     def identity(self) -> tuple[tuple[str, int], ...]:
-        """(argument name, id) of the arguments guarded by identity (a module's `self`): which objects an entry
-        is for. Their checks run first, and the cache size limit counts entries per such objects."""
+        """(argument name, id) of the arguments guarded by identity, and of the modules among them (a module's
+        `self`, guarded by type): which objects an entry was made for. The cache size limit counts entries per
+        such objects, so compiling each of many layers of other shapes on its own is not recompiling."""
         return tuple((r.source.local_name, id(r.value)) for r in self.records.values()
-                     if r.kind == GuardKind.ID_MATCH and isinstance(r.source, LocalSource) and _weakrefable(r.value))
+                     if isinstance(r.source, LocalSource) and _weakrefable(r.value) and (
+                         r.kind == GuardKind.ID_MATCH or (r.kind == GuardKind.TYPE_MATCH
+                                                          and isinstance(r.value, torch.nn.Module))))
 
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]

@@ -181,6 +181,20 @@ def test_a_new_module_every_call_reuses_the_graph():
     assert cnt.frame_count == 2
 
 
+def test_layers_of_many_shapes_compiled_one_by_one_are_not_recompiles():
+    # one entry per shape on nn.Linear.forward, each made for another layer: cache_size_limit counts entries per
+    # module, so the ninth shape still compiles (the same-shape layers after them compile nothing)
+    cnt = CompileCounter()
+    context = framejit.optimize(cnt)
+    layers = [context(nn.Linear(4 + i, 5 + i)) for i in range(12)] + [context(nn.Linear(4, 5)) for _ in range(3)]
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("error")  # no cache size limit warning
+        for layer in layers:
+            x = torch.randn(2, layer._orig_mod.in_features)
+            assert same(layer(x), layer._orig_mod(x))
+    assert cnt.frame_count == 12
+
+
 def test_accumulated_cache_size_limit_bounds_all_entries_together():
     cnt = CompileCounter()
     layers = [framejit.optimize(cnt)(nn.Linear(4, n)) for n in (2, 3, 4, 5)]  # a shape each: a compile each
