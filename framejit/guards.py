@@ -228,10 +228,12 @@ class GuardSet:
         """(argument name, id) of the arguments guarded by identity, and of the modules among them (a module's
         `self`, guarded by type): which objects an entry was made for. The cache size limit counts entries per
         such objects, so compiling each of many layers of other shapes on its own is not recompiling."""
+        # (the type, not isinstance(): that reads `__class__` through a user's own __getattribute__)
         return tuple((r.source.local_name, id(r.value)) for r in self.records.values()
-                     if isinstance(r.source, LocalSource) and _weakrefable(r.value) and (
+                     if isinstance(r.source, LocalSource) and (
                          r.kind == GuardKind.ID_MATCH or (r.kind == GuardKind.TYPE_MATCH
-                                                          and isinstance(r.value, torch.nn.Module))))
+                                                          and issubclass(type(r.value), torch.nn.Module)))
+                     and _weakrefable(r.value))
 
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]

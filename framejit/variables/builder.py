@@ -176,7 +176,7 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if is_constant_query(value):  # a Python function of torch's that reads global state (folded, guarded)
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return TorchVariable(value, source)
-    if value in _PROFILER_CONTEXTS:  # profiler ranges around code in a graph do nothing, as under torch.compile:
+    if any(value is c for c in _PROFILER_CONTEXTS):  # profiler ranges in a graph do nothing, as under torch.compile:
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)  # the graph stays whole (its ops are not ranged)
         return wrap_value(tx, contextlib.nullcontext, ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext"))
     if value in GRAD_MODE_CTORS:
