@@ -47,6 +47,9 @@ def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Opti
     continuation, twice per budget's worth, at every call whose guards fail (a list that grows). The functions
     the loop calls are still captured, each in its own frame.
     """
+    code = fn.__code__
+    logs.log.debug("compiling %s (%s:%d) with backend %s", code.co_name, code.co_filename, code.co_firstlineno,
+                   compiler.backend_name)
     try:
         return convert_frame(fn, args, options, compiler, nopython=nopython)
     except Unsupported as e:

@@ -40,6 +40,19 @@ def test_log_level_warning_hides_graph_breaks(caplog):
     framejit.reset()
 
 
+def test_log_level_debug_reports_each_compile_and_warning_none(caplog):
+    compiled = framejit.optimize("eager")(add_one)
+    with caplog.at_level(logging.DEBUG):  # let the framejit logger's own level decide
+        with framejit.config.patch(log_level=logging.DEBUG):
+            compiled(torch.randn(3))
+        compiling = [r.getMessage() for r in caplog.records if r.name == "framejit"]
+        with framejit.config.patch(log_level=logging.WARNING):
+            compiled(torch.randn(3, 2))  # a recompile, logged below WARNING only
+    assert any(m.startswith("compiling add_one") for m in compiling), compiling
+    assert len([r for r in caplog.records if r.name == "framejit"]) == len(compiling)
+    framejit.reset()
+
+
 def test_output_code_prints_each_graphs_code(capsys):
     with framejit.config.patch(output_code=True):
         out = framejit.optimize("eager")(add_one)(torch.randn(4))
