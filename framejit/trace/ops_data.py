@@ -6,7 +6,7 @@ import operator
 from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
-from framejit.variables.builtins import call_operator
+from framejit.variables.operators import call_operator
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, SliceVariable, TupleVariable
 from framejit.variables.mappings import DictVariable

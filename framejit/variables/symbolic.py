@@ -59,7 +59,7 @@ class SymbolicVariable(Variable):
                     kwargs: dict[str, Variable]) -> Variable:
         op = getattr(operator, name.strip("_"), None) if name.startswith("__") else None
         if op is not None and not kwargs:
-            from framejit.variables.builtins import call_operator
+            from framejit.variables.operators import call_operator
             return call_operator(tx, op, [self, *args])
         return super().call_method(tx, name, args, kwargs)
 

@@ -121,7 +121,7 @@ class TensorVariable(Variable):
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
         if name in ("__getitem__", "__setitem__"):
-            from framejit.variables.builtins import call_operator
+            from framejit.variables.operators import call_operator
             return call_operator(tx, getattr(operator, name.strip("_")), [self, *args])
         return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
 

@@ -106,7 +106,7 @@ def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
     raw = obj.base_contents(tx)
     if obj.python_type().__iter__ is dict.__iter__:
         return DictVariable(raw.items)
-    from framejit.variables.builtins import call_operator
+    from framejit.variables.operators import call_operator
     keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
     return DictVariable({k.as_python_constant(): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
 
