@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import is_view, op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import op_name, requires_grad, storage_of, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -70,12 +70,12 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
             n = parent[n]
         return n
 
-    of_inputs: set[torch.fx.Node] = set()  # the inputs and views of them: parts reading one are not joined
+    inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
     for node in graph.nodes:
         if node.op == "placeholder":
             if not isinstance(node.meta.get("example_value"), torch.Tensor):
                 return None  # a symbolic size: left whole
-            of_inputs.add(node)
+            inputs_memory.add(storage_of(node.meta["example_value"]))
             continue
         if node.op == "output":
             continue
@@ -83,10 +83,9 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
                 or RANDOM_OP.fullmatch(op_name(node)):
             return None
         first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
-        if writes_into_first_argument(node) and (first in of_inputs or "out" in node.kwargs):
+        if writes_into_first_argument(node) and (
+                "out" in node.kwargs or first is None or storage_of(first.meta.get("example_value")) in inputs_memory):
             return None  # a write into an input: another part may read it, before or after
-        if is_view(node) and first in of_inputs:
-            of_inputs.add(node)
         parent[node] = node
         for arg in node.all_input_nodes:
             if arg.op != "placeholder":
