@@ -21,6 +21,11 @@ Each built model then runs in inference (eval, no_grad), from the same seed each
   * under torch.compile(backend=<counting backend>) in the same process, after torch._dynamo.reset(): graphs,
     breaks (torch._dynamo's graph_break counter), outputs compared the same way.
 
+With --train, each of the three calls is a training step instead (still eval mode, so that dropout is off): the
+model's gradients are set to None, the mean of every floating output tensor that requires grad is summed into a loss
+and `loss.backward()` runs; the backends are aot_eager (framejit's and torch's, each wrapped by the counter), and a
+run is ok when the outputs and every parameter's gradient (None where eager's is None) match eager's.
+
 Models run in subprocesses, --batch per subprocess, --jobs workers in parallel. A worker writes one line per model as
 it starts, one per phase and one as it ends, so a crash (segfault, abort), a hang (no progress for --timeout
 seconds) or a worker past --max-rss-gb of resident memory (killed) is pinned on the model and phase that was running:
@@ -322,15 +327,35 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
-class GraphCounter:
-    """A backend that counts graphs and runs them as they are."""
+TRAIN = os.environ.get("HF_SWEEP_TRAIN") == "1"  # --train, passed on to the workers
 
-    def __init__(self) -> None:
+
+class GraphCounter:
+    """A backend that counts graphs and runs them as they are (with --train, compiles them with `inner`)."""
+
+    def __init__(self, inner: Any = None) -> None:
         self.graphs = 0
+        self.inner = inner
 
     def __call__(self, gm: Any, example_inputs: list) -> Any:
         self.graphs += 1
-        return gm.forward
+        return gm.forward if self.inner is None else self.inner(gm, example_inputs)
+
+
+def step(model: Any, call: Any, inputs: dict[str, Any]) -> Any:
+    """One call of `call` (the model, eager or compiled) from seed 0: under no_grad, or with --train a training step
+    whose gradients are returned after the outputs."""
+    import torch
+    torch.manual_seed(0)
+    if not TRAIN:
+        with torch.no_grad():
+            return call(**inputs)
+    model.zero_grad(set_to_none=True)
+    out = call(**inputs)
+    losses = [t.float().mean() for t in tensors(out) if t.requires_grad and (t.is_floating_point() or t.is_complex())]
+    if losses:
+        sum(losses).backward()
+    return out, [p.grad for p in model.parameters()]
 
 
 def short_path(filename: str) -> str:
@@ -390,15 +415,21 @@ def run_model(name: str) -> dict[str, Any]:
     row["status"] = "built"
     row["inputs"] = ",".join(f"{k}{list(v.shape)}" for k, v in inputs.items())
 
+    if TRAIN:
+        phase("eager training step")
+        try:
+            expected = step(model, model, inputs)
+        except BaseException as exc:  # noqa: BLE001
+            row.update(status="not built", reason="eager training step: " + error_text(exc))
+            return row
+
     # framejit
     phase("framejit.optimize")
     framejit.reset()
-    counter = GraphCounter()
+    counter = GraphCounter(framejit.backends.lookup_backend("aot_eager") if TRAIN else None)
     start = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        with torch.no_grad():
-            actual = framejit.optimize(counter)(model)(**inputs)
+        actual = step(model, framejit.optimize(counter)(model), inputs)
         ok, worst = compare(expected, actual)
         row.update(fj_status="ok" if ok else "mismatch", fj_max_err=worst)
     except BaseException as exc:  # noqa: BLE001
@@ -409,7 +440,7 @@ def run_model(name: str) -> dict[str, Any]:
     phase("framejit.explain")
     try:
         torch.manual_seed(0)
-        with torch.no_grad():
+        with torch.set_grad_enabled(TRAIN):
             explained = framejit.explain(model)(**inputs)
         row["fj_breaks"] = explained.graph_break_count
         reasons = []
@@ -434,12 +465,11 @@ def run_model(name: str) -> dict[str, Any]:
     from torch._dynamo.utils import counters
     torch._dynamo.reset()
     counters.clear()
-    counter = GraphCounter()
+    from torch._dynamo.backends.registry import lookup_backend
+    counter = GraphCounter(lookup_backend("aot_eager") if TRAIN else None)
     start = time.perf_counter()
     try:
-        torch.manual_seed(0)
-        with torch.no_grad():
-            actual = torch.compile(model, backend=counter)(**inputs)
+        actual = step(model, torch.compile(model, backend=counter), inputs)
         ok, worst = compare(expected, actual)
         row.update(tc_status="ok" if ok else "mismatch", tc_max_err=worst)
     except BaseException as exc:  # noqa: BLE001
@@ -790,10 +820,14 @@ def main(argv: list[str] | None = None) -> None:
                         "OUT/hf_sweep.json and stop")
     parser.add_argument("--command", default="python benchmarks/hf_sweep.py --jobs 1",
                         help="the command the markdown says made the results")
+    parser.add_argument("--train", action="store_true", help="a training step (aot_eager backends) instead of "
+                        "inference; outputs and gradients compared")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--progress", help=argparse.SUPPRESS)
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from OUT/hf_sweep.partial.jsonl")
     args = parser.parse_args(argv)
+    if args.train:  # the workers read it at import
+        os.environ["HF_SWEEP_TRAIN"] = "1"
     if args.worker:
         worker(args.worker.split(","), args.progress)
         return

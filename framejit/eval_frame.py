@@ -72,6 +72,8 @@ class FrameCallback:
         code = fn.__code__
         if code in _fallback and not self.nopython:
             return None
+        if torch.fx._symbolic_trace._is_fx_tracing_flag:  # fx.symbolic_trace calls it with Proxies: leave them to fx
+            return None
         reason = skipfiles.capture_refusal(code)
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)

@@ -25,6 +25,22 @@ def test_tracer_queries_answer_as_they_do_in_a_compiled_region():
     assert same(run_fullgraph(fn, x), x + 1)
 
 
+def test_a_function_fx_traces_from_a_graph_break_is_left_to_fx():
+    # symbolic_trace runs as Python (a break) and calls fn1 with Proxies: framejit must not capture that call
+    def fn1(x):
+        return torch.sin(x)
+
+    def fn(x):
+        gm = torch.fx.symbolic_trace(fn1)
+        return x * 2, [n.op for n in gm.graph.nodes]
+
+    counter = CompileCounter()
+    x = torch.randn(3)
+    out, ops = framejit.optimize(counter)(fn)(x)
+    assert same(out, x * 2) and ops == ["placeholder", "call_function", "output"]
+    assert counter.frame_count == 1
+
+
 def test_a_torchscript_annotation_is_its_value():
     def fn(x):
         ys = torch.jit.annotate(list[torch.Tensor], [])
