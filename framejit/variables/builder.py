@@ -206,6 +206,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
         if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile
             _guard(tx, source, GuardKind.ID_MATCH, value)  # takes what it wraps (the outermost context wins)
             return wrap_value(tx, value._framejit_orig, AttrSource(source, "_framejit_orig") if source else None)
+        if getattr(value, "__script_if_tracing_wrapper", False):  # @torch.jit.script_if_tracing outside a jit
+            _guard(tx, source, GuardKind.ID_MATCH, value)  # trace calls the function it wraps
+            return wrap_value(tx, value.__original_fn, AttrSource(source, "__original_fn") if source else None)
         _guard(tx, source, GuardKind.CODE_MATCH, value)  # closure contents and defaults are guarded when read
         return UserFunctionVariable(value, source)
     if type(value) in _SEQUENCE_ITERATORS and source is not None:

@@ -3,7 +3,8 @@ over values the trace holds: they produce their items (or fold them) now.
 
 Each is evaluated at once, which is what the lazy original gives when its inputs are containers: reading a
 container has no effect, so taking all of it cannot differ from taking it item by item. An iterator argument
-(a generator, a real iterator) would be advanced too far by that, so those run as Python (a graph break).
+(a generator, a real iterator) would be advanced too far by that: islice takes from it item by item, the others run
+as Python (a graph break).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.contracts import Tracer
+from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
@@ -47,7 +48,73 @@ def _repeat(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 def _islice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     bounds = [a.as_python_constant() for a in args[1:]]
-    return IteratorVariable(_items(tx, args[0], "itertools.islice")[slice(*bounds)])
+    if isinstance(args[0], IteratorVariable):
+        start, stop, step = slice(*bounds).start or 0, slice(*bounds).stop, slice(*bounds).step or 1
+        return IsliceIterator(args[0], start, stop, step)
+    return IteratorVariable(args[0].unpack(tx)[slice(*bounds)])
+
+
+class IsliceIterator(IteratorVariable):
+    """itertools.islice over an iterator: it advances the iterator only as far as it is itself advanced, item by
+    item, as Python's does (the iterator may be read again afterwards). Counts are from the iterator's position when
+    the islice was made: `taken` items taken from it so far, the next item returned at index `due`."""
+
+    def __init__(self, inner: IteratorVariable, start: int, stop: int | None, step: int) -> None:
+        super().__init__([])
+        self.inner, self.due, self.stop, self.step, self.taken = inner, start, stop, step, 0
+
+    def python_type(self) -> type:
+        return itertools.islice
+
+    @property
+    def items(self) -> list[Variable]:
+        """What it would still return, read from the iterator's remaining items without advancing either."""
+        if self._exhausted:
+            return []
+        rest = self.inner.items
+        first = self.due - self.taken
+        end = len(rest) if self.stop is None else min(len(rest), self.stop - self.taken)
+        return rest[first:end:self.step]
+
+    def children(self) -> list[Variable]:
+        return [self.inner]
+
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        items = []
+        while (item := self.next()) is not None:
+            items.append(item)
+        return items
+
+    def next(self) -> Variable | None:
+        while not self._exhausted and self.taken < self.due:  # CPython's islice_next: skip, then take one
+            self._take()
+        if self._exhausted or self.stop is not None and self.taken >= self.stop:
+            self._exhausted = True
+            return None
+        item = self._take()
+        if item is not None:
+            self.due = self.due + self.step if self.stop is None else min(self.due + self.step, self.stop)
+        return item
+
+    def _take(self) -> Variable | None:
+        item = self.inner.next()
+        if item is None:
+            self._exhausted = True
+        else:
+            self.taken += 1
+        return item
+
+    def rebuild(self, cg: Emitter) -> None:
+        """islice(the iterator, as far as this one has gone), so that both go on advancing together."""
+        if self._exhausted:
+            cg.emit_const(iter(()))
+            return
+        cg.emit("PUSH_NULL")
+        cg.emit_const(itertools.islice)
+        cg.load(self.inner)
+        for bound in (self.due - self.taken, None if self.stop is None else self.stop - self.taken, self.step):
+            cg.emit_const(bound)
+        cg.call(4)
 
 
 def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:

@@ -41,6 +41,24 @@ def test_a_function_fx_traces_from_a_graph_break_is_left_to_fx():
     assert counter.frame_count == 1
 
 
+@torch.jit.script_if_tracing
+def _scripted_when_jit_traced(x):
+    return x + 1.2
+
+
+@torch.jit.ignore
+def _ignored_by_torchscript(x):
+    return x + 3.4
+
+
+def test_torchscript_decorated_functions_are_traced_into():
+    def fn(x):
+        return _ignored_by_torchscript(_scripted_when_jit_traced(x)) * 2
+
+    x = torch.randn(3)
+    assert same(run_fullgraph(fn, x), fn(x))
+
+
 def test_a_torchscript_annotation_is_its_value():
     def fn(x):
         ys = torch.jit.annotate(list[torch.Tensor], [])
@@ -105,6 +123,26 @@ def test_itertools_and_functools_over_containers():
     x = torch.randn(3)
     got, want = run_fullgraph(fn, x), fn(x)
     assert same(got[0], want[0]) and got[1] == want[1] == (1, 1)
+
+
+def _islice_sharing_its_iterator(x, brk):
+    it = iter([x, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6])
+    every_other = itertools.islice(it, 1, 6, 2)
+    first = next(every_other)
+    if brk:
+        print("", end="")  # a graph break while both are half-way
+    moved = next(it)  # the islice takes from the same iterator: it skips this one
+    rest = list(every_other)
+    pair = list(itertools.islice(itertools.chain([x], [x * 2, x * 3]), 1, 3))
+    return first, moved, rest, list(it), pair, list(itertools.islice(iter([x, x]), 5, 3))
+
+
+def test_islice_over_an_iterator_advances_it_item_by_item():
+    x = torch.randn(3)
+    assert same(run_fullgraph(_islice_sharing_its_iterator, x, False), _islice_sharing_its_iterator(x, False))
+    cnt = CompileCounter()
+    got = framejit.optimize(cnt)(_islice_sharing_its_iterator)(x, True)
+    assert same(got, _islice_sharing_its_iterator(x, True)) and cnt.frame_count == 2
 
 
 def test_os_getenv_is_a_guarded_read_of_the_environment(monkeypatch):
