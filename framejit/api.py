@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable
 
 from framejit import eval_frame, logs
@@ -13,13 +14,18 @@ def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool
              disable: bool = False) -> Any:
     """A context that captures frames into graphs compiled by `backend`: decorator, module wrapper,
     or `with` block (capturing the frames called inside it)."""
-    if disable:
+    if disable or _disabled_by_environment():
         return _Identity()
     logs.sections()  # a misspelt FRAMEJIT_LOGS fails here, at the call that set up capture
     compiler = lookup_backend(backend)
     name = backend if isinstance(backend, str) else backend_name(compiler)
     return eval_frame.make_context(compiler, name, nopython=nopython, dynamic=dynamic, guard_fail_fn=guard_fail_fn,
                                    guard_export_fn=guard_export_fn)
+
+
+def _disabled_by_environment() -> bool:
+    """FRAMEJIT_DISABLE=1 turns compiling off without a code change (torch.compile's TORCH_COMPILE_DISABLE)."""
+    return os.environ.get("FRAMEJIT_DISABLE", "") == "1"
 
 
 def optimize_assert(backend: Any = "inductor", **kwargs: Any) -> Any:
@@ -36,7 +42,7 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
                                  options=options, disable=disable)
     if not callable(model):
         raise TypeError(f"framejit.compile expects a function or nn.Module, got {type(model).__name__}")
-    if disable:
+    if disable or _disabled_by_environment():
         return model
     logs.sections()
     compiler = lookup_backend(backend)

@@ -133,6 +133,21 @@ def test_optimize_disable_flag_is_identity():
     assert framejit.compile(fn, disable=True) is fn
 
 
+def test_framejit_disable_in_the_environment_turns_compiling_off(monkeypatch):
+    def fn(x):
+        return x + 1
+
+    cnt = CompileCounter()
+    monkeypatch.setenv("FRAMEJIT_DISABLE", "1")
+    assert framejit.compile(fn, backend=cnt) is fn
+    with framejit.optimize(cnt):
+        framejit.optimize(cnt)(fn)(torch.ones(2))
+    assert cnt.frame_count == 0
+    monkeypatch.setenv("FRAMEJIT_DISABLE", "0")
+    framejit.optimize(cnt)(fn)(torch.ones(2))
+    assert cnt.frame_count == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # compile forms
 
