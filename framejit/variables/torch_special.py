@@ -12,6 +12,7 @@ from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
+from framejit.variables.containers import ListVariable
 from framejit.variables.tensor import META_METHODS, TensorVariable
 
 
@@ -133,6 +134,15 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
         if not plain:
             unsupported(f"{name}() on values that may override __torch_function__", BreakCode.TORCH_FUNCTION)
         return ConstantVariable(False)
+    if fn is torch._shape_as_tensor and len(args) == 1 and isinstance(args[0], TensorVariable) and not kwargs:
+        # (torch.onnx.operators.shape_as_tensor) its fake kernel wants data: the graph makes the sizes a tensor
+        # (torch.tensor of symbolic sizes would fix them to their values: each is a 0-d tensor, stacked)
+        int64 = {"dtype": ConstantVariable(torch.int64)}
+        sizes = args[0].call_method(tx, "size", [], {}).unpack(tx)
+        if not sizes:
+            return tx.output.call_graph_op(tx, "call_function", torch.zeros, [ConstantVariable(0)], int64)
+        scalars = [tx.output.call_graph_op(tx, "call_function", torch.scalar_tensor, [s], int64) for s in sizes]
+        return tx.output.call_graph_op(tx, "call_function", torch.stack, [ListVariable(scalars)], {})
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
 
 

@@ -59,6 +59,19 @@ def test_torchscript_decorated_functions_are_traced_into():
     assert same(run_fullgraph(fn, x), fn(x))
 
 
+def test_shape_as_tensor_is_the_sizes_made_a_tensor_in_the_graph():
+    def fn(x):
+        return 1 + torch.onnx.operators.shape_as_tensor(x)[0], torch._shape_as_tensor(x)
+
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True, dynamic=True)(fn)
+    for x in (torch.ones(6, 2), torch.ones(7, 4)):
+        got = compiled(x)
+        assert same(got, fn(x)) and got[1].dtype == torch.int64
+    assert cnt.frame_count == 1  # the sizes are symbolic: no recompile
+    assert same(run_fullgraph(lambda x: torch._shape_as_tensor(x), torch.tensor(3.0)), torch.zeros(0, dtype=torch.int64))
+
+
 def test_a_torchscript_annotation_is_its_value():
     def fn(x):
         ys = torch.jit.annotate(list[torch.Tensor], [])
