@@ -34,7 +34,7 @@ from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
 from framejit.saved_versions import checking_saved_versions, runs_own_ops
 from framejit.unused_grads import gating_unused_grads
-from framejit.variables.aliased_writes import check_aliased_write
+from framejit.variables.aliased_writes import check_aliased_write, in_place_name
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable
@@ -236,7 +236,7 @@ class OutputGraph:
         if unbacked:
             node.meta["unbacked_bindings"] = unbacked
             self.shapes.has_unbacked = True
-        if not has_tensor or op_name(target).endswith("_"):
+        if not has_tensor or in_place_name(target, op_name(target)):
             self.side_effects.note_write()
         return self.wrap_result(tx, node, result)
 

@@ -24,11 +24,15 @@ IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, 
                                 operator.ixor, operator.ilshift, operator.irshift, operator.imatmul})
 
 
+def in_place_name(target: Any, name: str) -> bool:
+    """torch's naming of in-place ops (`add_`), which the operator module's `and_`/`or_` only look like."""
+    return name.endswith("_") and not name.endswith("__") and getattr(target, "__module__", None) != "_operator"
+
+
 def writes_first_argument(target: Any, name: str, kwargs: dict[str, Any]) -> bool:
     """Whether a call writes in place into its first argument: `x.add_(y)`, `x += y`, `x[i] = y`,
     `F.relu(x, inplace=True)` (an `out=` argument is written instead)."""
-    return target in IN_PLACE_OPERATORS or kwargs.get("inplace") is True or (
-        name.endswith("_") and not name.endswith("__"))
+    return target in IN_PLACE_OPERATORS or kwargs.get("inplace") is True or in_place_name(target, name)
 
 
 def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwargs: dict[str, Any]) -> None:

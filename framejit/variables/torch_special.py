@@ -10,6 +10,7 @@ import torch
 from framejit import policy
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
+from framejit.variables.aliased_writes import in_place_name
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable
@@ -76,7 +77,7 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs);
     raises Unsupported unless its result is a pure function of guarded metadata."""
     name = op_name(target)
-    if name.endswith("_") and not name.endswith("__") or target is operator.setitem or "out" in kwargs:
+    if in_place_name(target, name) or target is operator.setitem or "out" in kwargs:
         return True
     if name in PURE_QUERIES or policy.is_allowed_in_graph(target) or (
             name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):

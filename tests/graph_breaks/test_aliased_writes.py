@@ -84,8 +84,14 @@ def other_tensor(x, buf):
     return buf * 2
 
 
+def masks_combined(m, a):
+    # `&` / `|` are operator.and_ / or_: named like in-place ops, but they write nothing
+    return m.view(2, 3, 1) & m.view(2, 1, 3) & a, m.view(6) | m.view(6)
+
+
 @pytest.mark.parametrize("fn, args", [(disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
-                                      (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3)))])
+                                      (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3))),
+                                      (masks_combined, (torch.rand(2, 3) > 0.5, torch.ones(2, 3, 3, dtype=torch.bool)))])
 def test_writes_that_do_not_partly_overlap_stay_in_one_graph(fn, args):
     cnt = differential(fn, args)
     assert cnt.frame_count == 1
