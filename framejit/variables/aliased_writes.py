@@ -74,14 +74,14 @@ def _may_partly_overlap(written: torch.Tensor, other: torch.Tensor, *, indexed: 
     disjoint case."""
     if written.numel() == 0 or other.numel() == 0:
         return False
-    if not (non_overlapping_and_dense(written) and non_overlapping_and_dense(other)):
-        return True  # eager cannot tell either and may compute in memory order
     start_w, end_w = _byte_range(written)
     start_o, end_o = _byte_range(other)
-    same = not indexed and written.dim() == other.dim() and known(start_w == start_o) and all(
-        known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride())))
-    disjoint = known(end_w <= start_o) or known(end_o <= start_w)  # no guards: unknown counts as overlapping
-    return not (same or disjoint)
+    if known(end_w <= start_o) or known(end_o <= start_w):  # disjoint spans, whatever the strides (no guards:
+        return False  # unknown counts as overlapping)
+    if not (non_overlapping_and_dense(written) and non_overlapping_and_dense(other)):
+        return True  # eager cannot tell either and may compute in memory order
+    return not (not indexed and written.dim() == other.dim() and known(start_w == start_o) and all(
+        known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride()))))
 
 
 def _byte_range(t: torch.Tensor) -> tuple[Any, Any]:

@@ -89,7 +89,16 @@ def masks_combined(m, a):
     return m.view(2, 3, 1) & m.view(2, 1, 3) & a, m.view(6) | m.view(6)
 
 
-@pytest.mark.parametrize("fn, args", [(disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
+def strided_columns_of_other_rows(freq):
+    # strided (not dense) views of one tensor whose spans do not meet: nothing overlaps (a multi-axis rotary table)
+    freq = freq * 1
+    first = freq[0]
+    for row, offset in ((1, 1), (2, 2)):
+        first[..., offset:9:3] = freq[row, ..., offset:9:3]
+    return torch.cat((first, first), dim=-1)
+
+
+@pytest.mark.parametrize("fn, args", [(strided_columns_of_other_rows, (torch.randn(3, 2, 4, 9),)), (disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
                                       (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3))),
                                       (masks_combined, (torch.rand(2, 3) > 0.5, torch.ones(2, 3, 3, dtype=torch.bool)))])
 def test_writes_that_do_not_partly_overlap_stay_in_one_graph(fn, args):
