@@ -9,7 +9,7 @@ from framejit.trace.opcode_table import handles
 from framejit.variables.operators import call_operator
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, SliceVariable, TupleVariable
-from framejit.variables.mappings import DictVariable
+from framejit.variables.mappings import DictVariable, dict_key
 from framejit.variables.lazy_string import LazyStringVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import merged_mapping
@@ -45,7 +45,7 @@ class DataOps:
     @handles("BUILD_MAP")
     def BUILD_MAP(self, inst: Inst) -> None:
         flat = self.popn(2 * inst.arg)
-        self.push(DictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)}))
+        self.push(DictVariable({dict_key(self, flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}))
 
     @handles("BUILD_CONST_KEY_MAP")
     def BUILD_CONST_KEY_MAP(self, inst: Inst) -> None:

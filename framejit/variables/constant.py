@@ -62,8 +62,27 @@ def is_constant_key(value: Any) -> bool:
                                                    TYPE_HINTS))
 
 
+class IdentityKey:
+    """A dict key compared by identity whose object exists outside the trace (a tensor the graph takes as an input,
+    an object of a class without __eq__/__hash__): the object, for the dict's hashing, and its Variable, which the
+    trace reads and rebuilds the key from."""
+
+    __slots__ = ("obj", "variable")
+
+    def __init__(self, obj: Any, variable: Variable) -> None:
+        self.obj, self.variable = obj, variable
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityKey) and other.obj is self.obj
+
+
 def key_variable(key: Any) -> Variable:
-    """The Variable of a dict key the trace holds (is_constant_key)."""
+    """The Variable of a dict key the trace holds (is_constant_key, or an IdentityKey)."""
+    if isinstance(key, IdentityKey):
+        return key.variable
     return ConstantVariable(key) if is_literal(key) else ObjectVariable(key)
 
 

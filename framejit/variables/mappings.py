@@ -12,7 +12,7 @@ from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, DictItemSource, ItemSource
 from framejit.variables.base import Variable
-from framejit.variables.constant import ConstantVariable, is_constant_key, key_variable
+from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key, key_variable
 from framejit.variables.containers import TupleVariable, _born, bound_method
 
 
@@ -23,8 +23,39 @@ DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__cont
                          "copy"})
 
 
+def dict_key(tx: Tracer, key: Variable) -> Any:
+    """What a DictVariable holds for `key`: its value if it is a constant; an IdentityKey for a tensor the graph takes
+    as an input or an object compared by identity, from outside the trace (its identity guarded: which keys are one
+    and the same decides what the dict holds)."""
+    if key.is_python_constant():
+        return key.as_python_constant()
+    obj = outside_object(tx, key)
+    if obj is None:
+        unsupported(f"{key} as a dict key: only constants, and tensors and objects from outside the trace (compared "
+                    f"by identity), can be", BreakCode.DICT_KEY)
+    tx.output.guards.add(key.source, GuardKind.ID_MATCH, obj)
+    return IdentityKey(obj, key)
+
+
+def outside_object(tx: Tracer, var: Variable) -> Any:
+    """The real object of a graph input tensor, or of an object compared by identity, read from a source; else None."""
+    if getattr(var, "source", None) is None:
+        return None
+    node = getattr(var, "node", None)
+    if node is not None and node.op == "placeholder":
+        return next((i.value for i in tx.output.inputs if i.node is node), None)
+    value = getattr(var, "module", getattr(var, "value", None))  # NNModuleVariable's module, an object's value
+    if value is not None and type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__:
+        return value
+    return None
+
+
+def _plain(key: Any) -> Any:
+    return key.obj if isinstance(key, IdentityKey) else key
+
+
 class DictVariable(Variable):
-    """A dict whose keys are Python constants (str, int, ...), values Variables."""
+    """A dict whose keys are Python constants (str, int, ...) or IdentityKeys, values Variables."""
 
     rebuilt_once = True
 
@@ -70,7 +101,10 @@ class DictVariable(Variable):
             if self.default_factory is not None:
                 cg.load(self.default_factory)
         for key, value in self.items.items():
-            cg.emit_const(key)
+            if isinstance(key, IdentityKey):
+                cg.load(key.variable)
+            else:
+                cg.emit_const(key)
             cg.load(value)
         cg.emit("BUILD_MAP", len(self.items))
         if self.py_type is not dict:
@@ -86,7 +120,7 @@ class DictVariable(Variable):
             cg.emit("POP_TOP")
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() for v in self.items.values())
+        return all(v.is_python_constant() and not isinstance(k, IdentityKey) for k, v in self.items.items())
 
     def as_python_constant(self) -> Any:
         return {k: v.as_python_constant() for k, v in self.items.items()}
@@ -104,7 +138,7 @@ class DictVariable(Variable):
         tx.output.side_effects.mutated_container(self)
 
     def getitem(self, tx: Tracer, key: Variable) -> Variable:
-        k = key.as_python_constant()
+        k = dict_key(tx, key)
         if k in self.items:
             return self.items[k]
         if self.default_factory is not None and not (self.default_factory.is_python_constant()
@@ -115,7 +149,7 @@ class DictVariable(Variable):
             return value
         if issubclass(self.py_type, collections.Counter):
             return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
-        raise_observed(KeyError(k), BreakCode.DICT_KEY)
+        raise_observed(KeyError(_plain(k)), BreakCode.DICT_KEY)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:
@@ -126,19 +160,19 @@ class DictVariable(Variable):
         if name == "__len__":
             return ConstantVariable(len(self.items))
         if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.items)
+            return ConstantVariable(dict_key(tx, args[0]) in self.items)
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
-            return self.items.get(args[0].as_python_constant(), default)
+            return self.items.get(dict_key(tx, args[0]), default)
         if name in ("keys", "values", "items"):
             return DictViewVariable(self, name)
         if name == "copy":  # the collections' mappings copy to their own type; dict.copy of a subclass is a dict
             kept = self.py_type if self.py_type in _COLLECTIONS_TYPES else dict
             return DictVariable(self.items, py_type=kept, default_factory=self.default_factory)
         if name == "__setitem__":
-            self.items[args[0].as_python_constant()] = args[1]
+            self.items[dict_key(tx, args[0])] = args[1]
         elif name == "__delitem__":
-            del self.items[args[0].as_python_constant()]
+            del self.items[dict_key(tx, args[0])]
         elif name == "update":
             for source in args:
                 if isinstance(source, DictVariable):
@@ -146,16 +180,16 @@ class DictVariable(Variable):
                 else:
                     for pair in source.unpack(tx):
                         k, v = pair.unpack(tx)
-                        self.items[k.as_python_constant()] = v
+                        self.items[dict_key(tx, k)] = v
             self.items.update(kwargs)
         elif name == "pop":
-            key = args[0].as_python_constant()
+            key = dict_key(tx, args[0])
             if key not in self.items and len(args) < 2:
-                raise_observed(KeyError(key), BreakCode.DICT_KEY)
+                raise_observed(KeyError(_plain(key)), BreakCode.DICT_KEY)
             self._mutated(tx)
             return self.items.pop(key, args[1] if len(args) > 1 else None)
         elif name == "setdefault":
-            key = args[0].as_python_constant()
+            key = dict_key(tx, args[0])
             if key not in self.items:
                 self.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
                 self._mutated(tx)
@@ -218,7 +252,7 @@ class DictViewVariable(Variable):
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
-            return ConstantVariable(args[0].as_python_constant() in self.dict_var.items)
+            return ConstantVariable(dict_key(tx, args[0]) in self.dict_var.items)
         unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
 
     def rebuild(self, cg: Emitter) -> None:
@@ -240,7 +274,7 @@ def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 def _fromkeys(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     value = args[1] if len(args) > 1 else ConstantVariable(None)
-    return DictVariable({k.as_python_constant(): value for k in _iterate(tx, args[0])})
+    return DictVariable({dict_key(tx, k): value for k in _iterate(tx, args[0])})
 
 
 def _ordered_dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:

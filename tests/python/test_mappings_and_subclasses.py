@@ -132,6 +132,42 @@ class Registry(dict):
         return sorted(self.keys())
 
 
+_A_PARAM = torch.nn.Parameter(torch.ones(4, 4))
+
+
+class _Plain:
+    pass
+
+
+def test_tensors_modules_and_plain_objects_from_outside_are_dict_keys_by_identity():
+    def fn(x, p, q, m, objs):
+        d = {"x": x, _A_PARAM: 3, p: x + 1, q: x * 2, m: 5}
+        ranks = {ob: i for i, ob in enumerate(objs)}
+        d[p] = d[p] + d.get(q, 0) * d[m]
+        return d, p in d, ranks[objs[1]], d.pop(q), d["x"] + d[_A_PARAM]
+
+    m = torch.nn.Linear(4, 4)
+    objs = [_Plain(), _Plain()]
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True)(fn)
+    x = torch.randn(4, 4)
+    for p, q in ((m.weight, m.bias), (m.bias, m.weight), (m.weight, m.weight)):  # the same key twice: one entry
+        got, want = compiled(x, p, q, m, objs), fn(x, p, q, m, objs)
+        assert same(got, want)
+        assert all(a is b for a, b in zip(got[0], want[0]))  # the very objects are the keys
+    assert cnt.frame_count == 3  # which keys are one and the same is guarded
+
+
+def test_a_tensor_made_in_the_trace_as_a_dict_key_breaks_the_graph():
+    def fn(x):
+        y = x * 2
+        return {y: 1}, y + 1
+
+    cnt = CompileCounter()
+    got = framejit.optimize(cnt)(fn)(torch.ones(2))
+    assert list(got[0].values()) == [1] and same(got[1], torch.full((2,), 3.0))
+
+
 def test_list_subclass_argument():
     def fn(s):
         out = s.total() + s.top() + s[0]
