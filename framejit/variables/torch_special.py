@@ -1,6 +1,7 @@
 """Calls to torch callables: most become graph ops; a few are trace-time state (grad mode) or constants."""
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from typing import Any, Sequence
@@ -69,8 +70,23 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
         unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
     pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
     if not has_tensor_args and name not in FACTORIES and name not in PURE_QUERIES and not pure_helper \
-            and not policy.is_allowed_in_graph(target):  # a pure query of a non-tensor (is_tensor(3)) is a constant
+            and not policy.is_allowed_in_graph(target) and not _functional_aten(target):  # a pure query of a non-tensor (is_tensor(3)) is a constant
         unsupported(f"torch function {name}() with no tensor arguments may change global state", BreakCode.TORCH_STATEFUL)
+
+
+@functools.lru_cache(maxsize=None)
+def _functional_aten(target: Any) -> bool:
+    """A torch function bound to an ATen op none of whose overloads (but `out=`) writes or is random: on numbers
+    alone (`torch.div(seq_len, window, rounding_mode="trunc")`) it makes a new tensor and nothing else."""
+    if not isinstance(target, types.BuiltinFunctionType) or getattr(target, "__module__", None) != "torch" \
+            or getattr(torch, target.__name__, None) is not target:
+        return False
+    packet = getattr(torch.ops.aten, target.__name__, None)
+    if packet is None:
+        return False
+    overloads = [getattr(packet, name) for name in packet.overloads() if "out" not in name]
+    return bool(overloads) and not any(op._schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags
+                                       for op in overloads)
 
 
 def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:

@@ -70,3 +70,25 @@ def test_numpy_scalar_arguments(scale):
 
     x = torch.randn(2, 3)
     torch.testing.assert_close(run_fullgraph(fn, x, scale), fn(x, scale))
+
+
+def test_a_torch_function_of_numbers_alone_is_a_tensor_the_graph_makes():
+    # torch.div on two ints makes a 0-d tensor (eager does too); used as a size, its value is known at trace time
+    def fn(x, seq_len, window):
+        chunks = torch.div(seq_len, window, rounding_mode="trunc") - 1
+        return x.new_zeros((2, chunks + 1, window)) + x.sum(), chunks, torch.true_divide(7, 2) * x
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    got, want = framejit.optimize(cnt)(fn)(x, 8, 2), fn(x, 8, 2)
+    assert same(got, want) and got[1].dtype == want[1].dtype == torch.int64
+    assert cnt.frame_count == 1
+
+
+def test_random_torch_functions_of_numbers_alone_stay_out_of_the_graph():
+    def fn(x):
+        return x + torch.normal(0.0, 1.0, (3,), generator=None).mul(0), torch.manual_seed(0) is not None
+
+    cnt = CompileCounter()
+    got = framejit.optimize(cnt)(fn)(torch.ones(3))
+    assert same(got[0], torch.ones(3)) and got[1] is True
