@@ -478,7 +478,22 @@ def run_model(name: str) -> dict[str, Any]:
     row["tc_graphs"] = counter.graphs
     row["tc_breaks"] = sum(counters["graph_break"].values())
     torch._dynamo.reset()
+    _undo_module_init_patch()
     return row
+
+
+_MODULE_INIT = _MODULE_SETSTATE = None
+
+
+def _undo_module_init_patch() -> None:
+    """torch.compile wraps nn.Module.__init__/__setstate__ for good, the first time it runs in a process (to tag
+    modules made in forward); put them back, so that the next model's framejit run sees the process as it is
+    without torch.compile (torch.compile patches them again when it next runs)."""
+    import torch
+    torch.nn.Module.__init__ = _MODULE_INIT
+    torch.nn.Module.__setstate__ = _MODULE_SETSTATE
+    if "___needs_generation_tag_patch" in vars(torch.nn.Module):
+        delattr(torch.nn.Module, "___needs_generation_tag_patch")
 
 
 def worker(names: list[str], progress: str) -> None:
@@ -492,7 +507,8 @@ def worker(names: list[str], progress: str) -> None:
     import torch
     torch.set_num_threads(1)
     import framejit  # noqa: F401
-    global _PROGRESS
+    global _PROGRESS, _MODULE_INIT, _MODULE_SETSTATE
+    _MODULE_INIT, _MODULE_SETSTATE = torch.nn.Module.__init__, torch.nn.Module.__setstate__
     with open(progress, "a") as f:
         _PROGRESS = f
         for name in names:

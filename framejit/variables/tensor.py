@@ -56,12 +56,17 @@ class TensorVariable(Variable):
         return self.py_type
 
     def set_requires_grad(self, tx: Tracer, value: Variable) -> None:
-        """t.requires_grad = flag for a tensor the graph computes: an in-place op of the graph, whose result later
-        ops use. On a graph input it would change the caller's tensor, which the graph must not do."""
+        """t.requires_grad = False for a tensor the graph computes: an in-place op of the graph, whose result later
+        ops use. On a graph input it would change the caller's tensor, which the graph must not do; and a graph
+        cannot make a leaf that requires grad (AOTAutograd drops the flag: its outputs would not require grad), so
+        `= True` runs as Python and the rest of the frame takes the leaf as an input."""
         flag = value.as_python_constant() if value.is_python_constant() else None
         if self.node.op == "placeholder" or not isinstance(flag, bool):
             unsupported("setting requires_grad on a tensor from outside the graph (or to a value known only at run "
                         "time)", BreakCode.SIDE_EFFECT)
+        if flag:
+            unsupported("making a tensor the graph computes a leaf that requires grad (compiled graphs cannot hand "
+                        "out new leaves)", BreakCode.SIDE_EFFECT)
         try:
             self.example.requires_grad_(flag)  # what eager refuses (a non-leaf set to False) is refused here
         except RuntimeError as e:
@@ -120,6 +125,10 @@ class TensorVariable(Variable):
             return tx.wrap_constant(_plain(value))
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
+        if name == "requires_grad_" and self.node.op != "placeholder" and len(args) + len(kwargs) <= 1:
+            # on a tensor the graph makes: as `t.requires_grad = flag`; it returns t
+            self.set_requires_grad(tx, args[0] if args else kwargs.get("requires_grad", ConstantVariable(True)))
+            return self
         if name in ("__getitem__", "__setitem__"):
             from framejit.variables.operators import call_operator
             return call_operator(tx, getattr(operator, name.strip("_")), [self, *args])

@@ -5,13 +5,14 @@ import functools
 import itertools
 import os
 
+import pytest
 import torch
 import torch.fx
 import torch.onnx
 import torch.overrides
 
 import framejit
-from framejit.testing import CompileCounter, same
+from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 from tests.helpers import run_fullgraph
 
 
@@ -229,22 +230,28 @@ def test_a_memoised_function_of_constants_answers_from_its_cache():
     assert same(run_fullgraph(fn, x), x + 1)
 
 
-def test_requires_grad_set_on_a_tensor_the_graph_computes():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_tensor_the_graph_computes_made_a_leaf_that_requires_grad(backend):
+    # the graph hands the tensor out, Python makes it a leaf, and the rest of the frame takes it as an input: a
+    # graph cannot make the leaf itself (AOTAutograd drops the flag on its outputs)
     w = torch.randn(3, requires_grad=True)
 
     def fn(x):
-        h = x[:, None]
+        h = x[:, None] * 1
         h.requires_grad = True  # as feature encoders do for gradient checkpointing
-        return (h * w).sum(), h.requires_grad
+        z = torch.zeros_like(x).requires_grad_()
+        off = (x * 2).requires_grad_(False)  # a leaf that needs no grad: nothing to do
+        return (h * w).sum() + (z * x).sum(), h, z, off.requires_grad
 
     x = torch.randn(2, 3)
-    loss, flag = run_fullgraph(fn, x)
-    loss.backward()
-    want_w = w.grad.clone()
-    w.grad = None
-    ref_loss, ref_flag = fn(x)
-    ref_loss.backward()
-    assert flag is ref_flag is True and same(loss, ref_loss) and same(want_w, w.grad)
+    cnt = CompileCounterWithBackend(backend)
+    got = framejit.optimize(cnt)(fn)(x)
+    want = fn(x)
+    for loss, h, z, _ in (got, want):
+        loss.backward()
+    assert same(got, want) and got[1].requires_grad and got[2].is_leaf and got[3] is False
+    assert same(got[1].grad, want[1].grad) and same(got[2].grad, want[2].grad)
+    assert cnt.frame_count == 3
 
 
 def test_requires_grad_set_on_an_input_runs_as_python():
