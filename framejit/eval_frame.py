@@ -74,6 +74,8 @@ class FrameCallback:
             return None
         if torch.fx._symbolic_trace._is_fx_tracing_flag:  # fx.symbolic_trace calls it with Proxies: leave them to fx
             return None
+        if torch._C._functorch.peek_interpreter_stack() is not None:  # inside an eager vmap/grad: its arguments are
+            return None  # functorch's wrapped tensors, which fake tensors cannot stand for
         reason = skipfiles.capture_refusal(code)
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)

@@ -73,6 +73,22 @@ def test_shape_as_tensor_is_the_sizes_made_a_tensor_in_the_graph():
     assert same(run_fullgraph(lambda x: torch._shape_as_tensor(x), torch.tensor(3.0)), torch.zeros(0, dtype=torch.int64))
 
 
+def _pair_mask(q, k):
+    return (k * 1.0 + q).mul_(2) >= 0  # an in-place op on functorch's batched tensors
+
+
+def test_frames_called_inside_an_eager_vmap_run_as_python():
+    def fn(x):
+        q = torch.arange(4) - 2
+        m = torch.vmap(torch.vmap(_pair_mask, in_dims=(None, 0)), in_dims=(0, None))(q, q)
+        return x + m.sum()
+
+    cnt = CompileCounter()
+    x = torch.ones(2)
+    assert same(framejit.optimize(cnt)(fn)(x), fn(x))
+    assert cnt.frame_count == 2  # fn before and after vmap (a break); _pair_mask is not captured
+
+
 def test_a_torchscript_annotation_is_its_value():
     def fn(x):
         ys = torch.jit.annotate(list[torch.Tensor], [])
