@@ -13,7 +13,6 @@ import operator
 from typing import Any
 
 import torch
-from torch._prims_common import is_non_overlapping_and_dense_or_false as non_overlapping_and_dense
 from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 from torch.utils import _pytree as pytree
 
@@ -78,10 +77,10 @@ def _may_partly_overlap(written: torch.Tensor, other: torch.Tensor, *, indexed: 
     start_o, end_o = _byte_range(other)
     if known(end_w <= start_o) or known(end_o <= start_w):  # disjoint spans, whatever the strides (no guards:
         return False  # unknown counts as overlapping)
-    if not (non_overlapping_and_dense(written) and non_overlapping_and_dense(other)):
-        return True  # eager cannot tell either and may compute in memory order
-    return not (not indexed and written.dim() == other.dim() and known(start_w == start_o) and all(
-        known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride()))))
+    if not indexed and written.dim() == other.dim() and known(start_w == start_o) and all(
+            known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride()))):
+        return False  # the same elements in the same places (`t[..., 0] /= w` writes t[..., 0] back into itself)
+    return True  # dense or not: eager refuses a partial overlap, or cannot tell and computes in memory order
 
 
 def _byte_range(t: torch.Tensor) -> tuple[Any, Any]:

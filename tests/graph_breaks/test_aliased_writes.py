@@ -98,7 +98,15 @@ def strided_columns_of_other_rows(freq):
     return torch.cat((first, first), dim=-1)
 
 
-@pytest.mark.parametrize("fn, args", [(strided_columns_of_other_rows, (torch.randn(3, 2, 4, 9),)), (disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
+def strided_column_divided_in_place(x):
+    grid = x.unsqueeze(0) + 0.5
+    grid[..., 0] /= 4  # setitem(grid, (..., 0), grid[..., 0] after /=): a strided view written back into itself
+    grid[..., 1] *= grid[..., 1]
+    return grid
+
+
+@pytest.mark.parametrize("fn, args", [(strided_column_divided_in_place, (torch.randn(3, 4, 2),)),
+                                      (strided_columns_of_other_rows, (torch.randn(3, 2, 4, 9),)), (disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
                                       (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3))),
                                       (masks_combined, (torch.rand(2, 3) > 0.5, torch.ones(2, 3, 3, dtype=torch.bool)))])
 def test_writes_that_do_not_partly_overlap_stay_in_one_graph(fn, args):
