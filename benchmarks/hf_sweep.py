@@ -226,6 +226,7 @@ def candidate_inputs(model: Any) -> list[dict[str, Any]]:
     cfg = model.config
     params = inspect.signature(model.forward).parameters
     main = getattr(model, "main_input_name", "input_ids")
+    main = main[0] if isinstance(main, (list, tuple)) else main  # some models name several (oneformer)
     vocab = min(_int(cfg, "vocab_size", default=99), 99)
     channels = _int(cfg, "num_channels", default=3)
     image = _int(cfg, "image_size", default=32)
