@@ -30,6 +30,26 @@ def test_disable_decorator_is_not_inlined():
         g(x)
 
 
+def test_torch_compiler_disable_is_honoured():
+    @torch.compiler.disable
+    def hidden(x):
+        return torch.sin(x) * 5
+
+    def caller(x):
+        return hidden(x.cos()) + 1
+
+    cnt = CompileCounter()
+    f = framejit.optimize(cnt)(caller)
+    x = torch.randn(4)
+    for _ in range(2):
+        assert same(f(x), torch.sin(x.cos()) * 5 + 1)
+    assert torch.sin not in graph_targets(cnt), "the function the wrapper calls must not be captured"
+    assert cnt.frame_count == 2  # caller before and after the call
+    explained = framejit.explain(caller)(x)
+    assert [b.reason for b in explained.break_reasons] == [
+        "call to test_torch_compiler_disable_is_honoured.<locals>.hidden, marked torch.compiler.disable"]
+
+
 def test_disable_decorator_on_called_frame_is_not_captured():
     @framejit.disable
     def hidden(x):
