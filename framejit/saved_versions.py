@@ -11,6 +11,9 @@ ops save. Of those, the ones that share storage with a graph input or output are
 after the graph; their versions are noted after each call, and a prehook on the node of each output that leads
 to them checks them when the backward reaches it. A saved tensor the graph itself wrote after saving it (the
 fake's unpacking raises) makes the backward raise whenever it reaches that output, as eager's does.
+
+Saved-tensor hooks see the saved tensors themselves: under them (activation checkpointing, `save_on_cpu`) a
+training graph runs its own ops, so that what they see is what eager's ops save.
 """
 from __future__ import annotations
 
@@ -99,6 +102,23 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
 def runs_own_ops(compiled: Callable[..., Any], gm: torch.fx.GraphModule) -> bool:
     """Whether a backend's `compiled` is the graph's own forward (its ops' autograd nodes make eager's checks)."""
     return compiled is gm or getattr(compiled, "__self__", None) is gm
+
+
+def eager_ops_under_saved_tensor_hooks(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+                                       example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn`, except while saved-tensor hooks are on with grad enabled: then the graph's own ops run. The hooks
+    see each tensor autograd saves, and a compiled graph saves other tensors than eager's ops; non-reentrant
+    activation checkpointing recomputes the forward in backward (as eager ops, or through this same entry) and
+    refuses tensors that differ from what the forward saved."""
+    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
+        return graph_fn
+    top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
+
+    def run(*args: Any) -> Any:
+        if top_hooks(True) is not None and torch.is_grad_enabled():
+            return gm(*args)
+        return graph_fn(*args)
+    return run
 
 
 def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
