@@ -470,7 +470,8 @@ def run_model(name: str) -> dict[str, Any]:
     counter = GraphCounter(lookup_backend("aot_eager") if TRAIN else None)
     start = time.perf_counter()
     try:
-        actual = step(model, torch.compile(model, backend=counter), inputs)
+        with _ModuleInitKept():
+            actual = step(model, torch.compile(model, backend=counter), inputs)
         ok, worst = compare(expected, actual)
         row.update(tc_status="ok" if ok else "mismatch", tc_max_err=worst)
     except BaseException as exc:  # noqa: BLE001
@@ -479,22 +480,24 @@ def run_model(name: str) -> dict[str, Any]:
     row["tc_graphs"] = counter.graphs
     row["tc_breaks"] = sum(counters["graph_break"].values())
     torch._dynamo.reset()
-    _undo_module_init_patch()
     return row
 
 
-_MODULE_INIT = _MODULE_SETSTATE = None
-
-
-def _undo_module_init_patch() -> None:
+class _ModuleInitKept:
     """torch.compile wraps nn.Module.__init__/__setstate__ for good, the first time it runs in a process (to tag
-    modules made in forward); put them back, so that the next model's framejit run sees the process as it is
-    without torch.compile (torch.compile patches them again when it next runs)."""
-    import torch
-    torch.nn.Module.__init__ = _MODULE_INIT
-    torch.nn.Module.__setstate__ = _MODULE_SETSTATE
-    if "___needs_generation_tag_patch" in vars(torch.nn.Module):
-        delattr(torch.nn.Module, "___needs_generation_tag_patch")
+    modules made in forward): this puts them back after torch.compile's phase, so that the next model's framejit
+    run sees the process as it is without torch.compile (which patches them again when it next runs)."""
+
+    def __enter__(self) -> None:
+        import torch
+        self.kept = torch.nn.Module.__init__, torch.nn.Module.__setstate__
+        self.flagged = "___needs_generation_tag_patch" in vars(torch.nn.Module)
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch
+        torch.nn.Module.__init__, torch.nn.Module.__setstate__ = self.kept
+        if not self.flagged and "___needs_generation_tag_patch" in vars(torch.nn.Module):
+            delattr(torch.nn.Module, "___needs_generation_tag_patch")
 
 
 def worker(names: list[str], progress: str) -> None:
@@ -508,8 +511,7 @@ def worker(names: list[str], progress: str) -> None:
     import torch
     torch.set_num_threads(1)
     import framejit  # noqa: F401
-    global _PROGRESS, _MODULE_INIT, _MODULE_SETSTATE
-    _MODULE_INIT, _MODULE_SETSTATE = torch.nn.Module.__init__, torch.nn.Module.__setstate__
+    global _PROGRESS
     with open(progress, "a") as f:
         _PROGRESS = f
         for name in names:
