@@ -35,10 +35,15 @@ class SideEffects:
         self.closure_cells: dict[str, tuple[Any, Variable]] = {}
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
         self.iterators: list[Any] = []  # IteratorVariables over real iterators: advanced as far as the trace did
+        self.calls: list[Any] = []  # warnings and log calls (variables/reports.py), replayed first, in order
 
     def is_empty(self) -> bool:
         return not (self.containers or self.attrs or self.globals or self.cells or self.closure_cells or self.exc_info
-                    or any(it.consumed for it in self.iterators))
+                    or self.calls or any(it.consumed for it in self.iterators))
+
+    def record_call(self, call: Any) -> None:
+        """A report (reports.ReplayedCall) the replay makes, after the graph, before the writes."""
+        self.calls.append(call)
 
     def track_iterator(self, iterator: Any) -> None:
         """A real iterator the trace reads: the replay advances it past the items the trace consumed."""
@@ -134,6 +139,8 @@ class SideEffects:
     def codegen(self, cg: PyCodegen) -> None:
         """Replay: first compute every new value into a temporary, then write them all,
         so that no replayed write changes what a later value is computed from."""
+        for call in self.calls:
+            _emit_report(cg, call)
         writes: list[tuple[str, Any, str]] = []
         for var in self.containers.values():
             writes.append(("container", var, cg.store_temp(lambda v=var: cg.build_fresh(v))))
@@ -189,3 +196,22 @@ class SideEffects:
                 cg.emit_const(iterator.position)
                 cg.call(1)
                 cg.emit("POP_TOP")
+
+
+def _emit_report(cg: PyCodegen, call: Any) -> None:
+    """`target(*args, **kwargs)` (or `target.method(...)`), its result dropped, on the line of the call."""
+    start = len(cg.instructions)
+    if call.method is None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(call.target)
+    else:
+        cg.load(call.target)
+        cg.emit("LOAD_METHOD", call.method)
+    for value in (*call.args, *call.kwargs.values()):
+        cg.emit_const(value)
+    if call.kwargs:
+        cg.emit("KW_NAMES", tuple(call.kwargs))
+    cg.call(len(call.args) + len(call.kwargs))
+    cg.emit("POP_TOP")
+    for instruction in cg.instructions[start:]:
+        instruction.lineno = call.lineno

@@ -14,7 +14,7 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import copying, iteration, mappings, pure_functions, signatures
+from framejit.variables import copying, iteration, mappings, pure_functions, reports, signatures
 from framejit.variables.containers import IteratorVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
@@ -344,6 +344,7 @@ TRACED_BUILTINS.update(copying.RULES)
 TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)
 TRACED_BUILTINS.update(signatures.RULES)
+TRACED_BUILTINS.update(reports.RULES)
 
 
 @_traces(print, input, open)
