@@ -56,7 +56,7 @@ EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "regi
 
 
 # torch._check(cond, msg) and its kind: with a condition known at trace time, nothing (or a raise) happens
-_CONDITION_CHECKS = frozenset({torch._check, torch._check_index, torch._check_value, torch._check_type})
+_CONDITION_CHECKS = frozenset({torch._check, torch._check_index, torch._check_value, torch._check_type, torch._assert})
 
 
 def op_name(target: Any) -> str:

@@ -34,6 +34,18 @@ def checked_scale(x, n):
     return x * n
 
 
+def asserted_image(x, size):
+    torch._assert(x.shape[-1] == size, f"Wrong image width! Expected {size} but got {x.shape[-1]}!")
+    return x.flatten(1)
+
+
+def test_torch_assert_of_a_known_condition():
+    x = torch.randn(2, 3, 4)
+    assert same(run_fullgraph(asserted_image, x, 4), x.flatten(1))
+    with pytest.raises(AssertionError, match="Expected 5 but got 4"):
+        framejit.optimize(CompileCounter())(asserted_image)(x, 5)
+
+
 def test_torch_check_of_a_known_condition():
     x = torch.ones(2)
     assert same(run_fullgraph(checked_scale, x, 3), x * 3)
