@@ -121,6 +121,23 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 
+def _legacy_tensor(cls: Any) -> Callable[..., Variable]:
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        """`torch.IntTensor([n])`: torch.tensor of the data, in the type's dtype (ints alone give sizes instead:
+        an uninitialised tensor, which stays Python's)."""
+        data = args[0] if len(args) == 1 else None
+        if kwargs or not (isinstance(data, (ListVariable, TupleVariable)) or isinstance(data, ConstantVariable)
+                          and isinstance(data.value, (list, tuple))):
+            unsupported(f"torch.{cls.__name__}(...) other than of a list of numbers", BreakCode.CALL)
+        return tx.wrap(torch.tensor, None).call(tx, args, {"dtype": ConstantVariable(cls.dtype)})
+    return trace_call
+
+
+for _cls in (torch.FloatTensor, torch.DoubleTensor, torch.HalfTensor, torch.BFloat16Tensor, torch.ByteTensor,
+             torch.CharTensor, torch.ShortTensor, torch.IntTensor, torch.LongTensor, torch.BoolTensor):
+    TRACED_BUILTINS[_cls] = _legacy_tensor(_cls)
+
+
 def _flat_classes(cls: Any) -> list[Any]:
     return [c for item in cls for c in _flat_classes(item)] if isinstance(cls, tuple) else [cls]
 

@@ -128,3 +128,14 @@ def test_isinstance_of_a_legacy_tensor_type_asks_dtype_and_device():
                                (torch.int64, torch.LongTensor), (torch.float32, torch.LongTensor)]:
         x = torch.zeros(4, dtype=dtype)
         assert_equal(compiled(x, tensor_type), fn(x, tensor_type))
+
+
+def test_a_legacy_tensor_type_called_on_data_is_a_tensor_of_its_dtype():
+    def fn(x, n):
+        channels = torch.IntTensor([n])  # as VITS's WaveNet does
+        return x * channels, torch.LongTensor((2, 3)), torch.FloatTensor([1.5, n]), torch.BoolTensor([True])
+
+    x = torch.randn(3)
+    assert_equal(run_fullgraph(fn, x, 4), fn(x, 4))
+    sized = framejit.optimize(CompileCounter())(lambda x: (torch.FloatTensor(2, 3).shape, x + 1))  # sizes: Python
+    assert sized(x)[0] == (2, 3)
