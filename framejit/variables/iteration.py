@@ -48,10 +48,12 @@ def _repeat(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 def _islice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     bounds = [a.as_python_constant() for a in args[1:]]
+    if not all(b is None or type(b) is int and b >= 0 for b in bounds) or bounds[2:3] == [0]:
+        unsupported("itertools.islice with bounds it refuses (ValueError)", BreakCode.ITER)
+    span = slice(*bounds)
     if isinstance(args[0], IteratorVariable):
-        start, stop, step = slice(*bounds).start or 0, slice(*bounds).stop, slice(*bounds).step or 1
-        return IsliceIterator(args[0], start, stop, step)
-    return IteratorVariable(args[0].unpack(tx)[slice(*bounds)])
+        return IsliceIterator(args[0], span.start or 0, span.stop, span.step or 1)
+    return IteratorVariable(args[0].unpack(tx)[span])
 
 
 class IsliceIterator(IteratorVariable):

@@ -10,9 +10,9 @@ that frame's function and line.
 
 A warning the warnings filters make an error (`-W error`) breaks the graph, so that it raises where it stands (a
 replayed one would raise after the graph, with the writes it precedes undone); the filters are read when the trace
-is made, not guarded. Only calls whose arguments are all constants are replayed (a message formatted from what the trace knows: shapes,
-names, config); one that needs the data (a tensor's values), an exception being handled (`exc_info`, `exception`)
-or the stack (`stack_info`) breaks the graph.
+is made, not guarded. Only calls whose arguments are all constants are replayed (a message formatted from what the
+trace knows: shapes, names, config); one that needs the data (a tensor's values), an exception being handled
+(`exc_info`, `exception`) or the stack (`stack_info`) breaks the graph.
 """
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ def _warn(tx: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Vari
         unsupported("warnings.warn with a stacklevel that is not an int", BreakCode.BUILTIN_IO)
     if category is None:
         category = type(message) if isinstance(message, Warning) else UserWarning
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        unsupported("warnings.warn with a category that is not a Warning class (TypeError)", BreakCode.BUILTIN_IO)
     frames = _frames(tx)
     line = frames[-1].frame_summary().lineno
     frame = frames[max(stacklevel, 1) - 1] if stacklevel <= len(frames) else None  # the frame it names
