@@ -69,9 +69,11 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
     if name in _STATEFUL or name in EFFECTFUL_METHODS:
         unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
     pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
+    # (a pure query of a non-tensor, is_tensor(3), is a constant)
     if not has_tensor_args and name not in FACTORIES and name not in PURE_QUERIES and not pure_helper \
-            and not policy.is_allowed_in_graph(target) and not _functional_aten(target):  # a pure query of a non-tensor (is_tensor(3)) is a constant
-        unsupported(f"torch function {name}() with no tensor arguments may change global state", BreakCode.TORCH_STATEFUL)
+            and not policy.is_allowed_in_graph(target) and not _functional_aten(target):
+        unsupported(f"torch function {name}() with no tensor arguments may change global state",
+                    BreakCode.TORCH_STATEFUL)
 
 
 @functools.lru_cache(maxsize=None)
