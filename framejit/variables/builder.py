@@ -200,14 +200,13 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if is_torch_op(value):
         _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
         return TorchVariable(value, source)
-    if getattr(value, "_torchdynamo_disable", False) is True and callable(getattr(value, "_torchdynamo_orig_callable",
-                                                                                 None)):
-        # @torch.compiler.disable: the user keeps it out of compiled code. The call runs as Python, and the function
-        # the wrapper calls is not captured either (framejit.disable's rule)
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        policy.mark_disabled(value._torchdynamo_orig_callable)
-        return DisallowedVariable(value, reason="torch.compiler.disable")
     if isinstance(value, types.FunctionType):
+        if vars(value).get("_torchdynamo_disable") is True and callable(vars(value).get("_torchdynamo_orig_callable")):
+            # @torch.compiler.disable: the user keeps it out of compiled code. The call runs as Python, and the
+            # function the wrapper calls is not captured either (framejit.disable's rule)
+            _guard(tx, source, GuardKind.ID_MATCH, value)
+            policy.mark_disabled(value._torchdynamo_orig_callable)
+            return DisallowedVariable(value, reason="torch.compiler.disable")
         if policy.is_disabled(value):
             return DisallowedVariable(value, reason="framejit.disable")
         if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile

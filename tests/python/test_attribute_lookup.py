@@ -179,3 +179,19 @@ def test_a_getattribute_with_side_effects_behaves_as_in_eager():
     for _ in range(3):  # guards read past the counting lookup: checking them counts nothing
         assert same(f(jit_obj, x), fn(eager_obj, x))
     assert object.__getattribute__(jit_obj, "reads") == object.__getattribute__(eager_obj, "reads") == 3
+
+
+class _KeyConfig(dict):
+    def __getattr__(self, name):
+        return self[name]  # a missing name raises KeyError, not AttributeError
+
+
+def test_an_argument_whose_getattr_raises_keyerror_is_traced():
+    # framejit's own probes of an argument (is it a wrapped function?) must not reach its __getattr__
+    def fn(cfg, x):
+        return x + cfg.offset
+
+    cnt = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.optimize(cnt)(fn)(_KeyConfig(offset=5), x), x + 5)
+    assert cnt.frame_count == 1
