@@ -76,6 +76,15 @@ def same(a: Any, b: Any, tol: float = 1e-4, equal_nan: bool = False) -> bool:
         elif isinstance(x, float) and isinstance(y, float):
             if abs(x - y) > tol * max(1.0, abs(y)) and not (equal_nan and x != x and y != y):
                 return False
+        elif x is y:
+            continue
+        elif _plain_object(x) and type(x) is type(y):  # a user object without __eq__: compared by its attributes
+            if not same(vars(x), vars(y), tol, equal_nan):
+                return False
         elif x != y:
             return False
     return True
+
+
+def _plain_object(x: Any) -> bool:
+    return type(x).__eq__ is object.__eq__ and hasattr(x, "__dict__") and not isinstance(x, (type, torch.nn.Module))

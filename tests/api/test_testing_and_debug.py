@@ -65,6 +65,17 @@ def test_same():
     assert same(nan, nan, equal_nan=True)
 
 
+class _Record:
+    def __init__(self, val):
+        self.val = val
+
+
+def test_same_compares_objects_without_eq_by_their_attributes():
+    a = torch.randn(3)
+    assert same(_Record(a), _Record(a.clone())) and same([_Record((a, 1))], [_Record((a.clone(), 1))])
+    assert not same(_Record(a), _Record(a + 1)) and not same(_Record(a), a)
+
+
 # ---------------------------------------------------------------------------------------------
 # debug output
 
