@@ -2,6 +2,7 @@
 graph ops on tensors; operators are in operators.py."""
 from __future__ import annotations
 
+import abc
 import inspect
 import operator
 from typing import Any, Callable, Sequence
@@ -115,7 +116,15 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         # torch.FloatTensor, torch.cuda.LongTensor...: their isinstance asks the tensor's dtype, device and layout,
         # which the entry guards; the fake has them
         return ConstantVariable(isinstance(obj.example, cls))
+    if not isinstance(obj, TensorVariable) and any(
+            isinstance(c, type) and type(c).__instancecheck__ not in _TYPE_ONLY_CHECKS and c is not obj.python_type()
+            for c in _flat_classes(cls)):
+        # a metaclass that asks the object itself (torch.BoolStorage asks a storage's dtype): not the type alone
+        unsupported(f"isinstance with {cls!r}, whose metaclass decides by more than the type", BreakCode.BUILTIN)
     return ConstantVariable(issubclass(obj.python_type(), cls))
+
+
+_TYPE_ONLY_CHECKS = (type.__instancecheck__, abc.ABCMeta.__instancecheck__)
 
 
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)

@@ -139,3 +139,17 @@ def test_a_legacy_tensor_type_called_on_data_is_a_tensor_of_its_dtype():
     assert_equal(run_fullgraph(fn, x, 4), fn(x, 4))
     sized = framejit.optimize(CompileCounter())(lambda x: (torch.FloatTensor(2, 3).shape, x + 1))  # sizes: Python
     assert sized(x)[0] == (2, 3)
+
+
+def test_isinstance_with_a_metaclass_that_asks_the_object():
+    # torch.BoolStorage's metaclass asks a TypedStorage's dtype: not the type alone (a graph break, then Python's)
+    storage = torch.BoolStorage.from_buffer(bytearray([0, 1]), "big")
+    other = torch.FloatStorage.from_buffer(bytearray(4), "little")
+
+    def fn(x, s):
+        return x + 1, isinstance(s, torch.BoolStorage), isinstance(s, (torch.FloatStorage, int | None))
+
+    compiled = framejit.optimize(CompileCounter())(fn)
+    x = torch.randn(2)
+    for s in (storage, other):
+        assert_equal(compiled(x, s), fn(x, s))
