@@ -163,3 +163,10 @@ def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
     assert sweep.normalise("call to <function f at 0x7f00> line 12") == "call to <function f at <addr>> line N"
     assert sweep.compare((torch.ones(2),), (torch.ones(2) + 1e-6,))[0]
     assert not sweep.compare((torch.ones(2),), (torch.ones(2) + 1,))[0]
+    init = torch.nn.Module.__init__
+    sweep.TRAIN = True  # --train: a step under aot_eager, the gradients compared too
+    row = sweep.run_model("bert")
+    assert (row["fj_status"], row["fj_graphs"], row["tc_status"]) == ("ok", 1, "ok"), row
+    assert torch.nn.Module.__init__ is init  # torch.compile's wrapping of it is undone
+    expected, grads = sweep.step(sweep.build_model("bert"), lambda **kw: None, {})
+    assert expected is None and grads and all(g is None for g in grads)

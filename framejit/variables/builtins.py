@@ -120,11 +120,16 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
             isinstance(c, type) and type(c).__instancecheck__ not in _TYPE_ONLY_CHECKS and c is not obj.python_type()
             for c in _flat_classes(cls)):
         # a metaclass that asks the object itself (torch.BoolStorage asks a storage's dtype): not the type alone
+        if obj.is_python_constant():  # an immutable value, guarded: asked now
+            return ConstantVariable(isinstance(obj.as_python_constant(), cls))
         unsupported(f"isinstance with {cls!r}, whose metaclass decides by more than the type", BreakCode.BUILTIN)
     return ConstantVariable(issubclass(obj.python_type(), cls))
 
 
-_TYPE_ONLY_CHECKS = (type.__instancecheck__, abc.ABCMeta.__instancecheck__)
+# metaclasses whose isinstance asks only the type, of anything but a tensor (Parameter and Buffer also accept a
+# plain tensor marked as one: tensors are answered above and below from their guarded type)
+_TYPE_ONLY_CHECKS = (type.__instancecheck__, abc.ABCMeta.__instancecheck__,
+                     type(torch.nn.Parameter).__instancecheck__, type(torch.nn.Buffer).__instancecheck__)
 
 
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
