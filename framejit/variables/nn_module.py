@@ -25,8 +25,8 @@ from framejit.variables.user_object import bound_class_attribute
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-# per-hook options of forward hooks (registered with_kwargs=True / always_call=True): not traced
-_FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+# per-hook options of forward (pre-)hooks (registered with_kwargs=True / always_call=True): not traced
+_FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
 
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -98,34 +98,39 @@ class NNModuleVariable(Variable):
             return ConstantVariable(value, source)
         return tx.wrap(value, source)
 
-    def _check_hooks(self, tx: Tracer) -> list[Variable]:
-        """The module's forward hooks, to trace after its forward; other hooks are not traced (the call runs as
-        Python). Hooks registered after compiling are guarded: global ones by their dicts' keys, a module's own by
-        one NO_HOOKS check per module called (a few attribute loads; TorchDynamo by default does not guard these),
-        which also checks that no `forward` was set on the instance since, and its forward hooks by the keys of
-        their dict (each hook function then by its code, as any function read)."""
+    def _check_hooks(self, tx: Tracer) -> tuple[list[Variable], list[Variable]]:
+        """The module's forward pre-hooks and forward hooks, to trace around its forward; other hooks are not traced
+        (the call runs as Python). Hooks registered after compiling are guarded: global ones by their dicts' keys,
+        a module's own by one NO_HOOKS check per module called (a few attribute loads; TorchDynamo by default does
+        not guard these), which also checks that no `forward` was set on the instance since, and its forward
+        (pre-)hooks by the keys of their dicts (each hook then by its code, as any function read)."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), GuardKind.DICT_KEYS,
                                  module_dicts[name])
         mod = self.module
-        forward_hooks = getattr(mod, "_forward_hooks", None)
-        plain = bool(forward_hooks) and self.source is not None and not any(
-            getattr(mod, d, None) for d in (*_HOOK_DICTS[1:], *_FORWARD_HOOK_OPTIONS))
-        checked = _HOOK_DICTS[1:] if plain else _HOOK_DICTS
+        traced = ("_forward_pre_hooks", "_forward_hooks")
+        plain = any(getattr(mod, d, None) for d in traced) and self.source is not None and not any(
+            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], *_FORWARD_HOOK_OPTIONS))
+        checked = _HOOK_DICTS[2:] if plain else _HOOK_DICTS
         if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
         if self.source is not None and all(hasattr(mod, d) for d in _HOOK_DICTS):
             tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (checked, "forward" not in vars(mod)))
         if not plain:
-            return []
-        for name in ("_forward_hooks", *_FORWARD_HOOK_OPTIONS):  # which hooks, and none taking kwargs
+            return [], []
+        for name in (*traced, *_FORWARD_HOOK_OPTIONS):  # which hooks, and none taking kwargs
             tx.output.guards.add(AttrSource(self.source, name), GuardKind.DICT_KEYS, getattr(mod, name))
-        return [tx.wrap(hook, ItemSource(AttrSource(self.source, "_forward_hooks"), key))
-                for key, hook in forward_hooks.items()]
+        pre, post = ([tx.wrap(hook, ItemSource(AttrSource(self.source, d), key)) for key, hook in getattr(mod, d).items()]
+                     for d in traced)
+        return pre, post
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        hooks = self._check_hooks(tx)
+        pre_hooks, hooks = self._check_hooks(tx)
+        for hook in pre_hooks:  # as nn.Module._call_impl runs them: hook(module, args), whose result replaces args
+            replaced = hook.call(tx, [self, TupleVariable(list(args))], {})
+            if not (isinstance(replaced, ConstantVariable) and replaced.value is None):
+                args = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else [replaced]
         result = self._call_forward(tx, args, kwargs)
         for hook in hooks:  # as nn.Module._call_impl runs forward hooks: hook(module, args, output)
             replaced = hook.call(tx, [self, TupleVariable(list(args)), result], {})

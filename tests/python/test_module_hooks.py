@@ -1,6 +1,7 @@
-"""Forward hooks of a module called in compiled code are traced after its forward, as nn.Module._call_impl runs
-them (hook(module, args, output); a non-None result replaces the output). Hooks added later recompile; other
-kinds of hooks (pre-hooks, backward hooks, hooks with kwargs) still run as Python."""
+"""Forward pre-hooks and forward hooks of a module called in compiled code are traced around its forward, as
+nn.Module._call_impl runs them (hook(module, args), a non-None result replacing the arguments; hook(module, args,
+output), a non-None result replacing the output). Hooks added later recompile; other kinds of hooks (backward
+hooks, hooks with kwargs) still run as Python."""
 import torch
 from torch import nn
 
@@ -69,8 +70,35 @@ def test_a_hook_added_later_recompiles_and_can_replace_the_output():
     assert cnt.frame_count == 2
 
 
-def test_a_pre_hook_still_runs_as_python():
+def test_pre_hooks_are_traced_and_replace_the_arguments():
     model, x = make_model(), torch.randn(2, 4)
     model.layers[0].register_forward_pre_hook(lambda module, args: (args[0] + 1,))
-    want = model(x)
-    torch.testing.assert_close(framejit.optimize(CompileCounter())(model)(x), want)
+    model.layers[1].register_forward_pre_hook(lambda module, args: args[0] * 3)  # one value, not a tuple
+    model.layers[1].register_forward_pre_hook(lambda module, args: None)  # keeps them
+    torch.testing.assert_close(run_fullgraph(model, x), model(x))
+
+
+def test_a_pre_hook_taking_kwargs_runs_as_python():
+    model, x = make_model(), torch.randn(2, 4)
+    model.layers[0].register_forward_pre_hook(lambda module, args, kwargs: ((args[0] + 1,), kwargs), with_kwargs=True)
+    torch.testing.assert_close(framejit.optimize(CompileCounter())(model)(x), model(x))
+    reasons = [b.reason for b in framejit.explain(model)(x).break_reasons]
+    assert reasons == ["module Linear has hooks"]
+
+
+def test_the_hook_based_weight_norm_is_traced_with_eager_gradients():
+    # torch.nn.utils.weight_norm (the older form) recomputes `weight` from g and v in a forward pre-hook
+    def make():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.utils.weight_norm(nn.Linear(4, 4)), nn.ReLU(), nn.Linear(4, 2))
+
+    model, compiled_model = make(), make()
+    x = torch.randn(3, 4)
+    cnt = framejit.testing.CompileCounterWithBackend("aot_eager")
+    want, got = model(x), framejit.optimize(cnt)(compiled_model)(x)
+    want.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(got, want)
+    for p, q in zip(model.parameters(), compiled_model.parameters()):
+        torch.testing.assert_close(q.grad, p.grad)
+    assert cnt.frame_count == 1
