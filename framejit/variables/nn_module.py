@@ -19,6 +19,7 @@ from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, TupleVariable
+from framejit.variables.mappings import DictVariable
 from framejit.variables.user_object import bound_class_attribute
 
 
@@ -31,6 +32,10 @@ _FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_ca
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks")
+
+
+def _is_none(value: Variable) -> bool:
+    return isinstance(value, ConstantVariable) and value.value is None
 
 
 def is_stateless(module: nn.Module) -> bool:
@@ -98,12 +103,14 @@ class NNModuleVariable(Variable):
             return ConstantVariable(value, source)
         return tx.wrap(value, source)
 
-    def _check_hooks(self, tx: Tracer) -> tuple[list[Variable], list[Variable]]:
-        """The module's forward pre-hooks and forward hooks, to trace around its forward; other hooks are not traced
-        (the call runs as Python). Hooks registered after compiling are guarded: global ones by their dicts' keys,
-        a module's own by one NO_HOOKS check per module called (a few attribute loads; TorchDynamo by default does
-        not guard these), which also checks that no `forward` was set on the instance since, and its forward
-        (pre-)hooks by the keys of their dicts (each hook then by its code, as any function read)."""
+    def _check_hooks(self, tx: Tracer) -> tuple[list[tuple[Variable, bool]], list[tuple[Variable, bool]]]:
+        """The module's forward pre-hooks and forward hooks, each with whether it takes the keyword arguments, to
+        trace around its forward; other hooks (backward ones, `always_call` ones, which run even when forward
+        raises) are not traced: the call runs as Python. Hooks registered after compiling are guarded: global ones
+        by their dicts' keys, a module's own by one NO_HOOKS check per module called (a few attribute loads;
+        TorchDynamo by default does not guard these), which also checks that no `forward` was set on the instance
+        since, and its forward (pre-)hooks by the keys of their dicts (each hook then by its code, as any function
+        read)."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
             tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), GuardKind.DICT_KEYS,
@@ -111,7 +118,7 @@ class NNModuleVariable(Variable):
         mod = self.module
         traced = ("_forward_pre_hooks", "_forward_hooks")
         plain = any(getattr(mod, d, None) for d in traced) and self.source is not None and not any(
-            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], *_FORWARD_HOOK_OPTIONS))
+            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], "_forward_hooks_always_called"))
         checked = _HOOK_DICTS[2:] if plain else _HOOK_DICTS
         if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
@@ -119,22 +126,33 @@ class NNModuleVariable(Variable):
             tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (checked, "forward" not in vars(mod)))
         if not plain:
             return [], []
-        for name in (*traced, *_FORWARD_HOOK_OPTIONS):  # which hooks, and none taking kwargs
+        for name in (*traced, *_FORWARD_HOOK_OPTIONS):  # which hooks, and which take kwargs
             tx.output.guards.add(AttrSource(self.source, name), GuardKind.DICT_KEYS, getattr(mod, name))
-        pre, post = ([tx.wrap(hook, ItemSource(AttrSource(self.source, d), key)) for key, hook in getattr(mod, d).items()]
-                     for d in traced)
+        pre, post = ([(tx.wrap(hook, ItemSource(AttrSource(self.source, d), key)), key in getattr(mod, kw))
+                      for key, hook in getattr(mod, d).items()]
+                     for d, kw in zip(traced, ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs")))
         return pre, post
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         pre_hooks, hooks = self._check_hooks(tx)
-        for hook in pre_hooks:  # as nn.Module._call_impl runs them: hook(module, args), whose result replaces args
-            replaced = hook.call(tx, [self, TupleVariable(list(args))], {})
-            if not (isinstance(replaced, ConstantVariable) and replaced.value is None):
-                args = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else [replaced]
+        for hook, with_kwargs in pre_hooks:  # as nn.Module._call_impl runs them, before forward
+            if with_kwargs:  # hook(module, args, kwargs): None, or (new args, new kwargs)
+                replaced = hook.call(tx, [self, TupleVariable(list(args)), DictVariable(kwargs)], {})
+                if not _is_none(replaced):
+                    pair = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else []
+                    if len(pair) != 2 or not isinstance(pair[1], DictVariable):
+                        unsupported("a forward pre-hook with kwargs returned other than (args, kwargs) (eager raises)",
+                                    BreakCode.MODULE_HOOKS)
+                    args, kwargs = pair[0].unpack(tx), {str(k): v for k, v in pair[1].items.items()}
+            else:  # hook(module, args): None, or new args (one value or a tuple)
+                replaced = hook.call(tx, [self, TupleVariable(list(args))], {})
+                if not _is_none(replaced):
+                    args = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else [replaced]
         result = self._call_forward(tx, args, kwargs)
-        for hook in hooks:  # as nn.Module._call_impl runs forward hooks: hook(module, args, output)
-            replaced = hook.call(tx, [self, TupleVariable(list(args)), result], {})
-            if not (isinstance(replaced, ConstantVariable) and replaced.value is None):
+        for hook, with_kwargs in hooks:  # hook(module, args, [kwargs,] output): a non-None result replaces output
+            extra = [DictVariable(kwargs)] if with_kwargs else []
+            replaced = hook.call(tx, [self, TupleVariable(list(args)), *extra, result], {})
+            if not _is_none(replaced):
                 result = replaced
         return result
 

@@ -1,7 +1,7 @@
 """Forward pre-hooks and forward hooks of a module called in compiled code are traced around its forward, as
 nn.Module._call_impl runs them (hook(module, args), a non-None result replacing the arguments; hook(module, args,
-output), a non-None result replacing the output). Hooks added later recompile; other kinds of hooks (backward
-hooks, hooks with kwargs) still run as Python."""
+output), a non-None result replacing the output; with kwargs too). Hooks added later recompile; backward hooks
+and `always_call` hooks still run the module as Python."""
 import torch
 from torch import nn
 
@@ -78,9 +78,40 @@ def test_pre_hooks_are_traced_and_replace_the_arguments():
     torch.testing.assert_close(run_fullgraph(model, x), model(x))
 
 
-def test_a_pre_hook_taking_kwargs_runs_as_python():
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x, scale=1.0):
+        return self.linear(x) * scale
+
+
+class CallsScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Scaled()
+
+    def forward(self, x):
+        return self.inner(x, scale=2.0).relu()
+
+
+def test_hooks_taking_kwargs_are_traced():
+    def make():
+        torch.manual_seed(0)
+        model = CallsScaled()
+        model.inner.register_forward_pre_hook(
+            lambda module, args, kwargs: ((args[0] + 1,), {**kwargs, "scale": kwargs["scale"] * 3}), with_kwargs=True)
+        model.inner.register_forward_hook(lambda module, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
+        return model
+
+    model, x = make(), torch.randn(2, 4)
+    torch.testing.assert_close(run_fullgraph(make(), x), model(x))
+
+
+def test_an_always_called_hook_runs_as_python():
     model, x = make_model(), torch.randn(2, 4)
-    model.layers[0].register_forward_pre_hook(lambda module, args, kwargs: ((args[0] + 1,), kwargs), with_kwargs=True)
+    model.layers[0].register_forward_hook(lambda module, args, out: out * 2, always_call=True)
     torch.testing.assert_close(framejit.optimize(CompileCounter())(model)(x), model(x))
     reasons = [b.reason for b in framejit.explain(model)(x).break_reasons]
     assert reasons == ["module Linear has hooks"]
