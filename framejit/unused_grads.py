@@ -22,13 +22,9 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (mutates_input_under_autograd, requires_grad, storage_of,
+from framejit.backends.mutation import (mutates_input_under_autograd, node_storage, requires_grad,
                                         writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
-
-
-def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
-    return storage_of(node.meta.get("example_value"))
 
 
 def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:
@@ -49,19 +45,19 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
                 found = frozenset()
             else:
                 found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
-                                          *(written.get(_storage(n), frozenset())
+                                          *(written.get(node_storage(n), frozenset())
                                             for n in (node, *node.all_input_nodes)))
             if deps.get(node) != found:
                 deps[node], changed = found, True
             if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
-                target = _storage(node.args[0])
+                target = node_storage(node.args[0])
                 if target is not None and not found <= written.get(target, frozenset()):
                     written[target] = written.get(target, frozenset()) | found
                     changed = True
     out = next(n for n in graph.nodes if n.op == "output")
-    result = [deps.get(value, frozenset()) | written.get(_storage(value), frozenset())
+    result = [deps.get(value, frozenset()) | written.get(node_storage(value), frozenset())
               if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]
-    into_inputs = {_storage(p) for p in placeholders} - {None}
+    into_inputs = {node_storage(p) for p in placeholders} - {None}
     return result, frozenset().union(*(deps for storage, deps in written.items() if storage in into_inputs))
 
 
@@ -105,10 +101,10 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # an output that is a view of an input is made again from the input outside the graph's node (AOTAutograd),
     # and an input written in place carries gradients out of the graph: the gradients of the inputs they depend
     # on pass no node the hooks watch, so those inputs are not gated
-    aliased = {_storage(n) for n in out.args[0] if isinstance(n, torch.fx.Node)} - {None}
+    aliased = {node_storage(n) for n in out.args[0] if isinstance(n, torch.fx.Node)} - {None}
     gates = {}
     for i, value in enumerate(example_inputs):
-        if requires_grad(value) and _storage(placeholders[i]) not in aliased and i not in feed_input_writes:
+        if requires_grad(value) and node_storage(placeholders[i]) not in aliased and i not in feed_input_writes:
             feeds = frozenset(o for o in differentiable if i in deps[o])
             # an input that feeds every output needs a gate too: a gate of a later graph, giving None, makes
             # autograd call this graph's backward with no gradient at all, and that gives zeros. Module

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import op_name, requires_grad, storage_of, writes_into_first_argument
+from framejit.backends.mutation import node_storage, op_name, requires_grad, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -75,7 +75,7 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
         if node.op == "placeholder":
             if not isinstance(node.meta.get("example_value"), torch.Tensor):
                 return None  # a symbolic size: left whole
-            inputs_memory.add(storage_of(node.meta["example_value"]))
+            inputs_memory.add(node_storage(node))
             continue
         if node.op == "output":
             continue
@@ -84,7 +84,7 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
             return None
         first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
         if writes_into_first_argument(node) and (
-                "out" in node.kwargs or first is None or storage_of(first.meta.get("example_value")) in inputs_memory):
+                "out" in node.kwargs or first is None or node_storage(first) in inputs_memory):
             return None  # a write into an input: another part may read it, before or after
         parent[node] = node
         for arg in node.all_input_nodes:

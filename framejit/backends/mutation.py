@@ -51,7 +51,8 @@ def storage_of(value: Any) -> StorageWeakRef | None:
     return None
 
 
-def _storage(node: torch.fx.Node) -> StorageWeakRef | None:
+def node_storage(node: torch.fx.Node) -> StorageWeakRef | None:
+    """storage_of the value a graph node computes (its fake)."""
     return storage_of(node.meta.get("example_value"))
 
 
@@ -70,13 +71,13 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
     real = dict(zip(placeholders, example_inputs))
     # which input each value shares memory with: views, and ops that may return their input (`.to()` of the
     # dtype it has, `contiguous()`), as the trace's fake tensors share storage like the real ones
-    owner = {s: p for p in reversed(placeholders) if (s := _storage(p)) is not None}
+    owner = {s: p for p in reversed(placeholders) if (s := node_storage(p)) is not None}
     base: dict[torch.fx.Node, torch.fx.Node] = {p: p for p in placeholders}
     written_inputs: set[torch.fx.Node] = set()
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
-        if (s := _storage(node)) in owner:
+        if (s := node_storage(node)) in owner:
             base[node] = owner[s]
         elif is_view(node) and node.args and node.args[0] in base:
             base[node] = base[node.args[0]]

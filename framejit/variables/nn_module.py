@@ -26,8 +26,10 @@ from framejit.variables.user_object import bound_class_attribute
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-# per-hook options of forward (pre-)hooks (registered with_kwargs=True / always_call=True): not traced
-_FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
+# per-hook options of forward (pre-)hooks: which take kwargs (traced), which always run (not traced: they run
+# even when forward raises)
+_ALWAYS_CALLED = "_forward_hooks_always_called"
+_FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", _ALWAYS_CALLED)
 
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -118,7 +120,7 @@ class NNModuleVariable(Variable):
         mod = self.module
         traced = ("_forward_pre_hooks", "_forward_hooks")
         plain = any(getattr(mod, d, None) for d in traced) and self.source is not None and not any(
-            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], "_forward_hooks_always_called"))
+            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], _ALWAYS_CALLED))
         checked = _HOOK_DICTS[2:] if plain else _HOOK_DICTS
         if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
@@ -140,10 +142,11 @@ class NNModuleVariable(Variable):
                 replaced = hook.call(tx, [self, TupleVariable(list(args)), DictVariable(kwargs)], {})
                 if not _is_none(replaced):
                     pair = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else []
-                    if len(pair) != 2 or not isinstance(pair[1], DictVariable):
+                    if len(pair) != 2 or not isinstance(pair[1], DictVariable) or not all(
+                            isinstance(k, str) for k in pair[1].items):
                         unsupported("a forward pre-hook with kwargs returned other than (args, kwargs) (eager raises)",
                                     BreakCode.MODULE_HOOKS)
-                    args, kwargs = pair[0].unpack(tx), {str(k): v for k, v in pair[1].items.items()}
+                    args, kwargs = pair[0].unpack(tx), dict(pair[1].items)
             else:  # hook(module, args): None, or new args (one value or a tuple)
                 replaced = hook.call(tx, [self, TupleVariable(list(args))], {})
                 if not _is_none(replaced):

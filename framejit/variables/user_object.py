@@ -16,7 +16,7 @@ from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable
-from framejit.variables.mappings import DICT_READS, DictVariable
+from framejit.variables.mappings import DICT_READS, DictVariable, dict_key
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
@@ -108,7 +108,7 @@ def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
         return DictVariable(raw.items)
     from framejit.variables.operators import call_operator
     keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
-    return DictVariable({k.as_python_constant(): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
+    return DictVariable({dict_key(tx, k): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
 
 
 def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
