@@ -22,7 +22,8 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import requires_grad, storage_of as _storage
+from framejit.backends.mutation import (grad_fn_of, node_storage, requires_grad, storage_of as _storage,
+                                        writes_into_first_argument)
 
 _MODIFIED = "modified by an inplace operation"
 
@@ -57,7 +58,14 @@ _SAVED_NAMES: dict[type, list[str]] = {}
 
 def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     """For each output position, the checks eager's backward would make on the way from that output: the inputs
-    and outputs sharing storage with a tensor an op saved, and the saved tensors already written in the graph."""
+    and outputs sharing storage with a tensor an op saved, and the saved tensors already written in the graph.
+    (Kept in the module's meta: the backend's split and the wrappers around what it compiled each ask.)"""
+    if "framejit_saved_checks" not in gm.meta:
+        gm.meta["framejit_saved_checks"] = _saved_checks(gm)
+    return gm.meta["framejit_saved_checks"]
+
+
+def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     placeholders = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
     out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     outputs = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in out]
@@ -68,25 +76,46 @@ def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
             if storage is not None:
                 owners[storage] = (kind, i)
     stop = {v.grad_fn for v in placeholders if isinstance(v, torch.Tensor) and v.grad_fn is not None}
+    unwritten = _unwritten_after(gm.graph)
     checks_of_node: dict[Any, list[Check]] = {}
     result: dict[int, list[Check]] = {}
     for o, value in enumerate(outputs):
-        if not requires_grad(value) or value.grad_fn is None:
+        grad_fn = grad_fn_of(value) if requires_grad(value) else None
+        if grad_fn is None:
             continue
         found: dict[Check, None] = {}
-        todo, seen = [value.grad_fn], set()
+        todo, seen = [grad_fn], set()
         while todo:
             node = todo.pop()
             if node is None or node in seen or node in stop:
                 continue
             seen.add(node)
             if node not in checks_of_node:
-                checks_of_node[node] = _node_checks(node, owners)
+                checks_of_node[node] = [c for c in _node_checks(node, owners)
+                                        if c[0] != "raise" or node not in unwritten]
             found.update(dict.fromkeys(checks_of_node[node]))
             todo.extend(f for f, _ in node.next_functions)
         if found:
             result[o] = list(found)
     return result
+
+
+def _unwritten_after(graph: torch.fx.Graph) -> set[Any]:
+    """The fake autograd nodes of graph ops whose inputs and result no later op writes in place. What they saved
+    was not written after them: a fake that says otherwise saw the op's own write (batch_norm's running stats,
+    which eager's kernel writes without moving their version, its fake with a `copy_` that does)."""
+    unwritten: set[Any] = set()
+    written_later: set[StorageWeakRef] = set()
+    for node in reversed(graph.nodes):
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        touched = {node_storage(a) for a in (node, *node.all_input_nodes)}
+        fake = node.meta.get("example_value")
+        if touched.isdisjoint(written_later) and grad_fn_of(fake) is not None:
+            unwritten.add(grad_fn_of(fake))
+        if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
+            written_later.add(node_storage(node.args[0]))
+    return unwritten
 
 
 def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
@@ -97,6 +126,54 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
         elif (owner := owners.get(_storage(saved))) is not None:
             checks.append(owner)
     return checks
+
+
+def keeping_partitioner_saves(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+                              example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn`, made to keep its own copy of a graph input or output that the backend's partitioner saved for
+    backward where eager's ops saved none of it (it saves `x` and recomputes `y = x + x` in backward, where eager's
+    op saved `y`): the program may then write into `x` after the graph, as eager allows, and the backward still
+    sees what the forward saw. The first call finds out, under saved-tensor hooks, whether the graph saves any; a
+    graph that does keeps the hooks, which hold copies of those tensors (AOTAutograd's own version check is then
+    off for the graph's saved tensors, and `checking_saved_versions` makes eager's)."""
+    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
+        return graph_fn
+    checks = saved_checks(gm)
+    eager_saved = {c for cs in checks.values() for c in cs if c[0] != "raise"}
+    hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
+
+    def run(*args: Any) -> Any:
+        if hooked[0] is False or not torch.is_grad_enabled():
+            return graph_fn(*args)
+        held: list[list] = []
+
+        def pack(tensor: torch.Tensor) -> list:
+            held.append([tensor, tensor._version])
+            return held[-1]
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
+            results = graph_fn(*args)
+        own = {_storage(a) for i, a in enumerate(args) if ("input", i) not in eager_saved} | \
+            {_storage(r) for o, r in enumerate(results) if ("output", o) not in eager_saved}
+        own.discard(None)
+        kept = False
+        for entry in held:
+            if _storage(entry[0]) in own:
+                copy = entry[0].detach().clone()
+                entry[0], entry[1], kept = copy, copy._version, True
+        if hooked[0] is None:
+            hooked[0] = kept
+        return results
+    return run
+
+
+def _unpack_held(entry: list) -> torch.Tensor:
+    tensor, version = entry
+    if tensor._version != version:  # (what the hooks switched off, for a tensor no copy was made of)
+        raise RuntimeError(f"one of the variables needed for gradient computation has been {_MODIFIED}: "
+                           f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected "
+                           f"version {version} instead")
+    return tensor
 
 
 def runs_own_ops(compiled: Callable[..., Any], gm: torch.fx.GraphModule) -> bool:

@@ -12,8 +12,8 @@ None), and the graph then gives zeros to all its inputs. Autograd runs the hooks
 graph's backward, and that before the gates (at the inputs), so the note is complete when a gate reads it.
 
 Which outputs depend on which inputs comes from the graph's data flow, through the values that require grad;
-an in-place op makes everything that shares storage with what it writes depend on what it reads (an
-over-approximation errs towards a gradient, as the graph gave before).
+an in-place op makes what later reads the memory it writes (and an output sharing it) depend on what it reads
+(an over-approximation, in that it takes all of that memory for written, errs towards a gradient).
 """
 from __future__ import annotations
 
@@ -32,28 +32,26 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
     graph writes into its inputs may depend on (an input written in place carries gradients out too)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     deps: dict[torch.fx.Node, frozenset[int]] = {p: frozenset([i]) for i, p in enumerate(placeholders)}
-    written: dict[StorageWeakRef, frozenset[int]] = {}  # storage -> inputs written into it in place
-    changed = True
-    while changed:  # a write late in the graph reaches the nodes before it that share its storage
-        changed, grad_on = False, True  # (graphs are gated only when compiled with grad on)
-        for node in graph.nodes:
-            if node.target is torch._C._set_grad_enabled:
-                grad_on = node.args[0]
-            if node.op in ("placeholder", "output"):
-                continue
-            if not grad_on or _detaches(node) or _no_grad_value(node):  # no gradient flows through what it makes
-                found = frozenset()
-            else:
-                found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
-                                          *(written.get(node_storage(n), frozenset())
-                                            for n in (node, *node.all_input_nodes)))
-            if deps.get(node) != found:
-                deps[node], changed = found, True
-            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
-                target = node_storage(node.args[0])
-                if target is not None and not found <= written.get(target, frozenset()):
-                    written[target] = written.get(target, frozenset()) | found
-                    changed = True
+    written: dict[StorageWeakRef, frozenset[int]] = {}  # storage -> inputs written into it in place so far
+    grad_on = True  # (graphs are gated only when compiled with grad on)
+    for node in graph.nodes:
+        if node.target is torch._C._set_grad_enabled:
+            grad_on = node.args[0]
+        if node.op in ("placeholder", "output"):
+            continue
+        if not grad_on or _detaches(node) or _no_grad_value(node):  # no gradient flows through what it makes
+            found = frozenset()
+        else:
+            # what it reads, and the writes made before it into the memory it reads (a value computed before a
+            # write does not depend on it; a view made before it does, when read after it: the output's line)
+            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
+                                      *(written.get(node_storage(n), frozenset())
+                                        for n in (node, *node.all_input_nodes)))
+        deps[node] = found
+        if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
+            target = node_storage(node.args[0])
+            if target is not None:
+                written[target] = written.get(target, frozenset()) | found
     out = next(n for n in graph.nodes if n.op == "output")
     result = [deps.get(value, frozenset()) | written.get(node_storage(value), frozenset())
               if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]

@@ -1,20 +1,28 @@
-"""A training graph whose differentiable outputs come from unrelated computations compiles as one autograd node
-per computation.
+"""A training graph compiles as several autograd nodes where one node would run a backward eager's ops do not.
 
 AOTAutograd (and inductor, which runs it) makes one autograd node of a whole graph. Its backward runs when any of
-the graph's outputs gets a gradient, and it then unpacks everything the graph saved for every output. Eager's
-nodes are per op: a backward that never reaches an output's ops never reads what they saved. So a graph that
-computes `t = x.sigmoid()` (kept, then written in place: `t += 1`) and `p = w * g` (the loss) next to each other
-raised "modified by an inplace operation" in `p`'s backward where eager does not; and a second backward through
-an output of an unrelated earlier computation raised "backward through the graph a second time". Splitting the
-graph where its computations do not meet gives each its own node, as eager's separate ops would. The split is
-rare in practice: a model's forward is one computation (everything reaches its outputs through shared values).
+the graph's outputs gets a gradient; it unpacks everything the graph saved for every output, and autograd then
+runs the history of every input it gives a gradient to, even None (the engine runs a node whose incoming
+gradients are all None, and the node's ops unpack what they saved). Eager's nodes are per op: a backward that
+never reaches an op never runs it. Two splits make the nodes run where eager's ops would:
 
-Parts meet through any value computed in the graph; reading the same input does not join them (eager, too,
-gives that input one gradient per use). Parts without a differentiable output ride with the first part that has
-one. Graphs that switch grad mode or autocast, write in place into an input, draw random numbers (the order of
-draws), or take symbolic sizes are left whole. A write into a value the graph computed stays in its part: its
-views, and the ops that write it, are joined to it.
+- **Unrelated computations.** A graph computing `t = x.sigmoid()` (kept, then written in place: `t += 1`) and
+  `p = w * g` (the loss) side by side raised "modified by an inplace operation" in `p`'s backward where eager does
+  not; a second backward through an output of an unrelated earlier computation raised "backward through the graph
+  a second time". Each computation (parts meet through any value computed in the graph; reading the same input
+  does not join them) gets its own node. A model's forward is one computation, so this split is rare.
+- **One computation whose outputs need different things.** `y = x * x + x` returned, and
+  `torch.maximum(w, y).sum()` returned too: `maximum` saves `y`, and a write into `y` after the graph (`y.clamp_()`)
+  is harmless to a backward from `y` alone, which never reaches `maximum`. Where eager's ops save a tensor the
+  program can write (sharing storage with a graph input or output: `saved_versions.saved_checks`) on the way from
+  some outputs and not others, or an input with a history of its own feeds only some outputs, the graph splits by
+  the set of outputs each op leads to: a node's backward then runs exactly when eager's would run each of its
+  ops. Graphs whose outputs all reach the same such tensors and inputs (a loss and its logits meet the same
+  parameters) stay whole.
+
+Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it in
+one part, in their order. Graphs that switch grad mode off or autocast, or draw random numbers (the order of
+draws), are left whole; so is a graph writing into an input, for the first split.
 """
 from __future__ import annotations
 
@@ -23,45 +31,63 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import node_storage, op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import grad_fn_of, node_storage, op_name, requires_grad, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
+Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run in their list's order
 
 
 def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any],
                               compile_one: Compile) -> Callable[..., Any]:
-    """`compile_one(gm, example_inputs)`, or, for a training graph of unrelated computations, each computation
-    compiled alone and run in turn (outputs in the graph's order)."""
-    parts = _differentiable_parts(gm) if torch.is_grad_enabled() else None
+    """`compile_one(gm, example_inputs)`, or, for a training graph that needs several autograd nodes, each part
+    compiled alone and run in turn (the graph's outputs in its order)."""
+    parts = _parts(gm, example_inputs) if torch.is_grad_enabled() else None
     if parts is None:
         return compile_one(gm, example_inputs)
-    log.info("a training graph of %d unrelated computations compiles as one autograd node each", len(parts))
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    runs = []
-    for nodes, out_positions in parts:
-        sub, used = _subgraph(gm, placeholders, nodes, out_positions)
-        runs.append((compile_one(sub, [example_inputs[i] for i in used]), used, out_positions))
-    n_out = sum(len(p) for _, p in parts)
-
-    def run(*args: Any) -> tuple[Any, ...]:
-        outputs: list[Any] = [None] * n_out
-        for fn, used, positions in runs:
-            for position, value in zip(positions, fn(*[args[i] for i in used])):
-                outputs[position] = value
-        return tuple(outputs)
-    return run
+    log.info("a training graph compiles as %d autograd nodes", len(parts))
+    return _compile_parts(gm, example_inputs, parts, compile_one)
 
 
-def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.Node], list[int]]] | None:
-    """The graph's unrelated computations (their nodes, and the positions of their outputs), or None where it
-    is one (or is left whole)."""
+def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | None:
     graph = gm.graph
-    output = next(n for n in graph.nodes if n.op == "output")
-    results = output.args[0]
-    if not isinstance(results, (tuple, list)) or len(results) < 2:
+    results = next(n for n in graph.nodes if n.op == "output").args[0]
+    if not isinstance(results, (tuple, list)) or len(results) < 2 or \
+            any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
+    inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
+    writes_input = False
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            inputs_memory.add(node_storage(node))
+        elif node.op in ("call_function", "call_method", "call_module"):
+            if (node.target is torch._C._set_grad_enabled and node.args != (True,)) \
+                    or node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
+                return None  # (switching grad on, where it is on, switches nothing)
+            if writes_into_first_argument(node):
+                first = node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
+                if "out" in node.kwargs or first is None:
+                    return None
+                writes_input = writes_input or node_storage(first) in inputs_memory
+    differentiable = [i for i, r in enumerate(results) if requires_grad(r.meta.get("example_value"))]
+    if len(differentiable) < 2:
+        return None
+    joined = _Joined(_computed(graph))
+    reached = _outputs_reached(graph, results, differentiable, joined)
+    if _needs_exact_nodes(gm, differentiable, reached, example_inputs):
+        return _parts_by_outputs_reached(graph, joined, reached)
+    # (a write into an input joins what reads it before and after; the computations here do not meet there)
+    return None if writes_input else _unrelated_computations(graph, results, differentiable)
+
+
+def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
+    """The nodes a part runs: everything but inputs, constants (each part reads its own) and the output."""
+    return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output")]
+
+
+def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node],
+                            differentiable: list[int]) -> list[Part] | None:
     parent: dict[torch.fx.Node, torch.fx.Node] = {}
 
     def find(n: torch.fx.Node) -> torch.fx.Node:
@@ -70,59 +96,177 @@ def _differentiable_parts(gm: torch.fx.GraphModule) -> list[tuple[set[torch.fx.N
             n = parent[n]
         return n
 
-    inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    for node in graph.nodes:
-        if node.op == "placeholder":
-            if not isinstance(node.meta.get("example_value"), torch.Tensor):
-                return None  # a symbolic size: left whole
-            inputs_memory.add(node_storage(node))
-            continue
-        if node.op == "output":
-            continue
-        if node.target is torch._C._set_grad_enabled or node.target in AUTOCAST_STATE_TARGETS \
-                or RANDOM_OP.fullmatch(op_name(node)):
-            return None
-        first = node.args[0] if node.args and isinstance(node.args[0], torch.fx.Node) else None
-        if writes_into_first_argument(node) and (
-                "out" in node.kwargs or first is None or node_storage(first) in inputs_memory):
-            return None  # a write into an input: another part may read it, before or after
+    for node in _computed(graph):
         parent[node] = node
         for arg in node.all_input_nodes:
-            if arg.op != "placeholder":
+            if arg in parent:
                 parent[find(arg)] = find(node)
-    if any(not isinstance(r, torch.fx.Node) or r.op == "placeholder" for r in results):
+    roots = list(dict.fromkeys(find(results[i]) for i in differentiable))
+    if len(roots) < 2:
         return None
-    groups: dict[torch.fx.Node, list[int]] = {}
-    for position, result in enumerate(results):
-        groups.setdefault(find(result), []).append(position)
-    differentiable = [root for root, positions in groups.items()
-                      if any(requires_grad(results[p].meta.get("example_value")) for p in positions)]
-    if len(differentiable) < 2:
-        return None
-    members: dict[torch.fx.Node, set[torch.fx.Node]] = {root: set() for root in differentiable}
-    home = differentiable[0]  # parts without a differentiable output, and nodes no output needs, go here
-    for node in parent:
-        root = find(node)
-        members[root if root in members else home].add(node)
-    positions = {root: [] for root in differentiable}
-    for root, found in groups.items():
-        positions[root if root in positions else home].extend(found)
-    return [(members[root], sorted(positions[root])) for root in differentiable]
+    members: dict[torch.fx.Node, Part] = {root: set() for root in roots}
+    for node in parent:  # nodes of computations without a differentiable output join the first part
+        members.get(find(node), members[roots[0]]).add(node)
+    return list(members.values())
 
 
-def _subgraph(gm: torch.fx.GraphModule, placeholders: list[torch.fx.Node], nodes: set[torch.fx.Node],
-              out_positions: list[int]) -> tuple[torch.fx.GraphModule, list[int]]:
-    """A module of `nodes` (in the graph's order) returning the outputs at `out_positions`, and the positions of
-    the graph inputs it takes."""
-    read = {a for n in nodes for a in n.all_input_nodes if a.op == "placeholder"}
-    used = [i for i, p in enumerate(placeholders) if p in read]
-    graph = torch.fx.Graph()
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    for i in used:
-        env[placeholders[i]] = graph.node_copy(placeholders[i])
-    for node in gm.graph.nodes:
-        if node in nodes:
-            env[node] = graph.node_copy(node, lambda n: env[n])
-    results = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    graph.output(tuple(env[results[p]] for p in out_positions))
-    return torch.fx.GraphModule(gm, graph), used
+def _needs_exact_nodes(gm: torch.fx.GraphModule, differentiable: list[int], reached: dict[torch.fx.Node, int],
+                       example_inputs: list[Any]) -> bool:
+    """Whether one node for the graph would run a backward eager's ops do not: its outputs reach different
+    tensors eager's ops save, or not all of them depend on an input with a history of its own (autograd runs that
+    history whenever the node runs, if only with no gradient, and it unpacks what its ops saved)."""
+    everything = (1 << len(differentiable)) - 1
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for p, value in zip(placeholders, example_inputs):
+        if requires_grad(value) and grad_fn_of(value) is not None and \
+                0 < _or(reached.get(u, 0) for u in p.users) != everything:
+            return True
+    from framejit.saved_versions import saved_checks  # (it imports the backends: not at module level)
+    checks = saved_checks(gm)
+    return len({frozenset(checks.get(i, ())) for i in differentiable}) > 1
+
+
+def _or(masks: Any) -> int:
+    result = 0
+    for mask in masks:
+        result |= mask
+    return result
+
+
+def _outputs_reached(graph: torch.fx.Graph, results: list[torch.fx.Node], differentiable: list[int],
+                     joined: _Joined) -> dict[torch.fx.Node, int]:
+    """For each computed node, the differentiable outputs it leads to (a bit mask), through what uses its value
+    and through the nodes joined to it (what reads memory a write changes)."""
+    reached: dict[torch.fx.Node, int] = {}
+    for bit, position in enumerate(differentiable):
+        reached[results[position]] = reached.get(results[position], 0) | 1 << bit
+    own = dict(reached)
+    nodes = _computed(graph)
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(nodes):
+            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in node.users) | joined.mask(node, reached)
+            if mask != reached.get(node):
+                reached[node], changed = mask, True
+    return reached
+
+
+class _Joined:
+    """Nodes that must run in one part: those touching memory written in place (in their order), and a node with
+    the producer of a value other than a tensor it takes (`split`'s tuple: only tensors pass between parts)."""
+
+    def __init__(self, nodes: list[torch.fx.Node]) -> None:
+        self.parent = {n: n for n in nodes}
+        written = {node_storage(n.args[0]) for n in nodes if writes_into_first_argument(n)
+                   and isinstance(n.args[0], torch.fx.Node)} - {None}
+        first_toucher: dict[Any, torch.fx.Node] = {}
+        for node in nodes:
+            for other in (node, *node.all_input_nodes):
+                storage = node_storage(other)
+                if storage in written:
+                    self.union(first_toucher.setdefault(storage, node), node)
+            for arg in node.all_input_nodes:
+                if arg in self.parent and not isinstance(arg.meta.get("example_value"), torch.Tensor):
+                    self.union(arg, node)
+        self.members: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+        for node in nodes:
+            self.members.setdefault(self.find(node), []).append(node)
+
+    def find(self, n: torch.fx.Node) -> torch.fx.Node:
+        while self.parent[n] is not n:
+            self.parent[n] = self.parent[self.parent[n]]
+            n = self.parent[n]
+        return n
+
+    def union(self, a: torch.fx.Node, b: torch.fx.Node) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def mask(self, node: torch.fx.Node, reached: dict[torch.fx.Node, int]) -> int:
+        group = self.members.get(self.find(node), ())
+        return _or(reached.get(m, 0) for m in group) if len(group) > 1 else 0
+
+
+def _parts_by_outputs_reached(graph: torch.fx.Graph, joined: _Joined,
+                              reached: dict[torch.fx.Node, int]) -> list[Part] | None:
+    """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow allows."""
+    nodes = _computed(graph)
+    groups: dict[int, Part] = {}
+    for node in nodes:
+        groups.setdefault(reached[node], set()).add(node)
+    if len(groups) < 2:
+        return None
+    part_of = {node: key for key, part in groups.items() for node in part}
+    after: dict[int, set[int]] = {key: set() for key in groups}
+    for node in nodes:
+        for arg in node.all_input_nodes:
+            if arg in part_of and part_of[arg] != part_of[node]:
+                after[part_of[node]].add(part_of[arg])
+    order: list[int] = []
+    while len(order) < len(groups):
+        ready = [k for k in groups if k not in order and after[k] <= set(order)]
+        if not ready:
+            return None  # parts that feed each other: left whole
+        order.append(ready[0])
+    return [groups[k] for k in order]
+
+
+def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: list[Part],
+                   compile_one: Compile) -> Callable[..., Any]:
+    """Each part as a module of its own, compiled; the run passes values between them by slot: the graph's inputs
+    first, then each value a part computes that a later part or the graph's output reads."""
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    results = next(n for n in graph.nodes if n.op == "output").args[0]
+    slot = {p: i for i, p in enumerate(placeholders)}
+    examples = list(example_inputs)
+    owner = {node: i for i, part in enumerate(parts) for node in part}
+    needed = set(results) | {a for n in owner for a in n.all_input_nodes if a in owner and owner[a] != owner[n]}
+    runs = []
+    for i, part in enumerate(parts):
+        ordered = [n for n in graph.nodes if n in part]
+        sub = torch.fx.Graph()
+        env: dict[torch.fx.Node, torch.fx.Node] = {}
+        reads = [a for n in ordered for a in n.all_input_nodes if a not in part]
+        in_slots = []
+        for value in dict.fromkeys(reads):
+            if value.op == "get_attr":
+                env[value] = sub.node_copy(value)
+                continue
+            example = value.meta.get("example_value")
+            if value.op != "placeholder" and (not isinstance(example, torch.Tensor) or example.layout != torch.strided):
+                return compile_one(gm, example_inputs)  # (a part reads a value not passed as one: left whole)
+            env[value] = sub.placeholder(value.name)
+            env[value].meta = dict(value.meta)
+            in_slots.append(slot[value])
+        for node in ordered:
+            env[node] = sub.node_copy(node, lambda n: env[n])
+        out_nodes = [n for n in ordered if n in needed]
+        for node in out_nodes:
+            slot[node] = len(examples)
+            examples.append(_example(node))
+        sub.output(tuple(env[n] for n in out_nodes))
+        module = torch.fx.GraphModule(gm, sub)
+        runs.append((compile_one(module, [examples[s] for s in in_slots]), in_slots, [slot[n] for n in out_nodes]))
+    result_slots = [slot[r] for r in results]
+    n_slots = len(examples)
+
+    def run(*args: Any) -> tuple[Any, ...]:
+        values: list[Any] = list(args) + [None] * (n_slots - len(args))
+        for fn, in_slots, out_slots in runs:
+            for s, value in zip(out_slots, fn(*[values[s] for s in in_slots])):
+                values[s] = value
+        return tuple(values[s] for s in result_slots)
+    return run
+
+
+def _example(node: torch.fx.Node) -> torch.Tensor | None:
+    """A real tensor like the fake one a node computed, for compiling a part that reads it; the fake itself where
+    its sizes are symbolic (the backend then finds them in the trace's shape environment)."""
+    fake = node.meta.get("example_value")
+    if not isinstance(fake, torch.Tensor) or fake.layout != torch.strided:
+        return None  # (an output no part reads)
+    if any(isinstance(d, torch.SymInt) for d in (*fake.shape, *fake.stride())):
+        return fake
+    return torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device).zero_() \
+        .requires_grad_(fake.requires_grad)

@@ -45,9 +45,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
         return gm
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
-    own = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    return compile_per_autograd_part(own, example_inputs, lambda part, inputs: compile_fx(
-        part, inputs, config_patches=patches, inner_compile=_compile_inner_without_capture))
+    return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compile_fx(
+        torch.fx.GraphModule(part, copy.deepcopy(part.graph)), inputs, config_patches=patches,
+        inner_compile=_compile_inner_without_capture))
 
 
 def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:

@@ -56,6 +56,15 @@ def node_storage(node: torch.fx.Node) -> StorageWeakRef | None:
     return storage_of(node.meta.get("example_value"))
 
 
+def grad_fn_of(value: Any) -> Any:
+    """`value.grad_fn`, or None for what is no tensor, and for a view autograd refuses to give the history of
+    (an output of `unbind` after a write into its base)."""
+    try:
+        return value.grad_fn if isinstance(value, torch.Tensor) else None
+    except RuntimeError:
+        return None
+
+
 def requires_grad(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 

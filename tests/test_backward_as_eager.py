@@ -1,0 +1,157 @@
+"""A training graph's backward runs where, and reads what, eager's would: the program may write in place after
+the graph into what eager's ops did not save or its backward does not reach (backends/autograd_parts.py,
+saved_versions.py). Each test runs a program eagerly and compiled on equal leaves and compares the backward's
+outcome: the same gradients, or the same error."""
+import pytest
+import torch
+
+import framejit
+from framejit.backends import aot_autograd
+from framejit.unused_grads import output_dependencies
+from tests.helpers import CompilerRecorder
+
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def _leaves(*shapes):
+    torch.manual_seed(0)
+    return [torch.randn(*s, requires_grad=True) for s in shapes]
+
+
+def _run(fn, leaves, after, loss):
+    """fn on clones of the leaves, `after(outputs, args)` (the program's code after the graph), then backward
+    through `loss(outputs)`: the leaves' gradients, or the error's type and its first words."""
+    args = [leaf.clone() for leaf in leaves]
+    outputs = fn(*args)
+    after(outputs, args)
+    try:
+        loss(outputs).backward()
+    except RuntimeError as e:
+        return ("raised", str(e).split(":")[0])
+    return [leaf.grad for leaf in leaves]
+
+
+def _assert_as_eager(fn, shapes, after, loss, backend):
+    want = _run(fn, _leaves(*shapes), after, loss)
+    got = _run(framejit.compile(fn, backend=backend), _leaves(*shapes), after, loss)
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert not isinstance(got, tuple), got
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if w is not None:
+            torch.testing.assert_close(g, w)
+
+
+def _an_output_another_output_saves(x, w):
+    y = x * x + x
+    return y, torch.maximum(w, y).sum()  # `maximum` saves y; y's own backward never reaches it
+
+
+def _clamp_first(outputs, args):
+    outputs[0].clamp_(-1, 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writing_an_output_only_another_outputs_backward_saved(backend):
+    _assert_as_eager(_an_output_another_output_saves, [(3, 4), (4,)], _clamp_first, lambda o: o[0].sum(), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writing_an_output_the_backward_then_needs_raises_as_eager(backend):
+    _assert_as_eager(_an_output_another_output_saves, [(3, 4), (4,)], _clamp_first, lambda o: o[1], backend)
+
+
+def _an_input_one_output_reads(h, w):
+    v = w.sin()  # one computation: both outputs read v
+    return h * v, v.relu()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_input_only_an_unreached_output_reads_keeps_its_history_unvisited(backend):
+    # one autograd node for the graph would give h a gradient (None, from the gate) whenever v.relu() gets one,
+    # and autograd then runs h's history: exp's backward, which reads h, written since
+    def run(graph):
+        leaf, w = _leaves((3, 4), (4,))
+        h = leaf.exp()  # eager's exp saves its result, h
+        _, kept = graph(h, w)
+        h.add_(1)  # eager allows it: exp's backward never runs
+        kept.sum().backward()
+        return leaf.grad, w.grad
+
+    want = run(_an_input_one_output_reads)
+    got = run(framejit.compile(_an_input_one_output_reads, backend=backend))
+    assert got[0] is None and want[0] is None
+    torch.testing.assert_close(got[1], want[1])
+
+
+def _recomputable_from_its_input(x):
+    return torch.maximum(x + 2 * x, x + 1.5)  # eager saves the two sums; a min-cut partitioner saves x
+
+
+def _abs_input(outputs, args):
+    args[0].abs_()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writing_an_input_the_partitioner_saved_where_eager_saved_none_of_it(backend):
+    _assert_as_eager(_recomputable_from_its_input, [(3, 4)], _abs_input, lambda o: o.sum(), backend)
+
+
+def _loss_and_logits(x, w):
+    logits = (x @ w).relu()
+    return logits, logits.pow(2).mean()
+
+
+@pytest.mark.parametrize("fn, parts", [(_loss_and_logits, 1), (_an_output_another_output_saves, 2)])
+def test_a_graph_splits_only_where_its_outputs_reach_different_saved_tensors(fn, parts):
+    recorder = CompilerRecorder()
+    x, w = torch.randn(3, 4), torch.randn(4, 4, requires_grad=True)
+    if fn is _an_output_another_output_saves:
+        x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    compiled = framejit.compile(fn, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
+    for got, want in zip(compiled(x, w), fn(x, w)):
+        torch.testing.assert_close(got, want)
+    assert len(recorder.forward) == parts
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batch_norm_training_with_sizes_that_change(backend):
+    # the size change makes the graph's sizes symbolic; the fake batch_norm then moves the version of the running
+    # statistics it saved, which eager's kernel does not: that was taken for a write after the save
+    def run(fn, bn):
+        torch.manual_seed(0)
+        grads = []
+        for n in (3, 4, 5):
+            x = torch.randn(n, 6, requires_grad=True)
+            fn(x).sum().backward()
+            grads.append(x.grad)
+        return grads, bn.running_mean.clone(), [p.grad for p in bn.parameters()]
+
+    torch.manual_seed(1)
+    bn = torch.nn.BatchNorm1d(6)
+    eager_bn = torch.nn.BatchNorm1d(6)
+    eager_bn.load_state_dict(bn.state_dict())
+    want = run(lambda x: eager_bn(x) * 2, eager_bn)
+    got = run(framejit.compile(lambda x: bn(x) * 2, backend=backend), bn)
+    for g, w in zip(got[0] + [got[1]] + got[2], want[0] + [want[1]] + want[2]):
+        torch.testing.assert_close(g, w)
+
+
+def test_a_value_computed_before_a_write_does_not_depend_on_what_the_write_reads():
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def fn(x, n):
+        v = x.sin()
+        m = v * 2  # before the write
+        v.mul_(n.sum())
+        return m, v
+
+    framejit.compile(fn, backend=keep)(torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))
+    deps, _ = output_dependencies(graphs[0].graph)
+    assert deps == [frozenset({0}), frozenset({0, 1})]
