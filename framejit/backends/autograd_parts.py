@@ -21,8 +21,8 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   parameters) stay whole.
 
 Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it in
-one part, in their order. Graphs that switch grad mode off or autocast, or draw random numbers (the order of
-draws), are left whole; so is a graph writing into an input, for the first split.
+one part, in their order. Graphs that run ops with grad mode off or under autocast, or draw random numbers (the
+order of draws), are left whole; so is a graph writing into an input, for the first split.
 """
 from __future__ import annotations
 
@@ -57,21 +57,22 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
     inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    writes_input = False
+    writes_input, grad_on = False, True
     for node in graph.nodes:
         if node.op == "placeholder":
             inputs_memory.add(node_storage(node))
+        elif node.target is torch._C._set_grad_enabled:
+            grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
         elif node.op in ("call_function", "call_method", "call_module"):
-            if (node.target is torch._C._set_grad_enabled and node.args != (True,)) \
-                    or node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
-                return None  # (switching grad on, where it is on, switches nothing)
+            if not grad_on or node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
+                return None
             if writes_into_first_argument(node):
                 first = node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
                 if "out" in node.kwargs or first is None:
                     return None
                 writes_input = writes_input or node_storage(first) in inputs_memory
     differentiable = [i for i, r in enumerate(results) if requires_grad(r.meta.get("example_value"))]
-    if len(differentiable) < 2:
+    if len(differentiable) < 2 or not grad_on:
         return None
     joined = _Joined(_computed(graph))
     reached = _outputs_reached(graph, results, differentiable, joined)

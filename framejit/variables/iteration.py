@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from typing import Any, Callable
 
 import torch
@@ -158,6 +159,8 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
             # sizes that vary (dynamic shapes): torch.sym_max/sym_min keep the result symbolic, with no guard
             op = torch.sym_max if fn is max else torch.sym_min
             return functools.reduce(lambda a, b: tx.output.call_graph_op(tx, "call_function", op, [a, b], {}), items)
+        if keys is items and not kwargs and len(items) > 1 and _single_values_alike(items):
+            return functools.reduce(lambda a, b: _pick(tx, fn, a, b), items)
         if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
             if any(isinstance(k, TensorVariable) for k in keys):
                 unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
@@ -170,6 +173,33 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
         values = [k.as_python_constant() for k in keys]
         return items[fn(range(len(items)), key=values.__getitem__)]
     return trace_call
+
+
+def _single_values_alike(items: list[Variable]) -> bool:
+    """Whether min()/max() of `items` can be a `torch.where` per pair in the graph: tensors of one element, of one
+    shape, dtype and device (eager's result is one of them), and Python numbers a floating tensor (or an integer
+    one, for ints) holds as they are."""
+    tensors = [i.as_fake() for i in items if isinstance(i, TensorVariable)]
+    if not tensors or len(tensors) + sum(i.is_python_constant() for i in items) != len(items):
+        return False
+    first = tensors[0]
+    if any(t.numel() != 1 or t.shape != first.shape or t.dtype != first.dtype or t.device != first.device
+           for t in tensors):
+        return False
+    numbers = [type(i.as_python_constant()) for i in items if not isinstance(i, TensorVariable)]
+    return all(n is float and first.is_floating_point() or n is int and first.dtype != torch.bool
+               for n in numbers)
+
+
+def _pick(tx: Tracer, fn: Callable[..., Any], a: Variable, b: Variable) -> Variable:
+    """Python's choice between a and b, in the graph: `max(a, b)` is b where b > a, else a (the first of equals,
+    whose gradient it gets, as eager's)."""
+    if a.is_python_constant() and b.is_python_constant():
+        x, y = a.as_python_constant(), b.as_python_constant()
+        return b if (y > x if fn is max else y < x) else a
+    call = tx.output.call_graph_op
+    wins = call(tx, "call_function", operator.gt if fn is max else operator.lt, [b, a], {})
+    return call(tx, "call_function", torch.where, [wins, b, a], {})
 
 
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:

@@ -67,6 +67,45 @@ def test_min_max_any_all():
     assert_equal(run_fullgraph(fn, x, [4, 1, 3], ["a", "bcd", "ef"]), fn(x, [4, 1, 3], ["a", "bcd", "ef"]))
 
 
+def _clipped_spread(a, b):
+    c = a + b
+    a, b = a.sum(), b.sum()
+    a = min(max(a, 0), 1)
+    b = max(0.0, min(1, b))
+    return max(a, b) - min(a, b) + c
+
+
+def test_min_max_of_one_element_tensors_and_numbers_stay_in_the_graph():
+    a, b = torch.randn(5), torch.randn(5)
+    assert same(run_fullgraph(_clipped_spread, a, b), _clipped_spread(a, b))
+
+
+@pytest.mark.parametrize("pick", [max, min])
+def test_min_max_of_equal_tensors_gives_the_first_its_gradient_as_eager(pick):
+    def fn(x, y):
+        return pick(x, y) * 3
+
+    def grads(f):
+        x, y = torch.tensor(2.0, requires_grad=True), torch.tensor(2.0, requires_grad=True)
+        f(x, y).backward()
+        return x.grad, y.grad
+
+    # (the graph's `where` gives the other a zero gradient, where eager gives None)
+    (x_grad, y_grad), (want_x, want_y) = grads(framejit.optimize(CompileCounter(), nopython=True)(fn)), grads(fn)
+    assert x_grad == want_x == 3.0 and want_y is None and y_grad == 0.0
+
+
+def test_min_max_of_tensors_of_several_elements_or_mixed_dtypes_breaks_as_data_dependent():
+    def fn(x, y):
+        return max(x, y) + 1
+
+    for x, y in ((torch.ones(1), torch.ones(1, dtype=torch.int64)), (torch.ones(1, dtype=torch.int64), 0.5)):
+        out = framejit.explain(fn)(x, y)
+        assert out.graph_break_count == 1 and "data-dependent" in out.break_reasons[0].reason
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        framejit.compile(fn, backend="eager")(torch.ones(2), torch.zeros(2))
+
+
 def test_format_and_f_strings_of_ints():
     def fn(x, n):
         key = f"layer_{n}"
