@@ -33,7 +33,7 @@ from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
 from framejit.saved_versions import (checking_saved_versions, eager_ops_under_saved_tensor_hooks,
-                                     keeping_partitioner_saves, runs_own_ops)
+                                     holding_saved_tensors, runs_own_ops)
 from framejit.unused_grads import gating_unused_grads
 from framejit.variables.aliased_writes import check_aliased_write, in_place_name
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
@@ -322,7 +322,7 @@ class OutputGraph:
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
                 own_ops = runs_own_ops(graph_fn, gm)
                 if not own_ops:
-                    graph_fn = keeping_partitioner_saves(graph_fn, gm, example_inputs)
+                    graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
                     graph_fn = eager_ops_under_saved_tensor_hooks(graph_fn, gm, example_inputs)
                     graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
                 graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)

@@ -104,12 +104,19 @@ def _loss_and_logits(x, w):
     return logits, logits.pow(2).mean()
 
 
-@pytest.mark.parametrize("fn, parts", [(_loss_and_logits, 1), (_an_output_another_output_saves, 2)])
-def test_a_graph_splits_only_where_its_outputs_reach_different_saved_tensors(fn, parts):
+def _two_heads(x, w):
+    h = (x @ w).relu()
+    return h.sum(1), h.pow(2).mean()
+
+
+@pytest.mark.parametrize("fn, parts, history", [(_loss_and_logits, 1, False), (_two_heads, 1, False),
+                                                (_an_output_another_output_saves, 1, True),
+                                                (_an_input_one_output_reads, 3, True)])
+def test_a_graph_splits_only_where_an_input_with_a_history_feeds_some_outputs(fn, parts, history):
     recorder = CompilerRecorder()
     x, w = torch.randn(3, 4), torch.randn(4, 4, requires_grad=True)
-    if fn is _an_output_another_output_saves:
-        x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    if history:
+        x, w = torch.randn(3, 4, requires_grad=True).exp(), torch.randn(4, requires_grad=True)
     compiled = framejit.compile(fn, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
     for got, want in zip(compiled(x, w), fn(x, w)):
         torch.testing.assert_close(got, want)

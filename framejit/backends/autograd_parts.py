@@ -11,14 +11,13 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   not; a second backward through an output of an unrelated earlier computation raised "backward through the graph
   a second time". Each computation (parts meet through any value computed in the graph; reading the same input
   does not join them) gets its own node. A model's forward is one computation, so this split is rare.
-- **One computation whose outputs need different things.** `y = x * x + x` returned, and
-  `torch.maximum(w, y).sum()` returned too: `maximum` saves `y`, and a write into `y` after the graph (`y.clamp_()`)
-  is harmless to a backward from `y` alone, which never reaches `maximum`. Where eager's ops save a tensor the
-  program can write (sharing storage with a graph input or output: `saved_versions.saved_checks`) on the way from
-  some outputs and not others, or an input with a history of its own feeds only some outputs, the graph splits by
-  the set of outputs each op leads to: a node's backward then runs exactly when eager's would run each of its
-  ops. Graphs whose outputs all reach the same such tensors and inputs (a loss and its logits meet the same
-  parameters) stay whole.
+- **One computation, an input with a history of its own feeding only some outputs.** `h` made by `exp` (which
+  saves `h`) and passed in, `(h * v, v.relu())` returned, `h += 1` after the graph: a backward from `v.relu()`
+  alone never runs `exp`'s backward in eager. One node would give `h` a gradient (None, from the gate) and
+  autograd would run `h`'s history, which raises. Such a graph splits by the set of outputs each op leads to, so
+  that each node's backward runs exactly when eager's would run each of its ops. Module parameters have no
+  history, so a model's graph (a loss and its logits) stays whole. (Outputs reaching different tensors eager's
+  ops saved need no split: `saved_versions.holding_saved_tensors`.)
 
 Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it in
 one part, in their order. Graphs that run ops with grad mode off or under autocast, or draw random numbers (the
@@ -76,7 +75,8 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
         return None
     joined = _Joined(_computed(graph))
     reached = _outputs_reached(graph, results, differentiable, joined)
-    if _needs_exact_nodes(gm, differentiable, reached, example_inputs):
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
         return _parts_by_outputs_reached(graph, joined, reached)
     # (a write into an input joins what reads it before and after; the computations here do not meet there)
     return None if writes_input else _unrelated_computations(graph, results, differentiable)
@@ -111,20 +111,15 @@ def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node],
     return list(members.values())
 
 
-def _needs_exact_nodes(gm: torch.fx.GraphModule, differentiable: list[int], reached: dict[torch.fx.Node, int],
-                       example_inputs: list[Any]) -> bool:
-    """Whether one node for the graph would run a backward eager's ops do not: its outputs reach different
-    tensors eager's ops save, or not all of them depend on an input with a history of its own (autograd runs that
-    history whenever the node runs, if only with no gradient, and it unpacks what its ops saved)."""
+def _needs_exact_nodes(differentiable: list[int], reached: dict[torch.fx.Node, int],
+                       placeholders: list[torch.fx.Node], example_inputs: list[Any]) -> bool:
+    """Whether one node for the graph would run a history eager's ops do not: an input with a history of its own
+    feeds only some of the outputs (autograd runs that history whenever the node runs, if only with no gradient,
+    and its ops unpack what they saved)."""
     everything = (1 << len(differentiable)) - 1
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for p, value in zip(placeholders, example_inputs):
-        if requires_grad(value) and grad_fn_of(value) is not None and \
-                0 < _or(reached.get(u, 0) for u in p.users) != everything:
-            return True
-    from framejit.saved_versions import saved_checks  # (it imports the backends: not at module level)
-    checks = saved_checks(gm)
-    return len({frozenset(checks.get(i, ())) for i in differentiable}) > 1
+    return any(requires_grad(value) and grad_fn_of(value) is not None and
+               0 < _or(reached.get(u, 0) for u in p.users) != everything
+               for p, value in zip(placeholders, example_inputs))
 
 
 def _or(masks: Any) -> int:
