@@ -130,28 +130,21 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
 
 def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                           example_inputs: list[Any]) -> Callable[..., Any]:
-    """`graph_fn`, with what the backend's node saves for backward held by saved-tensor hooks, where eager's ops
-    would let the program write into it after the graph:
-    - a graph input or output the partitioner saved where none of eager's ops saved any of it (it saves `x` and
-      recomputes `y = x + x` in backward, where eager's op saved `y`) is copied before the graph returns (no
-      program code ran since it was saved), so that the backward sees what the forward saw;
-    - one that eager's ops save on the way from some outputs and not others (`maximum(w, y)` saves `y`, itself an
-      output) is unpacked as it is, written or not: `checking_saved_versions` raised before the node's backward
-      if the gradient reached an op that saved it, so the node reads it only for outputs that got no gradient,
-      whose zero gradient multiplies it.
-    The first call finds out whether the node saves either kind; a graph whose node saves neither runs without
-    the hooks from then on. Under them AOTAutograd's own version check is off: the unpack raises for any other
-    saved tensor written since, and `checking_saved_versions` makes eager's checks."""
+    """`graph_fn`, keeping its own copy of a graph input or output that the backend's partitioner saved for
+    backward where none of eager's ops saved any of it (it saves `x` and recomputes `y = x + x` in backward, where
+    eager's op saved `y`): the program may then write into `x` after the graph, as eager allows, and the backward
+    sees what the forward saw. The copy is made before the graph returns (no program code ran since the save).
+
+    The first call finds out, under saved-tensor hooks, whether the graph's node saves any; a graph whose node
+    saves none runs without the hooks from then on. Under them AOTAutograd's own version check is off, and their
+    unpack makes it for every saved tensor not copied. (A tensor eager's ops save on the way from some outputs
+    only, and the program writes, still raises where the backward reaches the node but not those ops: its value
+    as saved is gone, and the node may need it, say to recompute `max`'s indices from an input, for the outputs
+    that do get a gradient.)"""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
-    checks = saved_checks(gm)
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    differentiable = [o for o, n in enumerate(out) if isinstance(n, torch.fx.Node)
-                      and requires_grad(n.meta.get("example_value"))]
-    per_output = [{c for c in checks.get(o, ()) if c[0] != "raise"} for o in differentiable]
-    eager_saved = set().union(*per_output)
-    partly = eager_saved - set.intersection(*per_output) if per_output else set()
-    hooked: list[bool | None] = [True if partly else None]  # None: unknown until the first call in grad mode
+    eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
+    hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
 
     def run(*args: Any) -> Any:
         if hooked[0] is False or not torch.is_grad_enabled():
@@ -159,22 +152,18 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         held: list[list] = []
 
         def pack(tensor: torch.Tensor) -> list:
-            held.append([tensor, tensor._version, False])
+            held.append([tensor, tensor._version])
             return held[-1]
 
         with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
             results = graph_fn(*args)
         values = {("input", i): a for i, a in enumerate(args)} | {("output", o): r for o, r in enumerate(results)}
         copied = {_storage(v) for key, v in values.items() if key not in eager_saved} - {None}
-        checked = {_storage(values[key]) for key in partly if key in values} - {None}
         found = False
         for entry in held:
-            storage = _storage(entry[0])
-            if storage in copied:
+            if _storage(entry[0]) in copied:
                 entry[0] = entry[0].detach().clone()
-                entry[1] = entry[0]._version
-            entry[2] = storage in checked
-            found = found or storage in copied or entry[2]
+                entry[1], found = entry[0]._version, True
         if hooked[0] is None:
             hooked[0] = found
         return results
@@ -182,8 +171,8 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
 
 
 def _unpack_held(entry: list) -> torch.Tensor:
-    tensor, version, checked_per_output = entry
-    if tensor._version != version and not checked_per_output:  # (what the hooks switched off)
+    tensor, version = entry
+    if tensor._version != version:  # (the check the hooks switched off)
         raise RuntimeError(f"one of the variables needed for gradient computation has been {_MODIFIED}: "
                            f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected "
                            f"version {version} instead")

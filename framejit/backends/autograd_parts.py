@@ -17,7 +17,7 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   autograd would run `h`'s history, which raises. Such a graph splits by the set of outputs each op leads to, so
   that each node's backward runs exactly when eager's would run each of its ops. Module parameters have no
   history, so a model's graph (a loss and its logits) stays whole. (Outputs reaching different tensors eager's
-  ops saved need no split: `saved_versions.holding_saved_tensors`.)
+  ops saved do not split the graph: decoders returning their key/value cache would split per layer.)
 
 Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it in
 one part, in their order. Graphs that run ops with grad mode off or under autocast, or draw random numbers (the
