@@ -32,6 +32,7 @@ from framejit.side_effects import SideEffects
 from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
+from framejit.backends.mutation import grad_fn_of
 from framejit.saved_versions import (checking_saved_versions, eager_ops_under_saved_tensor_hooks,
                                      holding_saved_tensors, runs_own_ops)
 from framejit.unused_grads import gating_unused_grads
@@ -244,6 +245,8 @@ class OutputGraph:
     def wrap_result(self, tx: Translator, node: torch.fx.Node, result: Any) -> Variable:
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):
+            # the op's own autograd node: a later in-place op gives the fake another one (saved_versions reads it)
+            node.meta["grad_fn"] = grad_fn_of(result)
             return TensorVariable(node, result)
         if is_symbolic(result):
             return SymbolicVariable(node, result)

@@ -17,6 +17,7 @@ training graph runs its own ops, so that what they see is what eager's ops save.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import torch
@@ -32,24 +33,25 @@ _MODIFIED = "modified by an inplace operation"
 Check = tuple[str, Any]
 
 
-def _saved_tensors(node: Any) -> list[torch.Tensor | BaseException]:
-    """The tensors `node` (a fake autograd node) saved, unpacked; the exception where unpacking fails."""
+def _saved_tensors(node: Any) -> list[tuple[str, torch.Tensor | BaseException]]:
+    """The tensors `node` (a fake autograd node) saved, unpacked, by attribute name; the exception where unpacking
+    fails."""
     names = _SAVED_NAMES.get(type(node))
     if names is None:
         names = _SAVED_NAMES[type(node)] = [a for a in dir(node) if a.startswith("_saved_")] + \
             (["saved_tensors"] if hasattr(node, "saved_tensors") else [])
-    found: list[torch.Tensor | BaseException] = []
+    found: list[tuple[str, torch.Tensor | BaseException]] = []
     for name in names:
         try:
             value = getattr(node, name)
         except RuntimeError as e:
             if _MODIFIED in str(e):
-                found.append(e)
+                found.append((name, e))
             continue
         except Exception:  # noqa: BLE001 - an attribute that is not a saved tensor here
             continue
         values = value if isinstance(value, (tuple, list)) else (value,)
-        found.extend(v for v in values if isinstance(v, torch.Tensor))
+        found.extend((name, v) for v in values if isinstance(v, torch.Tensor))
     return found
 
 
@@ -76,7 +78,7 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
             if storage is not None:
                 owners[storage] = (kind, i)
     stop = {v.grad_fn for v in placeholders if isinstance(v, torch.Tensor) and v.grad_fn is not None}
-    unwritten = _unwritten_after(gm.graph)
+    later_writes = _LaterWrites(gm.graph)
     checks_of_node: dict[Any, list[Check]] = {}
     result: dict[int, list[Check]] = {}
     for o, value in enumerate(outputs):
@@ -91,8 +93,7 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
                 continue
             seen.add(node)
             if node not in checks_of_node:
-                checks_of_node[node] = [c for c in _node_checks(node, owners)
-                                        if c[0] != "raise" or node not in unwritten]
+                checks_of_node[node] = _node_checks(node, owners, later_writes)
             found.update(dict.fromkeys(checks_of_node[node]))
             todo.extend(f for f, _ in node.next_functions)
         if found:
@@ -100,29 +101,48 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     return result
 
 
-def _unwritten_after(graph: torch.fx.Graph) -> set[Any]:
-    """The fake autograd nodes of graph ops whose inputs and result no later op writes in place. What they saved
-    was not written after them: a fake that says otherwise saw the op's own write (batch_norm's running stats,
-    which eager's kernel writes without moving their version, its fake with a `copy_` that does)."""
-    unwritten: set[Any] = set()
-    written_later: set[StorageWeakRef] = set()
-    for node in reversed(graph.nodes):
-        if node.op not in ("call_function", "call_method", "call_module"):
-            continue
-        touched = {node_storage(a) for a in (node, *node.all_input_nodes)}
-        fake = node.meta.get("example_value")
-        if touched.isdisjoint(written_later) and grad_fn_of(fake) is not None:
-            unwritten.add(grad_fn_of(fake))
-        if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
-            written_later.add(node_storage(node.args[0]))
-    return unwritten
+class _LaterWrites:
+    """Which saved tensors of the fake autograd nodes a later op of the graph writes in place. A fake whose
+    unpacking raises may have seen the op's own write, which eager's kernel makes without moving the version
+    (batch_norm's running statistics, under symbolic sizes): its raise stands only where a later op writes the
+    argument the saved attribute is named after (`_saved_running_mean`: `running_mean`), or, where the name says
+    nothing, any memory the op touched."""
+
+    def __init__(self, graph: torch.fx.Graph) -> None:
+        self.node_of: dict[Any, tuple[torch.fx.Node, set[StorageWeakRef]]] = {}
+        written_later: set[StorageWeakRef] = set()
+        for node in reversed(graph.nodes):
+            if node.op not in ("call_function", "call_method", "call_module"):
+                continue
+            grad_fn = node.meta.get("grad_fn", grad_fn_of(node.meta.get("example_value")))
+            if grad_fn is not None and grad_fn not in self.node_of:
+                self.node_of[grad_fn] = (node, set(written_later))
+            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
+                written_later.add(node_storage(node.args[0]))
+
+    def written(self, grad_fn: Any, attribute: str) -> bool:
+        if grad_fn not in self.node_of:
+            return True  # (an inner node of a composite op: its raise stands)
+        node, written_later = self.node_of[grad_fn]
+        argument = _bound_arguments(node).get(attribute.removeprefix("_saved_"))
+        if isinstance(argument, torch.fx.Node):
+            return node_storage(argument) in written_later
+        return not written_later.isdisjoint(node_storage(a) for a in (node, *node.all_input_nodes))
 
 
-def _node_checks(node: Any, owners: dict[StorageWeakRef, Check]) -> list[Check]:
+def _bound_arguments(node: torch.fx.Node) -> dict[str, Any]:
+    try:
+        return dict(inspect.signature(node.target).bind(*node.args, **node.kwargs).arguments)
+    except (TypeError, ValueError):  # a method, a builtin without a signature
+        return {}
+
+
+def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _LaterWrites) -> list[Check]:
     checks: list[Check] = []
-    for saved in _saved_tensors(node):
+    for name, saved in _saved_tensors(node):
         if isinstance(saved, BaseException):
-            checks.append(("raise", str(saved)))
+            if later_writes.written(node, name):
+                checks.append(("raise", str(saved)))
         elif (owner := owners.get(_storage(saved))) is not None:
             checks.append(owner)
     return checks
