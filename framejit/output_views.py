@@ -52,7 +52,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         written_through_view = {_storage(_fake(n.args[0])) for n in gm.graph.nodes
                                 if writes_into_first_argument(n) and isinstance(_fake(n.args[0]), torch.Tensor)
                                 and _fake(n.args[0])._is_view()}
-        shared = [_storage(v) for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]]
+        shared = [s for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]
+                  if (s := _storage(v)) is not None]  # (a size input has none; StorageWeakRef == None raises)
         copied = [i for i, v in enumerate(outputs) if requires_grad(v) and not v._is_view()
                   and _storage(v) in written_through_view and shared.count(_storage(v)) == 1]
     # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view

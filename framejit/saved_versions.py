@@ -114,11 +114,12 @@ class _LaterWrites:
         for node in reversed(graph.nodes):
             if node.op not in ("call_function", "call_method", "call_module"):
                 continue
+            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
+                written_later.add(node_storage(node.args[0]))  # (an in-place op's own write counts: eager's moves
+                # the version of what it saved, `t.mul_(t.detach())`)
             grad_fn = node.meta.get("grad_fn", grad_fn_of(node.meta.get("example_value")))
             if grad_fn is not None and grad_fn not in self.node_of:
                 self.node_of[grad_fn] = (node, set(written_later))
-            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
-                written_later.add(node_storage(node.args[0]))
 
     def written(self, grad_fn: Any, attribute: str) -> bool:
         if grad_fn not in self.node_of:

@@ -59,6 +59,10 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     writes_input, grad_on = False, True
     for node in graph.nodes:
         if node.op == "placeholder":
+            example = node.meta.get("example_value")
+            if not isinstance(example, torch.Tensor) or any(isinstance(d, torch.SymInt) for d in example.shape):
+                return None  # symbolic sizes: left whole (a part compiled on the trace's fakes added guards the
+                # shape environment has no source for)
             inputs_memory.add(node_storage(node))
         elif node.target is torch._C._set_grad_enabled:
             grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
@@ -230,7 +234,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
                 env[value] = sub.node_copy(value)
                 continue
             example = value.meta.get("example_value")
-            if value.op != "placeholder" and (not isinstance(example, torch.Tensor) or example.layout != torch.strided):
+            if not isinstance(example, torch.Tensor) or example.layout != torch.strided:
                 return compile_one(gm, example_inputs)  # (a part reads a value not passed as one: left whole)
             env[value] = sub.placeholder(value.name)
             env[value].meta = dict(value.meta)
@@ -257,12 +261,9 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
 
 
 def _example(node: torch.fx.Node) -> torch.Tensor | None:
-    """A real tensor like the fake one a node computed, for compiling a part that reads it; the fake itself where
-    its sizes are symbolic (the backend then finds them in the trace's shape environment)."""
+    """A real tensor like the fake one a node computed, for compiling a part that reads it."""
     fake = node.meta.get("example_value")
     if not isinstance(fake, torch.Tensor) or fake.layout != torch.strided:
         return None  # (an output no part reads)
-    if any(isinstance(d, torch.SymInt) for d in (*fake.shape, *fake.stride())):
-        return fake
     return torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device).zero_() \
         .requires_grad_(fake.requires_grad)
