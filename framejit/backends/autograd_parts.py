@@ -56,13 +56,12 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
     inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    writes_input, grad_on = False, True
+    writes_input, grad_on, symbolic = False, True, False
     for node in graph.nodes:
         if node.op == "placeholder":
             example = node.meta.get("example_value")
-            if not isinstance(example, torch.Tensor) or any(isinstance(d, torch.SymInt) for d in example.shape):
-                return None  # symbolic sizes: left whole (a part compiled on the trace's fakes added guards the
-                # shape environment has no source for)
+            symbolic = symbolic or not isinstance(example, torch.Tensor) or \
+                any(isinstance(d, torch.SymInt) for d in example.shape)
             inputs_memory.add(node_storage(node))
         elif node.target is torch._C._set_grad_enabled:
             grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
@@ -80,7 +79,9 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     joined = _Joined(_computed(graph))
     reached = _outputs_reached(graph, results, differentiable, joined)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    if _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
+    # (symbolic sizes: no split that passes computed values between parts, whose examples would be the trace's
+    # fakes: compiling on them added guards the shape environment had no source for)
+    if not symbolic and _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
         return _parts_by_outputs_reached(graph, joined, reached)
     # (a write into an input joins what reads it before and after; the computations here do not meet there)
     return None if writes_input else _unrelated_computations(graph, results, differentiable)
@@ -221,7 +222,8 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
     slot = {p: i for i, p in enumerate(placeholders)}
     examples = list(example_inputs)
     owner = {node: i for i, part in enumerate(parts) for node in part}
-    needed = set(results) | {a for n in owner for a in n.all_input_nodes if a in owner and owner[a] != owner[n]}
+    read_later = {a for n in owner for a in n.all_input_nodes if a in owner and owner[a] != owner[n]}
+    needed = set(results) | read_later
     runs = []
     for i, part in enumerate(parts):
         ordered = [n for n in graph.nodes if n in part]
@@ -244,7 +246,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         out_nodes = [n for n in ordered if n in needed]
         for node in out_nodes:
             slot[node] = len(examples)
-            examples.append(_example(node))
+            examples.append(_example(node) if node in read_later else None)
         sub.output(tuple(env[n] for n in out_nodes))
         module = torch.fx.GraphModule(gm, sub)
         runs.append((compile_one(module, [examples[s] for s in in_slots]), in_slots, [slot[n] for n in out_nodes]))
