@@ -236,7 +236,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
                 env[value] = sub.node_copy(value)
                 continue
             example = value.meta.get("example_value")
-            if not isinstance(example, torch.Tensor) or example.layout != torch.strided:
+            if value.op != "placeholder" and (not isinstance(example, torch.Tensor) or example.layout != torch.strided):
                 return compile_one(gm, example_inputs)  # (a part reads a value not passed as one: left whole)
             env[value] = sub.placeholder(value.name)
             env[value].meta = dict(value.meta)
