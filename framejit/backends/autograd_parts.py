@@ -19,9 +19,9 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   history, so a model's graph (a loss and its logits) stays whole. (Outputs reaching different tensors eager's
   ops saved do not split the graph: decoders returning their key/value cache would split per layer.)
 
-Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it in
-one part, in their order. Graphs that run ops with grad mode off or under autocast, or draw random numbers (the
-order of draws), are left whole; so is a graph writing into an input, for the first split.
+Parts without a differentiable output ride with another part. Memory written in place (a computed value, an input,
+a module's buffer) keeps the ops touching it in one part, in their order. Graphs that run ops with grad mode off or
+under autocast, or draw random numbers (the order of draws), are left whole.
 """
 from __future__ import annotations
 
@@ -55,24 +55,20 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     if not isinstance(results, (tuple, list)) or len(results) < 2 or \
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
-    inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    writes_input, grad_on, symbolic = False, True, False
+    grad_on, symbolic = True, False
     for node in graph.nodes:
         if node.op == "placeholder":
             example = node.meta.get("example_value")
             symbolic = symbolic or not isinstance(example, torch.Tensor) or \
                 any(isinstance(d, torch.SymInt) for d in example.shape)
-            inputs_memory.add(node_storage(node))
         elif node.target is torch._C._set_grad_enabled:
             grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
         elif node.op in ("call_function", "call_method", "call_module"):
             if not grad_on or node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
                 return None
-            if writes_into_first_argument(node):
-                first = node.args[0] if isinstance(node.args[0], torch.fx.Node) else None
-                if "out" in node.kwargs or first is None:
-                    return None
-                writes_input = writes_input or node_storage(first) in inputs_memory
+            if writes_into_first_argument(node) and ("out" in node.kwargs or
+                                                     not isinstance(node.args[0], torch.fx.Node)):
+                return None
     differentiable = [i for i, r in enumerate(results) if requires_grad(r.meta.get("example_value"))]
     if len(differentiable) < 2 or not grad_on:
         return None
@@ -83,8 +79,7 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     # fakes: compiling on them added guards the shape environment had no source for)
     if not symbolic and _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
         return _parts_by_outputs_reached(graph, joined, reached)
-    # (a write into an input joins what reads it before and after; the computations here do not meet there)
-    return None if writes_input else _unrelated_computations(graph, results, differentiable)
+    return _unrelated_computations(graph, results, differentiable, joined)
 
 
 def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
@@ -92,8 +87,10 @@ def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output")]
 
 
-def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node],
-                            differentiable: list[int]) -> list[Part] | None:
+def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node], differentiable: list[int],
+                            joined: _Joined) -> list[Part] | None:
+    """Parts that meet through no value computed in the graph, nor through memory one of them writes in place (an
+    input written, a module's buffer: what reads it before and after the write stays with the write)."""
     parent: dict[torch.fx.Node, torch.fx.Node] = {}
 
     def find(n: torch.fx.Node) -> torch.fx.Node:
@@ -107,6 +104,9 @@ def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node],
         for arg in node.all_input_nodes:
             if arg in parent:
                 parent[find(arg)] = find(node)
+    for group in joined.members.values():
+        for node in group[1:]:
+            parent[find(node)] = find(group[0])
     roots = list(dict.fromkeys(find(results[i]) for i in differentiable))
     if len(roots) < 2:
         return None
