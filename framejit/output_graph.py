@@ -33,8 +33,7 @@ from framejit.sources import Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
 from framejit.backends.mutation import grad_fn_of
-from framejit.saved_versions import (checking_saved_versions, eager_ops_under_saved_tensor_hooks,
-                                     holding_saved_tensors, runs_own_ops)
+from framejit.saved_versions import checking_saved_versions, holding_saved_tensors, runs_own_ops
 from framejit.unused_grads import gating_unused_grads
 from framejit.variables.aliased_writes import check_aliased_write, in_place_name
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
@@ -326,7 +325,6 @@ class OutputGraph:
                 own_ops = runs_own_ops(graph_fn, gm)
                 if not own_ops:
                     graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
-                    graph_fn = eager_ops_under_saved_tensor_hooks(graph_fn, gm, example_inputs)
                     graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
                 graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
                 if not own_ops:

@@ -109,26 +109,26 @@ class _LaterWrites:
     nothing, any memory the op touched."""
 
     def __init__(self, graph: torch.fx.Graph) -> None:
-        self.node_of: dict[Any, tuple[torch.fx.Node, set[StorageWeakRef]]] = {}
-        written_later: set[StorageWeakRef] = set()
-        for node in reversed(graph.nodes):
+        self.node_of: dict[Any, tuple[torch.fx.Node, int]] = {}  # fake autograd node -> graph node, its position
+        self.last_write: dict[StorageWeakRef | None, int] = {}  # memory -> position of the last op writing it
+        for position, node in enumerate(graph.nodes):
             if node.op not in ("call_function", "call_method", "call_module"):
                 continue
             if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
-                written_later.add(node_storage(node.args[0]))  # (an in-place op's own write counts: eager's moves
-                # the version of what it saved, `t.mul_(t.detach())`)
-            grad_fn = node.meta.get("grad_fn", grad_fn_of(node.meta.get("example_value")))
-            if grad_fn is not None and grad_fn not in self.node_of:
-                self.node_of[grad_fn] = (node, set(written_later))
+                self.last_write[node_storage(node.args[0])] = position
+            grad_fn = node.meta["grad_fn"] if "grad_fn" in node.meta else grad_fn_of(node.meta.get("example_value"))
+            if grad_fn is not None:
+                self.node_of.setdefault(grad_fn, (node, position))
 
     def written(self, grad_fn: Any, attribute: str) -> bool:
         if grad_fn not in self.node_of:
             return True  # (an inner node of a composite op: its raise stands)
-        node, written_later = self.node_of[grad_fn]
+        node, position = self.node_of[grad_fn]
         argument = _bound_arguments(node).get(attribute.removeprefix("_saved_"))
-        if isinstance(argument, torch.fx.Node):
-            return node_storage(argument) in written_later
-        return not written_later.isdisjoint(node_storage(a) for a in (node, *node.all_input_nodes))
+        touched = [argument] if isinstance(argument, torch.fx.Node) else [node, *node.all_input_nodes]
+        # (at the op's own position too: an in-place op's own write moves the version of what it saved, in eager,
+        # `t.mul_(t.detach())`)
+        return any(self.last_write.get(node_storage(n), -1) >= position for n in touched)
 
 
 def _bound_arguments(node: torch.fx.Node) -> dict[str, Any]:
@@ -151,24 +151,33 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _
 
 def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                           example_inputs: list[Any]) -> Callable[..., Any]:
-    """`graph_fn`, keeping its own copy of a graph input or output that the backend's partitioner saved for
-    backward where none of eager's ops saved any of it (it saves `x` and recomputes `y = x + x` in backward, where
-    eager's op saved `y`): the program may then write into `x` after the graph, as eager allows, and the backward
-    sees what the forward saw. The copy is made before the graph returns (no program code ran since the save).
+    """`graph_fn` (a training graph's node) made to save what eager's ops would let the program write after it.
 
-    The first call finds out, under saved-tensor hooks, whether the graph's node saves any; a graph whose node
-    saves none runs without the hooks from then on. Under them AOTAutograd's own version check is off, and their
-    unpack makes it for every saved tensor not copied. (A tensor eager's ops save on the way from some outputs
-    only, and the program writes, still raises where the backward reaches the node but not those ops: its value
-    as saved is gone, and the node may need it, say to recompute `max`'s indices from an input, for the outputs
-    that do get a gradient.)"""
+    - While the program's own saved-tensor hooks are on with grad enabled, the graph's own ops run: the hooks see
+      each tensor autograd saves, and a compiled graph saves other tensors than eager's ops; non-reentrant
+      activation checkpointing recomputes the forward in backward (as eager ops, or through this same entry)
+      and refuses tensors that differ from what the forward saved.
+    - A graph input or output the backend's partitioner saved where none of eager's ops saved any of it (it saves
+      `x` and recomputes `y = x + x` in backward, where eager's op saved `y`) is copied before the graph returns
+      (no program code ran since the save): the program may write into `x` after the graph, as eager allows.
+      The first call finds out, under saved-tensor hooks of our own, whether the node saves any; a graph whose
+      node saves none runs without them from then on. Under them AOTAutograd's own version check is off, and
+      their unpack makes it for every saved tensor not copied. (A tensor eager's ops save on the way from some
+      outputs only, and the program writes, still raises where the backward reaches the node but not those
+      ops: its value as saved is gone, and the node may need it, say to recompute `max`'s indices from an input,
+      for the outputs that do get a gradient.)"""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
     eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
+    top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
     hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
 
     def run(*args: Any) -> Any:
-        if hooked[0] is False or not torch.is_grad_enabled():
+        if not torch.is_grad_enabled():
+            return graph_fn(*args)
+        if top_hooks(True) is not None:
+            return gm(*args)
+        if hooked[0] is False:
             return graph_fn(*args)
         held: list[list] = []
 
@@ -203,23 +212,6 @@ def _unpack_held(entry: list) -> torch.Tensor:
 def runs_own_ops(compiled: Callable[..., Any], gm: torch.fx.GraphModule) -> bool:
     """Whether a backend's `compiled` is the graph's own forward (its ops' autograd nodes make eager's checks)."""
     return compiled is gm or getattr(compiled, "__self__", None) is gm
-
-
-def eager_ops_under_saved_tensor_hooks(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                                       example_inputs: list[Any]) -> Callable[..., Any]:
-    """`graph_fn`, except while saved-tensor hooks are on with grad enabled: then the graph's own ops run. The hooks
-    see each tensor autograd saves, and a compiled graph saves other tensors than eager's ops; non-reentrant
-    activation checkpointing recomputes the forward in backward (as eager ops, or through this same entry) and
-    refuses tensors that differ from what the forward saved."""
-    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
-        return graph_fn
-    top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
-
-    def run(*args: Any) -> Any:
-        if top_hooks(True) is not None and torch.is_grad_enabled():
-            return gm(*args)
-        return graph_fn(*args)
-    return run
 
 
 def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import grad_fn_of, node_storage, op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import batch_norm_stats_written, grad_fn_of, node_storage, op_name, requires_grad, writes_into_first_argument
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -55,12 +55,14 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     if not isinstance(results, (tuple, list)) or len(results) < 2 or \
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
-    grad_on, symbolic = True, False
+    inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
+    grad_on, symbolic, writes_input = True, False, False
     for node in graph.nodes:
         if node.op == "placeholder":
             example = node.meta.get("example_value")
             symbolic = symbolic or not isinstance(example, torch.Tensor) or \
                 any(isinstance(d, torch.SymInt) for d in example.shape)
+            inputs_memory.add(node_storage(node))
         elif node.target is torch._C._set_grad_enabled:
             grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
         elif node.op in ("call_function", "call_method", "call_module"):
@@ -69,17 +71,22 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             if writes_into_first_argument(node) and ("out" in node.kwargs or
                                                      not isinstance(node.args[0], torch.fx.Node)):
                 return None
+            written = [node.args[0]] if writes_into_first_argument(node) else batch_norm_stats_written(node)
+            writes_input = writes_input or any(node_storage(w) in inputs_memory for w in written)
     differentiable = [i for i, r in enumerate(results) if requires_grad(r.meta.get("example_value"))]
     if len(differentiable) < 2 or not grad_on:
         return None
-    joined = _Joined(_computed(graph))
-    reached = _outputs_reached(graph, results, differentiable, joined)
+    nodes = _computed(graph)
+    joined = _Joined(nodes)
+    reached = _outputs_reached(nodes, results, differentiable, joined)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     # (symbolic sizes: no split that passes computed values between parts, whose examples would be the trace's
     # fakes: compiling on them added guards the shape environment had no source for)
     if not symbolic and _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
-        return _parts_by_outputs_reached(graph, joined, reached)
-    return _unrelated_computations(graph, results, differentiable, joined)
+        return _parts_by_outputs_reached(nodes, reached)
+    # (a graph writing into an input, a module's buffer, stays whole here: splitting one that runs two BatchNorms
+    # on shared statistics made backward raise, fuzz 4310)
+    return None if writes_input else _unrelated_computations(nodes, results, differentiable, joined)
 
 
 def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
@@ -87,7 +94,7 @@ def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output")]
 
 
-def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node], differentiable: list[int],
+def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
                             joined: _Joined) -> list[Part] | None:
     """Parts that meet through no value computed in the graph, nor through memory one of them writes in place (an
     input written, a module's buffer: what reads it before and after the write stays with the write)."""
@@ -99,7 +106,7 @@ def _unrelated_computations(graph: torch.fx.Graph, results: list[torch.fx.Node],
             n = parent[n]
         return n
 
-    for node in _computed(graph):
+    for node in nodes:
         parent[node] = node
         for arg in node.all_input_nodes:
             if arg in parent:
@@ -134,20 +141,22 @@ def _or(masks: Any) -> int:
     return result
 
 
-def _outputs_reached(graph: torch.fx.Graph, results: list[torch.fx.Node], differentiable: list[int],
+def _outputs_reached(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
                      joined: _Joined) -> dict[torch.fx.Node, int]:
     """For each computed node, the differentiable outputs it leads to (a bit mask), through what uses its value
-    and through the nodes joined to it (what reads memory a write changes)."""
-    reached: dict[torch.fx.Node, int] = {}
+    and through the nodes joined to it (what reads memory a write changes: a group shares one mask)."""
+    own: dict[torch.fx.Node, int] = {}
     for bit, position in enumerate(differentiable):
-        reached[results[position]] = reached.get(results[position], 0) | 1 << bit
-    own = dict(reached)
-    nodes = _computed(graph)
+        own[results[position]] = own.get(results[position], 0) | 1 << bit
+    reached: dict[torch.fx.Node, int] = {}
+    group: dict[torch.fx.Node, int] = {}  # a joined group's root -> what its members lead to so far
     changed = True
-    while changed:
+    while changed:  # (again only where a group's mask grew after some of its members were visited)
         changed = False
         for node in reversed(nodes):
-            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in node.users) | joined.mask(node, reached)
+            root = joined.find(node)
+            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in node.users) | group.get(root, 0)
+            group[root] = group.get(root, 0) | mask
             if mask != reached.get(node):
                 reached[node], changed = mask, True
     return reached
@@ -183,15 +192,9 @@ class _Joined:
     def union(self, a: torch.fx.Node, b: torch.fx.Node) -> None:
         self.parent[self.find(a)] = self.find(b)
 
-    def mask(self, node: torch.fx.Node, reached: dict[torch.fx.Node, int]) -> int:
-        group = self.members.get(self.find(node), ())
-        return _or(reached.get(m, 0) for m in group) if len(group) > 1 else 0
 
-
-def _parts_by_outputs_reached(graph: torch.fx.Graph, joined: _Joined,
-                              reached: dict[torch.fx.Node, int]) -> list[Part] | None:
+def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int]) -> list[Part] | None:
     """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow allows."""
-    nodes = _computed(graph)
     groups: dict[int, Part] = {}
     for node in nodes:
         groups.setdefault(reached[node], set()).add(node)

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit._C import _hook
+from framejit.backends.mutation import batch_norm_stats_written
 from framejit.backends.registry import is_builtin
 from framejit.exc import BackendOutputError
 
@@ -95,14 +96,8 @@ def written_inputs(gm: torch.fx.GraphModule, clones: Sequence[Any], versions: Se
     written = {placeholders[i].name for i, (x, v) in enumerate(zip(clones, versions))
                if isinstance(x, torch.Tensor) and x._version != v and i < len(placeholders)}
     for node in gm.graph.nodes:
-        stats = _batch_norm_stats.get(node.target) if node.op == "call_function" else None
-        if stats is not None and len(node.args) > 5 and node.args[5] is True:
-            written |= {a.name for a in node.args[stats] if isinstance(a, torch.fx.Node) and a.op == "placeholder"}
+        written |= {a.name for a in batch_norm_stats_written(node) if a.op == "placeholder"}
     return sorted(written)
-
-
-# Where each batch_norm signature takes (running_mean, running_var); argument 5 is `training` in both.
-_batch_norm_stats: dict[Any, slice] = {torch.nn.functional.batch_norm: slice(1, 3), torch.batch_norm: slice(3, 5)}
 
 
 def returns_tuple(gm: torch.fx.GraphModule) -> bool:

@@ -39,6 +39,19 @@ def writes_into_first_argument(node: torch.fx.Node) -> bool:
         writes_first_argument(node.target, op_name(node), node.kwargs)
 
 
+# where each batch_norm signature takes (running_mean, running_var); argument 5 is `training` in both
+_BATCH_NORM_STATS: dict[Any, slice] = {torch.nn.functional.batch_norm: slice(1, 3), torch.batch_norm: slice(3, 5)}
+
+
+def batch_norm_stats_written(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The running statistics a batch_norm in train mode writes in place (its kernel does not move their version
+    counters, and writes_into_first_argument does not see them)."""
+    stats = _BATCH_NORM_STATS.get(node.target) if node.op == "call_function" else None
+    if stats is None or len(node.args) <= 5 or node.args[5] is not True:
+        return []
+    return [a for a in node.args[stats] if isinstance(a, torch.fx.Node)]
+
+
 def is_view(node: torch.fx.Node) -> bool:
     return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
