@@ -332,8 +332,8 @@ class OutputGraph:
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             written = inputs_written(self.graph)
-            if written:
-                graph_fn = checking_writes(graph_fn, written)
+            if written and written[0]:
+                graph_fn = checking_writes(graph_fn, *written)
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             start = len(cg.instructions)
             cg.emit("PUSH_NULL")

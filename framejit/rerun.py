@@ -25,7 +25,7 @@ from bytecode import Label, TryBegin, TryEnd
 
 from framejit import logs
 from framejit._C import _hook
-from framejit.backends.mutation import op_name, writes_into_first_argument
+from framejit.backends.mutation import batch_norm_stats_written, op_name, writes_into_first_argument
 from framejit.codegen import PyCodegen
 from framejit.codeobj import arg_slot_names
 from framejit.exc import FramejitError
@@ -51,21 +51,26 @@ def _example(value: Any) -> list[torch.Tensor]:
     return [value] if isinstance(value, torch.Tensor) else []
 
 
-def inputs_written(graph: torch.fx.Graph) -> list[int] | None:
+def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | None:
     """The positions of the graph inputs it writes into in place (the fake tensors of the trace share storage as
-    the real ones will), or None if the graph draws random numbers (a second run would draw others)."""
+    the real ones will), and those of them whose version counter the write does not move (a batch_norm's running
+    statistics); None if the graph draws random numbers (a second run would draw others)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     written: set[int] = set()
+    unversioned: set[int] = set()
+
+    def note(targets: list[Any], into: set[int]) -> None:
+        for t in (t for target in targets for t in _example(target)):
+            into.update(i for i, p in enumerate(placeholders) if any(torch._C._is_alias_of(t, e) for e in _example(p)))
+
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
         if RANDOM_OP.fullmatch(op_name(node)):
             return None
-        for target in _written(node):
-            for t in _example(target):
-                written.update(i for i, p in enumerate(placeholders)
-                               if any(torch._C._is_alias_of(t, e) for e in _example(p)))
-    return sorted(written)
+        note(_written(node), written)
+        note(batch_norm_stats_written(node), unversioned)
+    return sorted(written | unversioned), frozenset(unversioned)
 
 
 # inputs the graph writes into that are copied before each call (so that a failed call can be undone) when this
@@ -73,33 +78,47 @@ def inputs_written(graph: torch.fx.Graph) -> list[int] | None:
 _SNAPSHOT_NUMEL = 16384
 
 
-def checking_writes(graph_fn: Callable[..., Any], positions: list[int]) -> Callable[..., Any]:
+def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
+                    unversioned: frozenset[int]) -> Callable[..., Any]:
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
-    autograd are copied before the call (one `_foreach_copy_` into buffers kept per thread) and put back; if
-    another was written before the exception (its version counter moved), the exception is marked: running the
-    frame again would write twice, so it is not rerun."""
+    autograd (buffers; parameters under no_grad) are copied before the call (one `_foreach_copy_` into buffers
+    kept per thread) and put back; small inputs autograd tracks (written by a graph that runs as eager torch
+    ops) are cloned, history included, and
+    put back by a `copy_` autograd records, so that their gradient flows to the clone's history, which is the
+    input's before the call. If another was written before the exception (its version counter moved, or it is
+    one of the `unversioned` positions, whose writes do not move it), the exception is marked: running the frame
+    again would write twice, so it is not rerun."""
     kept = threading.local()
 
     def run(*args: Any) -> Any:
         inputs = [args[i] for i in positions]
-        versions = [t._version for t in inputs]
-        small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not t.requires_grad]
+        versions = [-1 if i in unversioned else t._version for i, t in zip(positions, inputs)]
+        # without grad mode a write records no history: the values are all there is to put back
+        grad_mode = torch.is_grad_enabled()
+        small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not (grad_mode and t.requires_grad)]
         if small:
-            try:  # dtypes and devices are guarded: only a dynamic size, or a first call on this thread, misfits
-                torch._foreach_copy_(kept.buffers, small)
-            except (AttributeError, RuntimeError):
-                kept.buffers = [t.clone() for t in small]
+            with torch.no_grad():
+                try:  # dtypes and devices are guarded: only a dynamic size, or a first call on this thread, misfits
+                    torch._foreach_copy_(kept.buffers, small)
+                except (AttributeError, RuntimeError):
+                    kept.buffers = [t.clone() for t in small]
+        tracked = [(t, t.clone()) for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and grad_mode and t.requires_grad]
         try:
             return graph_fn(*args)
         except Exception as e:
             copies = {id(t): b for t, b in zip(small, kept.buffers)} if small else {}
+            clones = {id(t): c for t, c in tracked}
             changed = [t for t, v in zip(inputs, versions) if t._version != v]
-            if any(id(t) not in copies for t in changed):
+            if any(id(t) not in copies and id(t) not in clones for t in changed):
                 e._framejit_wrote_inputs = True
             else:
-                with torch.no_grad():
-                    for t in changed:
-                        t.copy_(copies[id(t)])
+                for t in changed:
+                    if id(t) in copies:
+                        with torch.no_grad():
+                            t.copy_(copies[id(t)])
+                    else:  # a leaf (a parameter written under no_grad inside the graph) has no history
+                        with torch.set_grad_enabled(t.grad_fn is not None):
+                            t.copy_(clones[id(t)])
             raise
     return run
 

@@ -206,6 +206,57 @@ def test_small_inputs_a_graph_wrote_before_it_raised_are_put_back_and_the_frame_
     torch.testing.assert_close(model.norm.running_mean, eager_model.norm.running_mean)
 
 
+class NormThenIndex(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.calls = 0
+
+    def forward(self, a, idx):
+        self.calls += 1
+        return self.norm(a)[idx]  # the statistics are updated (their version counters stay), then idx fails
+
+
+def test_running_statistics_a_graph_updated_before_it_raised_are_put_back_and_the_frame_runs_again():
+    model, eager_model = NormThenIndex(), NormThenIndex()
+    compiled = framejit.compile(model, backend="eager")
+    x = torch.randn(3, 4)
+    for m in (compiled, eager_model):
+        m(x, torch.tensor([0]))
+        with pytest.raises(IndexError):
+            m(x, torch.tensor([7]))
+    assert model.calls == eager_model.calls == 2
+    torch.testing.assert_close(model.norm.running_mean, eager_model.norm.running_mean)  # updated twice, as eager
+    torch.testing.assert_close(model.norm.running_var, eager_model.norm.running_var)
+
+
+class WritesInputThenFails(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(4)
+        self.calls = 0
+
+    def forward(self, a):
+        a[:, 0] = a[:, 1] * 3  # a has a history: under aot_eager this graph runs as eager torch ops
+        self.calls += 1
+        return self.norm(a * 2)  # float64 input, float32 weights: only the real kernel refuses
+
+
+def test_an_input_with_history_a_training_graph_wrote_before_it_raised_is_put_back_and_the_frame_runs_again():
+    model, eager_model = WritesInputThenFails(), WritesInputThenFails()
+    compiled = framejit.compile(model, backend="aot_eager")
+    grads = []
+    for m in (compiled, eager_model):
+        leaf = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+        x = leaf.clone()
+        with pytest.raises(RuntimeError, match="dtype"):
+            m(x)
+        x.sum().backward()  # through the write that was done before the failing op
+        grads.append(leaf.grad)
+    assert model.calls == eager_model.calls == 1
+    torch.testing.assert_close(grads[0], grads[1])
+
+
 def _draws(x, idx):
     y = torch.nn.functional.dropout(x, 0.5, training=True)
     return y[idx]
