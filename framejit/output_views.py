@@ -8,8 +8,9 @@ refuses an in-place write the program makes later:
   either, is made again from that base, in grad mode, as eager's view was.
 - A training graph that writes into an output through a view of it (`t = x + x; t.view(-1).add_(1)`) may return
   that output as a view made inside its autograd Function, and such a view may not be written in place. Where
-  eager's output is no view and shares its memory with no other input or output, a view that comes back is
-  copied (the copy is differentiable; nothing else sees its memory).
+  eager's output is no view and shares its memory with no input, and only with outputs that are views of it, a
+  view that comes back is copied (the copy is differentiable; nothing else sees its memory) and those outputs
+  are made again as views of the copy.
 - A view eager refuses to write in place (a row from `unbind` or `for row in t`, one of several views one op
   made; a view made under no_grad that requires grad) comes back made again by AOTAutograd without that mark,
   or as no view at all: the write went through where eager raises. The mark (autograd's creation meta, read
@@ -47,15 +48,20 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     outputs = [_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
     # views without gradient: AOTAutograd made them under no_grad (an inference graph) or inside its Function
     remade = [i for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view() and not v.requires_grad]
-    copied: list[int] = []
+    copied: list[tuple[int, list[int]]] = []  # (output, the outputs that are views of it)
     if any(requires_grad(v) for v in example_inputs):
         written_through_view = {_storage(_fake(n.args[0])) for n in gm.graph.nodes
                                 if writes_into_first_argument(n) and isinstance(_fake(n.args[0]), torch.Tensor)
                                 and _fake(n.args[0])._is_view()}
         shared = [s for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]
                   if (s := _storage(v)) is not None]  # (a size input has none; StorageWeakRef == None raises)
-        copied = [i for i, v in enumerate(outputs) if requires_grad(v) and not v._is_view()
-                  and _storage(v) in written_through_view and shared.count(_storage(v)) == 1]
+        for i, v in enumerate(outputs):
+            if requires_grad(v) and not v._is_view() and _storage(v) in written_through_view:
+                # no input shares its memory, and the outputs that do are views of it (`t[..., 0]`): they are
+                # made again from the copy
+                views = [j for j, w in enumerate(outputs) if j != i and _storage(w) == _storage(v)]
+                if all(outputs[j]._is_view() for j in views) and len(views) + 1 == shared.count(_storage(v)):
+                    copied.append((i, views))
     # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view
     # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
     strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
@@ -65,7 +71,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
 
     def run_with_eager_views(*args: Any) -> Any:
         results = list(graph_fn(*args))
-        if not all(isinstance(results[i], torch.Tensor) for i in (*remade, *copied, *(i for i, _ in strict))):
+        if not all(isinstance(results[i], torch.Tensor)
+                   for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))):
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         for i, meta in strict:
             view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
@@ -79,8 +86,16 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             view = results[i]
             if view._is_view() and not view._base.requires_grad:
                 results[i] = view._base.as_strided(view.size(), view.stride(), view.storage_offset())
-        for i in copied:
-            if results[i]._is_view():
-                results[i] = results[i].clone()
+        for i, views in copied:
+            base = results[i]
+            if base._is_view():
+                results[i] = copy = base.clone()
+                if views and copy.stride() != base.stride():
+                    results[i] = base  # (a clone keeps the strides of a dense tensor; others stay as they came)
+                    continue
+                for j in views:
+                    view = results[j]
+                    results[j] = copy.as_strided(view.size(), view.stride(),
+                                                 view.storage_offset() - base.storage_offset())
         return results
     return run_with_eager_views

@@ -190,12 +190,22 @@ def output_written_through_its_view(y):
     return t
 
 
+def output_and_its_view_written_after_a_break(y):
+    t = torch.max(y, dim=0).values
+    t.view(-1).add_(1)
+    first = t[..., 0]  # an output that views the other
+    print("", end="")
+    t.mul_(2)  # eager's t is no view
+    first.add_(y.sum())
+    return t + first.sum()
+
+
 G8 = torch.randn(8)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [inference_view_written_with_grad, output_written_through_its_view],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [inference_view_written_with_grad, output_written_through_its_view,
+                                output_and_its_view_written_after_a_break], ids=lambda f: f.__name__)
 def test_outputs_returned_as_views_take_in_place_writes_as_eager(fn, backend):
     assert differential(fn, _leaf(3, 8), backend) is None
 
