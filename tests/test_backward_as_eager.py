@@ -71,21 +71,25 @@ def _an_input_one_output_reads(h, w):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_an_input_only_an_unreached_output_reads_keeps_its_history_unvisited(backend):
+@pytest.mark.parametrize("dynamic", [False, None], ids=["static", "sizes_that_change"])
+def test_an_input_only_an_unreached_output_reads_keeps_its_history_unvisited(backend, dynamic):
     # one autograd node for the graph would give h a gradient (None, from the gate) whenever v.relu() gets one,
-    # and autograd then runs h's history: exp's backward, which reads h, written since
-    def run(graph):
-        leaf, w = _leaves((3, 4), (4,))
+    # and autograd then runs h's history: exp's backward, which reads h, written since. At the second size the
+    # graph has a symbolic size, and the value passed between its parts (v) a symbolic shape.
+    def run(graph, n):
+        leaf, w = _leaves((n, 4), (n, 4))
         h = leaf.exp()  # eager's exp saves its result, h
         _, kept = graph(h, w)
         h.add_(1)  # eager allows it: exp's backward never runs
         kept.sum().backward()
         return leaf.grad, w.grad
 
-    want = run(_an_input_one_output_reads)
-    got = run(framejit.compile(_an_input_one_output_reads, backend=backend))
-    assert got[0] is None and want[0] is None
-    torch.testing.assert_close(got[1], want[1])
+    compiled = framejit.compile(_an_input_one_output_reads, backend=backend, dynamic=dynamic)
+    for n in (3, 5, 6):
+        want = run(_an_input_one_output_reads, n)
+        got = run(compiled, n)
+        assert got[0] is None and want[0] is None
+        torch.testing.assert_close(got[1], want[1])
 
 
 def _recomputable_from_its_input(x):

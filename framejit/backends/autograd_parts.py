@@ -56,12 +56,9 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
     inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    grad_on, symbolic, writes_input = True, False, False
+    grad_on, writes_input = True, False
     for node in graph.nodes:
         if node.op == "placeholder":
-            example = node.meta.get("example_value")
-            symbolic = symbolic or not isinstance(example, torch.Tensor) or \
-                any(isinstance(d, torch.SymInt) for d in example.shape)
             inputs_memory.add(node_storage(node))
         elif node.target is torch._C._set_grad_enabled:
             grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
@@ -80,9 +77,7 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     joined = _Joined(nodes)
     reached = _outputs_reached(nodes, results, differentiable, joined)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    # (symbolic sizes: no split that passes computed values between parts, whose examples would be the trace's
-    # fakes: compiling on them added guards the shape environment had no source for)
-    if not symbolic and _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
+    if _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
         return _parts_by_outputs_reached(nodes, reached)
     # (a graph writing into an input, a module's buffer, stays whole here: splitting one that runs two BatchNorms
     # on shared statistics made backward raise, fuzz 4310)
@@ -238,8 +233,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
             if value.op == "get_attr":
                 env[value] = sub.node_copy(value)
                 continue
-            example = value.meta.get("example_value")
-            if value.op != "placeholder" and (not isinstance(example, torch.Tensor) or example.layout != torch.strided):
+            if value.op != "placeholder" and _example(value) is None:
                 return compile_one(gm, example_inputs)  # (a part reads a value not passed as one: left whole)
             env[value] = sub.placeholder(value.name)
             env[value].meta = dict(value.meta)
@@ -266,9 +260,17 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
 
 
 def _example(node: torch.fx.Node) -> torch.Tensor | None:
-    """A real tensor like the fake one a node computed, for compiling a part that reads it."""
+    """A tensor like the one a node computes, for compiling a part that reads it: the trace's fake where the
+    backend compiles in the trace's fake mode (a graph with symbolic sizes: the mode takes its own fakes as they
+    are, their sizes in the graph inputs' symbols, where it would give a real tensor symbols of its own, which no
+    guard source names); else a real tensor like it. None where neither can stand in for it."""
     fake = node.meta.get("example_value")
     if not isinstance(fake, torch.Tensor) or fake.layout != torch.strided:
-        return None  # (an output no part reads)
+        return None
+    context = torch._guards.TracingContext.try_get()
+    if context is not None:
+        return fake if getattr(fake, "fake_mode", None) is context.fake_mode else None
+    if any(isinstance(d, torch.SymInt) for d in (*fake.shape, *fake.stride())):
+        return None
     return torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device).zero_() \
         .requires_grad_(fake.requires_grad)
