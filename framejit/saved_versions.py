@@ -149,6 +149,11 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _
     return checks
 
 
+# the most elements of a tensor eager's ops save on some outputs' paths only that is copied (64 KiB of float32): a
+# decoder's key/value cache is one such tensor per layer, which a training step should not copy
+_SMALL = 16384
+
+
 def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                           example_inputs: list[Any]) -> Callable[..., Any]:
     """`graph_fn` (a training graph's node) made to save what eager's ops would let the program write after it.
@@ -162,13 +167,17 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
       (no program code ran since the save): the program may write into `x` after the graph, as eager allows.
       The first call finds out, under saved-tensor hooks of our own, whether the node saves any; a graph whose
       node saves none runs without them from then on. Under them AOTAutograd's own version check is off, and
-      their unpack makes it for every saved tensor not copied. (A tensor eager's ops save on the way from some
-      outputs only, and the program writes, still raises where the backward reaches the node but not those
-      ops: its value as saved is gone, and the node may need it, say to recompute `max`'s indices from an input,
-      for the outputs that do get a gradient.)"""
+      their unpack makes it for every saved tensor not copied.
+    - A graph input or output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)`
+      returned: logsumexp saves `t`) is copied too, if small: the program may write into `t` after the graph and
+      backward from `t` alone, which never runs logsumexp's backward in eager, while the node unpacks all it
+      saved. Letting the node read the written tensor instead would be wrong: it may need the value, say to
+      recompute `max`'s indices from an input, for the outputs that do get a gradient. A large one (a decoder's
+      key/value cache) is not copied, at the cost of the raise torch.compile makes too in that case."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
-    eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
+    every_path = _saved_on_every_path(gm)
+    some_paths = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"} - every_path
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
     hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
 
@@ -188,7 +197,8 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
             results = graph_fn(*args)
         values = {("input", i): a for i, a in enumerate(args)} | {("output", o): r for o, r in enumerate(results)}
-        copied = {_storage(v) for key, v in values.items() if key not in eager_saved} - {None}
+        copied = {_storage(v) for key, v in values.items() if key not in every_path and
+                  (key not in some_paths or v.numel() <= _SMALL)} - {None}
         found = False
         for entry in held:
             if _storage(entry[0]) in copied:
@@ -198,6 +208,16 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             hooked[0] = found
         return results
     return run
+
+
+def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:
+    """The graph inputs and outputs whose memory eager's ops save on the way from every differentiable output: a
+    backward that reaches the graph's node reaches one of those ops too, so eager's check is the node's."""
+    checks = saved_checks(gm)
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    paths = [set(checks.get(o, ())) for o, n in enumerate(out)
+             if isinstance(n, torch.fx.Node) and requires_grad(n.meta.get("example_value"))]
+    return {c for c in set.intersection(*paths) if c[0] != "raise"} if paths else set()
 
 
 def _unpack_held(entry: list) -> torch.Tensor:

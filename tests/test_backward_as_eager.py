@@ -65,6 +65,18 @@ def test_writing_an_output_the_backward_then_needs_raises_as_eager(backend):
     _assert_as_eager(_an_output_another_output_saves, [(3, 4), (4,)], _clamp_first, lambda o: o[1], backend)
 
 
+def _an_output_and_what_saves_it(x):
+    t = x * 2 + 1
+    return t, t.logsumexp(0)  # logsumexp saves t (and so does the graph's node); t's own backward never reads it
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("loss", [0, 1], ids=["from_the_output", "through_what_saved_it"])
+def test_writing_an_output_that_an_op_on_another_outputs_path_saved(backend, loss):
+    # eager: a backward from t alone is fine, one through logsumexp raises; the node unpacks t either way
+    _assert_as_eager(_an_output_and_what_saves_it, [(3, 4)], _clamp_first, lambda o: o[loss].sum(), backend)
+
+
 def _an_input_one_output_reads(h, w):
     v = w.sin()  # one computation: both outputs read v
     return h * v, v.relu()
