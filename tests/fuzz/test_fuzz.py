@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from framejit.fuzz.driver import fuzz, run_programs
 from framejit.fuzz.remote import FAILURES
@@ -115,3 +116,18 @@ def test_generated_programs_mostly_run_to_the_end_eagerly(tmp_path: "os.PathLike
 
 def test_failure_outcomes_are_the_documented_ones() -> None:
     assert FAILURES == ("mismatch", "compiled_raised", "crash", "hang")
+
+
+def test_values_are_compared_at_each_elements_scale_or_at_the_tensors() -> None:
+    from framejit.fuzz.compare import diff, snap
+    eager = torch.tensor([244.0, 1.0, float("nan"), float("inf")])
+    rounded = eager.clone()
+    rounded[1] += 6e-5  # a small element made of large terms, summed in another order: within 1.3e-6 * 244
+    assert diff(snap(eager), snap(rounded)) is None
+    for wrong in (1e-2, float("nan")):
+        other = eager.clone()
+        other[1] += wrong
+        assert diff(snap(eager), snap(other))[0] == "value"
+    flipped = eager.clone()
+    flipped[3] = -float("inf")
+    assert diff(snap(eager), snap(flipped))[0] == "value"
