@@ -14,8 +14,6 @@ import pytest
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN = {
-    "repro_1100000_1755.py": "unrelated computations in a graph that also writes a module's buffer stay one autograd "
-                             "node: a write into an input after the graph raises in a backward that does not need it",
     "repro_0_934.py": "a global list keeps outputs across calls, so the second backward goes through a graph again: "
                       "AOTAutograd's backward refuses to run twice even when it saved nothing (torch.compile too)",
 }
