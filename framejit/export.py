@@ -33,6 +33,11 @@ from framejit.contracts import Guard, GuardKind
 from framejit.exc import BreakCode, UserError
 
 
+class _AtenOptionWithoutAtenGraph(UserError, AssertionError):
+    """An ATen-graph option without `aten_graph=True`: a UserError, and the AssertionError TorchDynamo's export
+    raises for it (code written against `torch._dynamo.export` catches that)."""
+
+
 def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_graph: bool = False,
            decomposition_table: dict | None = None, tracing_mode: str | None = None,
            **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
@@ -45,7 +50,7 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_
     `decomposition_table` and `tracing_mode` ("real", or "symbolic", the default where `dynamic_shapes` is
     given); each node keeps the stack trace of the user's line it came from."""
     if not aten_graph and (decomposition_table is not None or tracing_mode is not None):
-        raise UserError("export: decomposition_table and tracing_mode apply to an ATen graph; pass aten_graph=True",
+        raise _AtenOptionWithoutAtenGraph("export: decomposition_table and tracing_mode apply to an ATen graph; pass aten_graph=True",
                         code=BreakCode.EXPORT)
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
