@@ -168,18 +168,35 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
       The first call finds out, under saved-tensor hooks of our own, whether the node saves any; a graph whose
       node saves none runs without them from then on. Under them AOTAutograd's own version check is off, and
       their unpack makes it for every saved tensor not copied.
-    - A graph input or output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)`
-      returned: logsumexp saves `t`) is copied too, if small: the program may write into `t` after the graph and
-      backward from `t` alone, which never runs logsumexp's backward in eager, while the node unpacks all it
-      saved. Letting the node read the written tensor instead would be wrong: it may need the value, say to
-      recompute `max`'s indices from an input, for the outputs that do get a gradient. A large one (a decoder's
-      key/value cache) is not copied, at the cost of the raise torch.compile makes too in that case."""
+    - A graph output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)` returned:
+      logsumexp saves `t`) reaches the program as a clone, if small and nothing else shares its memory: the
+      program may write into `t` after the graph and backward from `t` alone, which never runs logsumexp's
+      backward in eager, while the node unpacks all it saved. Such an input with a history of its own is copied
+      under the hooks, if small. Letting the node read the written tensor instead would be wrong: it may need the
+      value, say to recompute `max`'s indices from an input, for the outputs that do get a gradient. A large one
+      (a decoder's key/value cache) is not copied, at the cost of the raise torch.compile makes too then."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
-    every_path = _saved_on_every_path(gm)
-    some_paths = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"} - every_path
+    eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
+    # (not the graph's leaves: a module's parameters, which eager's ops save on the way from the outputs they
+    # feed, are written between a forward and its backward by no training loop, and copying them would keep the
+    # hooks on for every model with an output some weights do not feed)
+    some_paths = {c for c in eager_saved - _saved_on_every_path(gm)
+                  if c[0] == "output" or grad_fn_of(example_inputs[c[1]]) is not None}
+    cloned = _outputs_to_clone(gm, some_paths)
+    cloned_keys = {("output", o) for o in cloned}
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
     hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
+
+    def cloning(results: Any) -> Any:
+        if not cloned:
+            return results
+        results = list(results)
+        with torch.enable_grad():  # (a graph may end inside a no_grad block it switched into)
+            for o in cloned:
+                if isinstance(results[o], torch.Tensor) and results[o].numel() <= _SMALL:
+                    results[o] = results[o].clone()
+        return results
 
     def run(*args: Any) -> Any:
         if not torch.is_grad_enabled():
@@ -187,7 +204,7 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         if top_hooks(True) is not None:
             return gm(*args)
         if hooked[0] is False:
-            return graph_fn(*args)
+            return cloning(graph_fn(*args))
         held: list[list] = []
 
         def pack(tensor: torch.Tensor) -> list:
@@ -197,8 +214,8 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
             results = graph_fn(*args)
         values = {("input", i): a for i, a in enumerate(args)} | {("output", o): r for o, r in enumerate(results)}
-        copied = {_storage(v) for key, v in values.items() if key not in every_path and
-                  (key not in some_paths or v.numel() <= _SMALL)} - {None}
+        copied = {_storage(v) for key, v in values.items() if key not in cloned_keys and
+                  (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)} - {None}
         found = False
         for entry in held:
             if _storage(entry[0]) in copied:
@@ -206,8 +223,22 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
                 entry[1], found = entry[0]._version, True
         if hooked[0] is None:
             hooked[0] = found
-        return results
+        return cloning(results)
     return run
+
+
+def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[int]:
+    """The outputs eager's ops save on some outputs' paths only that the program can get as a clone: no view, and
+    no other input or output shares their memory. The node keeps what it saved, the program writes into the
+    clone, and no saved-tensor hooks are needed (an input has no such way round: its copy is held under them)."""
+    def fake(n: Any) -> Any:
+        return n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
+
+    outputs = [fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
+    storages = [s for v in (*(fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs)
+                if (s := _storage(v)) is not None]
+    return sorted(o for kind, o in some_paths if kind == "output" and isinstance(outputs[o], torch.Tensor)
+                  and not outputs[o]._is_view() and storages.count(_storage(outputs[o])) == 1)
 
 
 def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:
