@@ -15,7 +15,8 @@ refuses an in-place write the program makes later:
   made; a view made under no_grad that requires grad) comes back made again by AOTAutograd without that mark,
   or as no view at all: the write went through where eager raises. The mark (autograd's creation meta, read
   from the trace's fake) is set on the returned view, or on a view of the returned tensor, so that the write
-  raises eager's error.
+  raises eager's error (also in place of the mark of a view made inside AOTAutograd's Function, which refuses
+  the write with another error).
 """
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         for i, meta in strict:
             view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
-            if _creation_meta(view) == CreationMeta.DEFAULT:
+            # (a view AOTAutograd made inside its Function refuses the write too, with another error)
+            if _creation_meta(view) != meta:
                 try:
                     _set_creation_meta(view, meta)
                 except RuntimeError:  # a view autograd does not track (no grad anywhere): nothing to refuse

@@ -23,8 +23,8 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (grad_fn_of, node_storage, requires_grad, storage_of as _storage,
-                                        writes_into_first_argument)
+from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, requires_grad,
+                                        storage_of as _storage, writes_into_first_argument)
 
 _MODIFIED = "modified by an inplace operation"
 
@@ -131,6 +131,17 @@ class _LaterWrites:
         return any(self.last_write.get(node_storage(n), -1) >= position for n in touched)
 
 
+    def unversioned(self, grad_fn: Any, attribute: str) -> bool:
+        """Whether the saved attribute is memory the op writes without moving its version (a batch_norm's running
+        statistics in train mode): eager's check never fires on the op's own writes, nor on a later batch_norm's,
+        where a compiled graph's copy into the statistics moves the version. (Its backward does not read them.)"""
+        if grad_fn not in self.node_of:
+            return False
+        node, _ = self.node_of[grad_fn]
+        argument = _bound_arguments(node).get(attribute.removeprefix("_saved_"))
+        return argument is not None and argument in batch_norm_stats_written(node)
+
+
 def _bound_arguments(node: torch.fx.Node) -> dict[str, Any]:
     try:
         return dict(inspect.signature(node.target).bind(*node.args, **node.kwargs).arguments)
@@ -141,6 +152,8 @@ def _bound_arguments(node: torch.fx.Node) -> dict[str, Any]:
 def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _LaterWrites) -> list[Check]:
     checks: list[Check] = []
     for name, saved in _saved_tensors(node):
+        if later_writes.unversioned(node, name):
+            continue
         if isinstance(saved, BaseException):
             if later_writes.written(node, name):
                 checks.append(("raise", str(saved)))

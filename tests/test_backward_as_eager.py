@@ -162,6 +162,31 @@ def test_batch_norm_training_with_sizes_that_change(backend):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_batch_norm_on_both_sides_of_a_break(backend):
+    # the first graph's batch_norm saves the running statistics (eager's does too, and its kernel updates them
+    # without moving their versions); the second graph's update is a copy into them, which moves the version:
+    # that was taken for a write after the save
+    norm = torch.nn.BatchNorm1d(6)
+
+    def step(x, y):
+        first = norm(x)
+        print("", end="")  # a break
+        return first * norm(y)
+
+    eager_norm = copy.deepcopy(norm)
+    leaves = _leaves((3, 6), (3, 6))
+    step(*[leaf.clone() for leaf in leaves]).sum().backward()
+    want = [leaf.grad for leaf in leaves] + [p.grad for p in norm.parameters()] + [norm.running_mean.clone()]
+    norm.load_state_dict(eager_norm.state_dict())
+    norm.zero_grad()
+    leaves = _leaves((3, 6), (3, 6))
+    framejit.compile(step, backend=backend)(*[leaf.clone() for leaf in leaves]).sum().backward()
+    got = [leaf.grad for leaf in leaves] + [p.grad for p in norm.parameters()] + [norm.running_mean.clone()]
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
 def test_a_value_computed_before_a_write_does_not_depend_on_what_the_write_reads():
     graphs = []
 
