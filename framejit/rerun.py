@@ -87,12 +87,13 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
     put back by a `copy_` autograd records, so that their gradient flows to the clone's history, which is the
     input's before the call. If another was written before the exception (its version counter moved, or it is
     one of the `unversioned` positions, whose writes do not move it), the exception is marked: running the frame
-    again would write twice, so it is not rerun."""
+    again would write twice, so it is not rerun. After a call that returns, the `unversioned` positions get back
+    the versions they had, as eager's kernel leaves them."""
     kept = threading.local()
 
     def run(*args: Any) -> Any:
         inputs = [args[i] for i in positions]
-        versions = [-1 if i in unversioned else t._version for i, t in zip(positions, inputs)]
+        versions = [t._version for t in inputs]
         # without grad mode a write records no history: the values are all there is to put back
         grad_mode = torch.is_grad_enabled()
         small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not (grad_mode and t.requires_grad)]
@@ -104,11 +105,11 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
                     kept.buffers = [t.clone() for t in small]
         tracked = [(t, t.clone()) for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and grad_mode and t.requires_grad]
         try:
-            return graph_fn(*args)
+            results = graph_fn(*args)
         except Exception as e:
             copies = {id(t): b for t, b in zip(small, kept.buffers)} if small else {}
             clones = {id(t): c for t, c in tracked}
-            changed = [t for t, v in zip(inputs, versions) if t._version != v]
+            changed = [t for i, t, v in zip(positions, inputs, versions) if t._version != v or i in unversioned]
             if any(id(t) not in copies and id(t) not in clones for t in changed):
                 e._framejit_wrote_inputs = True
             else:
@@ -120,6 +121,12 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
                         with torch.set_grad_enabled(t.grad_fn is not None):
                             t.copy_(clones[id(t)])
             raise
+        # eager's batch_norm kernel leaves its statistics' versions where they were; a compiled graph's copy into
+        # them moves them, and eager's ops that saved them (a batch_norm run as an eager op) would then raise
+        moved = [(t, v) for i, t, v in zip(positions, inputs, versions) if i in unversioned and t._version != v]
+        if moved:
+            torch._C._autograd._unsafe_set_version_counter(*map(tuple, zip(*moved)))
+        return results
     return run
 
 

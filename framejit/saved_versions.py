@@ -191,11 +191,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
     eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
-    # (not the graph's leaves: a module's parameters, which eager's ops save on the way from the outputs they
-    # feed, are written between a forward and its backward by no training loop, and copying them would keep the
-    # hooks on for every model with an output some weights do not feed)
+    # (not the leaves that require grad: a module's parameters, which eager's ops save on the way from the outputs
+    # they feed, are written between a forward and its backward by no training loop, and copying them would keep
+    # the hooks on for every model with an output some weights do not feed)
     some_paths = {c for c in eager_saved - _saved_on_every_path(gm)
-                  if c[0] == "output" or grad_fn_of(example_inputs[c[1]]) is not None}
+                  if c[0] == "output" or not _is_parameter_like(example_inputs[c[1]])}
     cloned = _outputs_to_clone(gm, some_paths)
     cloned_keys = {("output", o) for o in cloned}
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
@@ -238,6 +238,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             hooked[0] = found
         return cloning(results)
     return run
+
+
+def _is_parameter_like(value: Any) -> bool:
+    """A leaf that requires grad: a module's parameter (or a tensor made one)."""
+    return requires_grad(value) and grad_fn_of(value) is None
 
 
 def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[int]:
