@@ -50,8 +50,8 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_
     `decomposition_table` and `tracing_mode` ("real", or "symbolic", the default where `dynamic_shapes` is
     given); each node keeps the stack trace of the user's line it came from."""
     if not aten_graph and (decomposition_table is not None or tracing_mode is not None):
-        raise _AtenOptionWithoutAtenGraph("export: decomposition_table and tracing_mode apply to an ATen graph; pass aten_graph=True",
-                        code=BreakCode.EXPORT)
+        raise _AtenOptionWithoutAtenGraph("export: decomposition_table and tracing_mode apply to an ATen graph; "
+                                          "pass aten_graph=True", code=BreakCode.EXPORT)
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
         raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "

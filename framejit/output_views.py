@@ -60,7 +60,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             if requires_grad(v) and not v._is_view() and _storage(v) in written_through_view:
                 # no input shares its memory, and the outputs that do are views of it (`t[..., 0]`): they are
                 # made again from the copy
-                views = [j for j, w in enumerate(outputs) if j != i and (s := _storage(w)) is not None and s == _storage(v)]
+                views = [j for j, w in enumerate(outputs)
+                         if j != i and (s := _storage(w)) is not None and s == _storage(v)]
                 if all(outputs[j]._is_view() for j in views) and len(views) + 1 == shared.count(_storage(v)):
                     copied.append((i, views))
     # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view

@@ -61,7 +61,8 @@ def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | 
 
     def note(targets: list[Any], into: set[int]) -> None:
         for t in (t for target in targets for t in _example(target)):
-            into.update(i for i, p in enumerate(placeholders) if any(torch._C._is_alias_of(t, e) for e in _example(p)))
+            into.update(i for i, p in enumerate(placeholders)
+                        if any(torch._C._is_alias_of(t, e) for e in _example(p)))
 
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
@@ -74,7 +75,7 @@ def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | 
 
 
 # inputs the graph writes into that are copied before each call (so that a failed call can be undone) when this
-# small and outside autograd: a BatchNorm's statistics and `num_batches_tracked`, counters, small state
+# small: a BatchNorm's statistics and `num_batches_tracked`, counters, small state
 _SNAPSHOT_NUMEL = 16384
 
 
@@ -83,12 +84,11 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
     autograd (buffers; parameters under no_grad) are copied before the call (one `_foreach_copy_` into buffers
     kept per thread) and put back; small inputs autograd tracks (written by a graph that runs as eager torch
-    ops) are cloned, history included, and
-    put back by a `copy_` autograd records, so that their gradient flows to the clone's history, which is the
-    input's before the call. If another was written before the exception (its version counter moved, or it is
-    one of the `unversioned` positions, whose writes do not move it), the exception is marked: running the frame
-    again would write twice, so it is not rerun. After a call that returns, the `unversioned` positions get back
-    the versions they had, as eager's kernel leaves them."""
+    ops) are cloned, history included, and put back by a `copy_` autograd records, so that their gradient flows
+    to the clone's history, which is the input's before the call. If another was written before the exception
+    (its version counter moved, or it is one of the `unversioned` positions, whose writes do not move it), the
+    exception is marked: running the frame again would write twice, so it is not rerun. After a call that
+    returns, the `unversioned` positions get back the versions they had, as eager's kernel leaves them."""
     kept = threading.local()
 
     def run(*args: Any) -> Any:

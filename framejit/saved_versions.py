@@ -130,7 +130,6 @@ class _LaterWrites:
         # `t.mul_(t.detach())`)
         return any(self.last_write.get(node_storage(n), -1) >= position for n in touched)
 
-
     def unversioned(self, grad_fn: Any, attribute: str) -> bool:
         """Whether the saved attribute is memory the op writes without moving its version (a batch_norm's running
         statistics in train mode): eager's check never fires on the op's own writes, nor on a later batch_norm's,

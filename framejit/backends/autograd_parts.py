@@ -30,7 +30,8 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import batch_norm_stats_written, grad_fn_of, node_storage, op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, op_name, requires_grad,
+                                        writes_into_first_argument)
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
