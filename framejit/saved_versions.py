@@ -190,11 +190,12 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
     eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}
-    # (not the leaves that require grad: a module's parameters, which eager's ops save on the way from the outputs
-    # they feed, are written between a forward and its backward by no training loop, and copying them would keep
-    # the hooks on for every model with an output some weights do not feed)
+    # (inputs: not the leaves that require grad, nor index tensors. A module's parameters, which eager's ops save on
+    # the way from the outputs they feed, and a model's token ids, which its embedding saves, are written between
+    # a forward and its backward by no training loop, and copying them would keep the hooks on for most models)
     some_paths = {c for c in eager_saved - _saved_on_every_path(gm)
-                  if c[0] == "output" or not _is_parameter_like(example_inputs[c[1]])}
+                  if c[0] == "output" or _is_floating(example_inputs[c[1]])
+                  and not _is_parameter_like(example_inputs[c[1]])}
     cloned = _outputs_to_clone(gm, some_paths)
     cloned_keys = {("output", o) for o in cloned}
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
@@ -239,14 +240,19 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     return run
 
 
+def _is_floating(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
 def _is_parameter_like(value: Any) -> bool:
     """A leaf that requires grad: a module's parameter (or a tensor made one)."""
     return requires_grad(value) and grad_fn_of(value) is None
 
 
 def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[int]:
-    """The outputs eager's ops save on some outputs' paths only that the program can get as a clone: no view, and
-    no other input or output shares their memory. The node keeps what it saved, the program writes into the
+    """The outputs eager's ops save on some outputs' paths only that the program can get as a clone: no other input
+    or output shares their memory (a view's base is then out of the program's reach, but for `_base`; a mark that
+    refuses writes is set again by output_views.py). The node keeps what it saved, the program writes into the
     clone, and no saved-tensor hooks are needed (an input has no such way round: its copy is held under them)."""
     def fake(n: Any) -> Any:
         return n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
@@ -255,7 +261,7 @@ def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[
     storages = [s for v in (*(fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs)
                 if (s := _storage(v)) is not None]
     return sorted(o for kind, o in some_paths if kind == "output" and isinstance(outputs[o], torch.Tensor)
-                  and not outputs[o]._is_view() and storages.count(_storage(outputs[o])) == 1)
+                  and storages.count(_storage(outputs[o])) == 1)
 
 
 def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:
