@@ -173,12 +173,29 @@ def grow_dict_while_looping(x, d):
     return x + 1
 
 
-def test_changing_a_dict_while_iterating_raises_as_in_python():
-    for fn in (grow_dict_while_looping, framejit.optimize(CompileCounter())(grow_dict_while_looping)):
+def shrink_dict_while_looping_over_items(x, d):
+    for k, v in d.items():
+        d.pop("a", None)
+        x = x * v
+    return x
+
+
+def grow_dict_while_looping_over_values(x, d):
+    for v in iter(d.values()):
+        d[len(d)] = v
+    return x + 1
+
+
+@pytest.mark.parametrize("fn, after", [(grow_dict_while_looping, {"a": 0, "ax": 1}),
+                                       (shrink_dict_while_looping_over_items, {}),
+                                       (grow_dict_while_looping_over_values, {"a": 0, 1: 0})],
+                         ids=["keys", "items", "iter_of_values"])
+def test_changing_a_dict_while_iterating_raises_as_in_python(fn, after):
+    for f in (fn, framejit.optimize(CompileCounter())(fn)):
         d = {"a": 0}
         with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
-            fn(torch.ones(1), d)
-        assert d == {"a": 0, "ax": 1}
+            f(torch.ones(1), d)
+        assert d == after
 
 
 def view_read_after_the_dict_grew(x):

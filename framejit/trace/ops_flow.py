@@ -5,7 +5,7 @@ from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.opcode_table import handles
 from framejit.variables.containers import IteratorVariable, ListVariable
-from framejit.variables.mappings import DictVariable
+from framejit.variables.mappings import dict_iterator
 from framejit.variables.user_object import iterate_user_object
 
 
@@ -61,8 +61,8 @@ class FlowOps:
             self.push(value)
         elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
             self.push(IteratorVariable([], live=value))
-        elif isinstance(value, DictVariable):
-            self.push(IteratorVariable.over(self, value))
+        elif (iterator := dict_iterator(self, value)) is not None:
+            self.push(iterator)
         elif (iterator := iterate_user_object(self, value)) is not None:
             if not isinstance(iterator, IteratorVariable):
                 unsupported(f"__iter__ of {value} gave {iterator}, not an iterator the trace follows", BreakCode.ITER)

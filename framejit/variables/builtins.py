@@ -283,7 +283,7 @@ def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         return args[0]
     if type(args[0]) is ListVariable:  # live, as GET_ITER makes it
         return IteratorVariable([], live=args[0])
-    return IteratorVariable(_iterate(tx, args[0]))
+    return mappings.dict_iterator(tx, args[0]) or IteratorVariable(_iterate(tx, args[0]))
 
 
 @_traces(next)

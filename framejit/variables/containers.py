@@ -315,9 +315,10 @@ class IteratorVariable(Variable):
         self._dict_size = 0
 
     @classmethod
-    def over(cls, tx: Tracer, dict_var: "DictVariable") -> "IteratorVariable":
-        """Iteration over a dict's keys (snapshot); changing the dict's size meanwhile is Python's error."""
-        iterator = cls(dict_var.unpack(tx))
+    def over(cls, tx: Tracer, dict_var: "DictVariable", items: list[Variable] | None = None) -> "IteratorVariable":
+        """Iteration over a dict's keys, or `items` of one of its views (snapshot); changing the dict's size
+        meanwhile is Python's error."""
+        iterator = cls(dict_var.unpack(tx) if items is None else items)
         iterator.over_dict, iterator._dict_size = dict_var, len(dict_var.items)
         return iterator
 

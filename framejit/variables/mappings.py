@@ -13,7 +13,7 @@ from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, DictItemSource, ItemSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key, key_variable
-from framejit.variables.containers import TupleVariable, _born, bound_method
+from framejit.variables.containers import IteratorVariable, TupleVariable, _born, bound_method
 
 
 _COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
@@ -262,6 +262,16 @@ class DictViewVariable(Variable):
 
     def __repr__(self) -> str:
         return f"DictViewVariable({self.kind})"
+
+
+def dict_iterator(tx: Tracer, value: Variable) -> IteratorVariable | None:
+    """iter() of a dict or of one of its views (None for anything else): the dict may not change size while the
+    iterator runs, as Python checks at each step."""
+    if isinstance(value, DictVariable):
+        return IteratorVariable.over(tx, value)
+    if isinstance(value, DictViewVariable):
+        return IteratorVariable.over(tx, value.dict_var, value.unpack(tx))
+    return None
 
 
 def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
