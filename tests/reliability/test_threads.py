@@ -4,6 +4,7 @@ per thread. Results match eager, no thread is stuck (a deadlock fails the test i
 crash. Every function breaks its graph (a print), so continuations race too."""
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -124,8 +125,11 @@ def shared(x):
     return y.cos().sum() + y
 
 
-def test_a_different_backend_on_each_thread():
+def test_a_different_backend_on_each_thread(caplog, monkeypatch):
     """The same code object compiled by several backends at once: each context runs only its own entries."""
+    # why a frame ran as Python, or recompiled, if a count comes out short (seen once, under load: [4, 1])
+    monkeypatch.setattr(framejit.config, "log_level", logging.INFO)
+    caplog.set_level(logging.INFO, logger="framejit")
     counters = [CompileCounter(), CompileCounter()]
     backends: list[Any] = ["eager", "aot_eager", counters[0], counters[1], "inductor"]
     compiled = [framejit.compile(shared, backend=b) for b in backends]
@@ -142,4 +146,5 @@ def test_a_different_backend_on_each_thread():
     run_threads([work(i) for i in range(len(backends))] + [work(0), work(2)])
     # each counter its own graphs, at most two per shape (automatic dynamic shapes, whose sizes seen are per
     # code object, may make one compile cover both shapes)
-    assert all(2 <= c.frame_count <= 4 for c in counters), [c.frame_count for c in counters]
+    assert all(2 <= c.frame_count <= 4 for c in counters), ([c.frame_count for c in counters], [
+        r.getMessage() for r in caplog.records if "Python" in r.getMessage() or "recompil" in r.getMessage()])
