@@ -35,7 +35,7 @@ from framejit.exc import BreakCode, UserError
 
 class _AtenOptionWithoutAtenGraph(UserError, AssertionError):
     """An ATen-graph option without `aten_graph=True`: a UserError, and the AssertionError TorchDynamo's export
-    raises for it (code written against `torch._dynamo.export` catches that)."""
+    raises for it (code written against TorchDynamo's export catches that)."""
 
 
 def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_graph: bool = False,

@@ -183,8 +183,8 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     - A graph output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)` returned:
       logsumexp saves `t`) reaches the program as a clone, if small and nothing else shares its memory: the
       program may write into `t` after the graph and backward from `t` alone, which never runs logsumexp's
-      backward in eager, while the node unpacks all it saved. Such an input with a history of its own is copied
-      under the hooks, if small. Letting the node read the written tensor instead would be wrong: it may need the
+      backward in eager, while the node unpacks all it saved. Such an input (a tensor with a history of its own,
+      a global outside autograd) is copied under the hooks, if small. Letting the node read the written tensor instead would be wrong: it may need the
       value, say to recompute `max`'s indices from an input, for the outputs that do get a gradient. A large one
       (a decoder's key/value cache) is not copied, at the cost of the raise torch.compile makes too then."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
@@ -254,14 +254,10 @@ def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[
     or output shares their memory (a view's base is then out of the program's reach, but for `_base`; a mark that
     refuses writes is set again by output_views.py). The node keeps what it saved, the program writes into the
     clone, and no saved-tensor hooks are needed (an input has no such way round: its copy is held under them)."""
-    def fake(n: Any) -> Any:
-        return n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
-
-    outputs = [fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
-    storages = [s for v in (*(fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs)
-                if (s := _storage(v)) is not None]
-    return sorted(o for kind, o in some_paths if kind == "output" and isinstance(outputs[o], torch.Tensor)
-                  and storages.count(_storage(outputs[o])) == 1)
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    storages = [s for n in (*(n for n in gm.graph.nodes if n.op == "placeholder"), *out)
+                if isinstance(n, torch.fx.Node) and (s := node_storage(n)) is not None]
+    return sorted(o for kind, o in some_paths if kind == "output" and storages.count(node_storage(out[o])) == 1)
 
 
 def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:

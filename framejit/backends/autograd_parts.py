@@ -234,7 +234,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
             if value.op == "get_attr":
                 env[value] = sub.node_copy(value)
                 continue
-            if value.op != "placeholder" and _example(value) is None:
+            if value.op != "placeholder" and examples[slot[value]] is None:  # (made when an earlier part ran it)
                 return compile_one(gm, example_inputs)  # (a part reads a value not passed as one: left whole)
             env[value] = sub.placeholder(value.name)
             env[value].meta = dict(value.meta)
