@@ -205,3 +205,48 @@ def test_a_value_computed_before_a_write_does_not_depend_on_what_the_write_reads
     framejit.compile(fn, backend=keep)(torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True))
     deps, _ = output_dependencies(graphs[0].graph)
     assert deps == [frozenset({0}), frozenset({0, 1})]
+
+
+def _kept_across_calls(fn, calls=3):
+    """fn called on one leaf `calls` times, each call's output kept and the sum of all kept so far differentiated
+    (a second backward through the earlier calls' graphs): the leaf's gradient, or the error's first words."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, requires_grad=True)
+    kept = []
+    try:
+        for _ in range(calls):
+            kept.append(fn(x))
+            sum(k.sum() for k in kept).backward()
+    except RuntimeError as e:
+        return ("raised", str(e).split("(")[0])
+    return x.grad
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, saves", [
+    (lambda x: (x + x)[0].sum(0) - 2, False),
+    (lambda x: x.float().view(-1) - 1, False),
+    (lambda x: (x.sin(), x + x)[1], False),  # sin's save is dead: nothing differentiates its result
+    (lambda x: x.sin() + x, True),
+])
+def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):
+    # eager's add, view, sum and subtraction of a constant save no tensor, so a backward may go through them again;
+    # AOTAutograd's node reads its saved tensors in every backward, so a graph saving none runs as torch ops
+    want = _kept_across_calls(fn)
+    compiled = framejit.compile(fn, backend=backend)
+    assert want == ("raised", "Trying to backward through the graph a second time ") if saves else \
+        isinstance(want, torch.Tensor)
+    got = _kept_across_calls(compiled)
+    if saves:
+        assert got == want
+    else:
+        torch.testing.assert_close(got, want)
+        assert type(compiled(torch.randn(4, 3, requires_grad=True)).grad_fn).__name__ != "CompiledFunctionBackward"
+
+
+def test_a_users_aot_compiler_sees_a_graph_that_saves_nothing():
+    # the built-in backends run such a graph as torch ops; a user's compiler is still given every graph
+    recorder = CompilerRecorder()
+    fn = framejit.compile(lambda x: x + x, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
+    fn(torch.randn(3, requires_grad=True)).sum().backward()
+    assert len(recorder.forward) == 1 and len(recorder.backward) == 1

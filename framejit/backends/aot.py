@@ -63,6 +63,13 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
     Graphs compiled without autograd (under `torch.no_grad()`) get one inference graph, compiled by
     `inference_compiler` if given, else `fw_compiler`. Other keyword arguments (`partition_fn`,
     `keep_inference_input_mutations`, ...) go to `torch._functorch.aot_autograd.aot_module_simplified`."""
+    return _aot_backend(fw_compiler, bw_compiler, decompositions, ops_when_nothing_saved=False, **kwargs)
+
+
+def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, decompositions: dict | None, *,
+                 ops_when_nothing_saved: bool, **kwargs: Any) -> Backend:
+    """aot_autograd's backend; with `ops_when_nothing_saved`, a training graph that saves no tensor for backward
+    runs as its torch ops (a built-in backend's choice: a user's compiler expects to see every graph)."""
     if not callable(fw_compiler):
         raise TypeError(f"fw_compiler must be callable, got {type(fw_compiler).__name__}")
     fw = _boxed(fw_compiler)
@@ -74,7 +81,7 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
         if mutates_input_under_autograd(gm, example_inputs):
             log.info("a training graph writes in place into an input autograd tracks; it runs as eager torch ops")
             return gm
-        return compile_per_autograd_part(gm, example_inputs, compile_one)
+        return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
 
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
@@ -141,5 +148,5 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     # aot_eager does, rather than becoming a copy after the graph. The min-cut partitioner (TorchDynamo's choice
     # too) decides what the backward saves; the default one refuses a random op's (tuple) result it would save.
     from torch._functorch.partitioners import min_cut_rematerialization_partition
-    return aot_autograd(fw_compiler=boxed_nop, keep_inference_input_mutations=True,
+    return _aot_backend(boxed_nop, None, None, ops_when_nothing_saved=True, keep_inference_input_mutations=True,
                         partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)

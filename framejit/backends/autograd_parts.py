@@ -39,10 +39,13 @@ Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run in their list's order
 
 
-def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any],
-                              compile_one: Compile) -> Callable[..., Any]:
+def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any], compile_one: Compile,
+                              ops_when_nothing_saved: bool = False) -> Callable[..., Any]:
     """`compile_one(gm, example_inputs)`, or, for a training graph that needs several autograd nodes, each part
-    compiled alone and run in turn (the graph's outputs in its order)."""
+    compiled alone and run in turn (the graph's outputs in its order). With `ops_when_nothing_saved`, a graph
+    or part that saves no tensor for backward runs as its torch ops (`_eager_ops_where_nothing_saved`)."""
+    if torch.is_grad_enabled() and ops_when_nothing_saved:
+        compile_one = _eager_ops_where_nothing_saved(compile_one)
     parts = _parts(gm, example_inputs) if torch.is_grad_enabled() else None
     if parts is None:
         return compile_one(gm, example_inputs)
@@ -275,3 +278,75 @@ def _example(node: torch.fx.Node) -> torch.Tensor | None:
         return None
     return torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device).zero_() \
         .requires_grad_(fake.requires_grad)
+
+
+def _eager_ops_where_nothing_saved(compile_one: Compile) -> Compile:
+    """`compile_one`, except for a training graph whose eager ops save no tensor for backward (adds, views,
+    sums, a subtraction of a constant): that graph runs as its torch ops. Eager's backward then runs through
+    it again after `backward()` freed what it saved (a program keeping outputs across steps and summing them
+    all), where AOTAutograd's node reads its saved tensors in every backward, even when there are none, and
+    raises "backward through the graph a second time" (fuzz 934, 6253). Such a graph is a few cheap ops, and
+    real models' graphs save (a matmul saves its inputs), so they compile as before; finding that costs the
+    run of the graph's ops up to the first save, on fake tensors."""
+    def compile_or_run_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        if _saves_no_tensor(gm, example_inputs):
+            log.info("a training graph saves no tensor for backward; it runs as eager torch ops, whose backward "
+                     "runs again after a first one freed the graph")
+            return gm
+        return compile_one(gm, example_inputs)
+    return compile_or_run_ops
+
+
+class _Saves(Exception):
+    """Raised by the pack hook at the first tensor a live op saves: the answer is known, the run stops."""
+
+
+class _FindingSaves(torch.fx.Interpreter):
+    """Runs a graph, raising _Saves when an op whose result the graph's outputs or writes need saves a tensor
+    (a dead op's save, `torch.sin(y)` passed to a function that ignores it, never reaches a backward)."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        graph = gm.graph
+        roots = [n for n in graph.nodes if n.op in ("output", "call_module") or writes_into_first_argument(n)
+                 or batch_norm_stats_written(n)]
+        self.live: set[torch.fx.Node] = set()
+        while roots:
+            node = roots.pop()
+            if node not in self.live:
+                self.live.add(node)
+                roots.extend(node.all_input_nodes)
+        self.current: torch.fx.Node | None = None
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.current = n
+        return super().run_node(n)
+
+    def pack(self, t: torch.Tensor) -> Any:
+        if self.current in self.live:
+            raise _Saves
+        return t
+
+
+def _saves_no_tensor(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """Whether autograd records `gm`'s ops on inputs requiring grad, and saves no tensor for the backward of its
+    outputs. False where that cannot be found (a graph the fake run rejects, saved-tensor hooks disabled)."""
+    if not any(requires_grad(x) for x in example_inputs):
+        return False  # (no autograd node at all: AOTAutograd compiles it for inference)
+    if any(n.target in AUTOCAST_STATE_TARGETS for n in gm.graph.nodes):
+        return False  # (a run stopped at a save would leave autocast switched)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    context = torch._guards.TracingContext.try_get()
+    mode = context.fake_mode if context is not None and context.fake_mode is not None else \
+        FakeTensorMode(allow_non_fake_inputs=True)
+    finder = _FindingSaves(gm)
+    try:
+        fakes = [x if getattr(x, "fake_mode", None) is mode else
+                 mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
+        with torch.autograd.graph.saved_tensors_hooks(finder.pack, lambda t: t), mode:
+            finder.run(*fakes)
+    except Exception:  # noqa: BLE001 - _Saves, or a run that cannot tell: the graph compiles
+        return False
+    finally:
+        torch._C._set_grad_enabled(True)  # (as it was: a graph may switch it, and stop before switching back)
+    return True

@@ -47,7 +47,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compile_fx(
         torch.fx.GraphModule(part, copy.deepcopy(part.graph)), inputs, config_patches=patches,
-        inner_compile=_compile_inner_without_capture))
+        inner_compile=_compile_inner_without_capture), ops_when_nothing_saved=True)
 
 
 def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:

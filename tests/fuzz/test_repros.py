@@ -13,10 +13,7 @@ import pytest
 
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
-STILL_OPEN = {
-    "repro_0_934.py": "a global list keeps outputs across calls, so the second backward goes through a graph again: "
-                      "AOTAutograd's backward refuses to run twice even when it saved nothing (torch.compile too)",
-}
+STILL_OPEN: dict[str, str] = {}  # file name -> why it still fails
 
 
 @pytest.mark.parametrize("path", [

@@ -1,0 +1,28 @@
+"""framejit fuzz repro: run seed 1400000, program 6253 (program seed 1406253), minimised.
+
+Outcome: compiled_raised (backward:RuntimeError)
+call 1 (same argument objects again): eager returned; compiled raised RuntimeError: Trying to backward through
+    the graph a second time (or directly access saved tensors after they have already been freed). Saved
+    intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify
+    retain_graph=True if you need to backward through the graph a second time or if you need to access saved
+    tensors after calling backward.
+
+`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or
+`aot_eager` when TRAIN is set, with a gradient check) and fails while they disagree.
+"""
+import torch
+INPUTS = [('tensor', (4,))]
+TRAIN = True
+g_log = []
+
+def helper0(a, b, *, scale=2.0):
+    g_log.append(b)
+
+def program(y):
+    r10 = helper0(torch.sin(y), b=y + y)
+    return g_log
+
+
+if __name__ == "__main__":
+    from framejit.fuzz.runner import check_repro
+    check_repro(__file__)
