@@ -69,9 +69,15 @@ class PyCodegen:
 
     def load(self, var: Variable) -> None:
         if id(var) in self.output_index:
+            numpy_type = getattr(var, "numpy_type", None)  # a number the graph computed, held as a numpy scalar
+            if numpy_type is not None:
+                self.emit("PUSH_NULL")
+                self.emit_const(numpy_type)
             self.emit("LOAD_FAST", GRAPH_OUT)
             self.emit_const(self.output_index[id(var)])
             self.emit("BINARY_SUBSCR")
+            if numpy_type is not None:
+                self.call(1)
         elif var.source is not None:
             self.load_source(var)
         elif id(var) in self._built:

@@ -29,7 +29,7 @@ from framejit.guards import GuardSet
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
-from framejit.sources import Source, graph_input_name
+from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
 from framejit.backends.mutation import grad_fn_of
@@ -50,10 +50,11 @@ CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callab
 
 
 class GraphInput:
-    __slots__ = ("source", "value", "node")
+    __slots__ = ("source", "value", "node", "example")
 
-    def __init__(self, source: Source, value: torch.Tensor, node: torch.fx.Node) -> None:
+    def __init__(self, source: Source, value: Any, node: torch.fx.Node, example: Any = None) -> None:
         self.source, self.value, self.node = source, value, node
+        self.example = value if example is None else example  # what the backend gets as this input's example
 
 
 # autograd's refusals of an in-place write, and of a use of a view whose base was written (torch/csrc/autograd:
@@ -115,18 +116,23 @@ class OutputGraph:
         with ctx:
             return self.graph.placeholder(name)
 
-    def add_int_input(self, source: Source, value: int, automatic_only: bool = False) -> Variable | None:
-        """A Python int argument made symbolic by the dynamic policy (a `seq_len` that varies): a graph input
-        whose value is passed in at each call. None when the policy keeps it a constant."""
-        symbol = self.shapes.symbolic_int(value, source, automatic_only)
+    def add_int_input(self, source: Source, value: Any, automatic_only: bool = False) -> Variable | None:
+        """A Python int argument made symbolic by the dynamic policy (a `seq_len` that varies), or a numpy integer
+        (np.int64): a graph input whose value is passed in at each call, the numpy one as the Python int it holds.
+        None when the policy keeps it a constant."""
+        numpy_type = None if type(value) is int else type(value)
+        symbol = self.shapes.symbolic_int(int(value), source, automatic_only, numpy=numpy_type is not None)
         if symbol is None:
             return None
         node = self._placeholder(source)
         node.meta["example_value"] = symbol
         node.meta["framejit_source"] = source.name()
-        self.inputs.append(GraphInput(source, value, node))
+        # a numpy integer's symbol may be 0 or 1: backends get the symbol as its example (as torch.compile passes
+        # every symbolic int), since AOTAutograd makes an example int of 0 or 1 a constant
+        self.inputs.append(GraphInput(source, int(value), node) if numpy_type is None else
+                           GraphInput(IndexSource(source), int(value), node, example=symbol))
         self.guards.add(source, GuardKind.TYPE_MATCH, value)
-        return SymbolicVariable(node, symbol, source)
+        return SymbolicVariable(node, symbol, source, numpy_type)
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
         node = self._placeholder(source)
@@ -317,7 +323,7 @@ class OutputGraph:
             self.restore_global_state()  # the graph starts under the state the trace started in
             if entry_mode is not None:
                 torch._C._set_grad_enabled(entry_mode)
-            example_inputs = [i.value for i in self.inputs]
+            example_inputs = [i.example for i in self.inputs]
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, example_inputs)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)

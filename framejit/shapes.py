@@ -133,13 +133,17 @@ class TraceShapes:
         seen[name] = tuple(None if d in changed else n for d, n in enumerate(before))
         return changed
 
-    def symbolic_int(self, value: int, source: Source, automatic_only: bool = False) -> torch.SymInt | None:
+    def symbolic_int(self, value: int, source: Source, automatic_only: bool = False,
+                     numpy: bool = False) -> torch.SymInt | None:
         """A SymInt for a Python int read from `source`, if the policy makes it dynamic (as a size would be:
         never 0 or 1; automatic: once its value changed between compiles). `automatic_only`: only once it
-        changed, even under dynamic=True (a module's configuration stays static; a counter it keeps does not)."""
-        if self.dynamic is False or value in (0, 1):
+        changed, even under dynamic=True (a module's configuration stays static; a counter it keeps does not).
+        `numpy`: a numpy integer, an argument of which is dynamic from the first call, 0 and 1 included (as
+        torch.compile, which passes them as tensors: a program feeding np.int64 steps compiles once)."""
+        unspecialised = numpy and not automatic_only
+        if self.dynamic is False or (value in (0, 1) and not unspecialised):
             return None
-        if (self.dynamic is None or automatic_only) and (
+        if (self.dynamic is None or automatic_only) and not unspecialised and (
                 self.code is None or not self._changed(source.name(), (value,))):
             return None
         token = self._token(source)
@@ -147,7 +151,8 @@ class TraceShapes:
         # (a `seq_len` equal to a tensor's size is that size's symbol); an attribute that changed (a counter) is
         # unrelated to sizes and gets a symbol of its own
         symbol = self.env.create_symintnode(self.env.create_symbol(
-            value, token, positive=None, dynamic_dim=DimDynamic.DYNAMIC if automatic_only else DimDynamic.DUCK),
+            value, token, positive=None, do_not_specialize_zero_one=unspecialised,
+            dynamic_dim=DimDynamic.DYNAMIC if automatic_only or unspecialised else DimDynamic.DUCK),
             hint=value, source=token)
         self._symbolic.append((symbol, token))
         return symbol

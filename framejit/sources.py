@@ -250,6 +250,19 @@ class WeakrefCallSource(DerivedSource):
 
 
 @dataclasses.dataclass(frozen=True)
+class IndexSource(DerivedSource):
+    """base.__index__(): a numpy integer as the Python int a graph takes for a symbolic int input."""
+
+    def wrap(self, base: str) -> str:
+        return f"{base}.__index__()"
+
+    def reconstruct(self, cg: Emitter) -> None:
+        self.base.reconstruct(cg)
+        cg.emit("LOAD_METHOD", "__index__")
+        cg.call(0)
+
+
+@dataclasses.dataclass(frozen=True)
 class ItemSource(DerivedSource):
     """base[key] for a constant key (list/tuple index, dict key, _modules/_parameters name)."""
 

@@ -192,6 +192,32 @@ def test_an_int_argument_that_varies_becomes_symbolic():
     assert [n.op for n in cnt.graphs[1].graph.nodes].count("placeholder") == 2, "seq_len is an input of the graph"
 
 
+def numpy_step(x, n):
+    # eager's results keep numpy's types: np.int64 / 2 is np.float64, n + 1 np.int64, n > 3 np.bool_
+    return {"scaled": x * n, "half": n / 2, "next": n + 1, "big": n > 3, "n": n, "ones": torch.ones(n + 2)}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_numpy_integer_argument_is_symbolic_from_the_first_call(backend):
+    # as torch.compile: a program feeding np.int64 steps compiles once, 0 and 1 included (TorchDynamo's
+    # test_unspec `test_no_recompilations`); the numbers reach Python as the numpy types eager gives
+    import numpy as np
+    cnt = CompileCounter()
+    compiled = framejit.compile(numpy_step, backend=lambda gm, example_inputs: cnt(
+        gm, example_inputs) and framejit.backends.lookup_backend(backend)(gm, example_inputs))
+    x = torch.arange(12.0).view(6, 2)
+    for n in [np.int64(i) for i in range(7)]:
+        got, want = compiled(x, n), numpy_step(x, n)
+        assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in want.items()}
+        torch.testing.assert_close(got, want)
+    assert cnt.frame_count == 1
+    compiled(x, np.int32(2))  # another numpy type is another entry
+    assert cnt.frame_count == 2
+    rows = framejit.compile(lambda x, n: x[:n] * 2, backend=backend)
+    for n in [np.int64(i) for i in (4, 2, 6, 5)]:  # (slices of 0 and 1 rows specialise, as sizes do)
+        torch.testing.assert_close(rows(x, n), x[:n] * 2)
+
+
 def repeat_n(x, n):
     for _ in range(n):  # the loop needs the number: specialised, and checked by value
         x = x * 2

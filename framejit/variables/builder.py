@@ -27,7 +27,7 @@ from framejit.variables.base import Variable
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable, is_numpy_number_function)
-from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal
+from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal, is_numpy_integer
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable
@@ -125,7 +125,8 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         if source is None:
             unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
-    if type(value) is int and source is not None and isinstance(source.root(), LocalSource):
+    if (type(value) is int or is_numpy_integer(value)) and source is not None and \
+            isinstance(source.root(), LocalSource):
         # an argument that varies (dynamic shapes policy); an attribute of an object (a model's config) only once
         # it changed between compiles, as configuration does not vary with the data
         symbolic = tx.output.add_int_input(source, value, automatic_only=_through_attribute(source))

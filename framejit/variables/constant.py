@@ -39,6 +39,11 @@ def _is_numpy_scalar(value: Any) -> bool:
     return numpy is not None and isinstance(value, numpy.generic) and not isinstance(value, numpy.object_)
 
 
+def is_numpy_integer(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.integer)
+
+
 _PLAIN_TYPES = (int, float, complex, str, bytes)  # bool is final: it has no subclasses
 
 

@@ -17,7 +17,7 @@ from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, TupleVariable, BaseListVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable
-from framejit.variables.symbolic import SymbolicVariable
+from framejit.variables.symbolic import SymbolicVariable, numpy_result_type
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, python_class_method
 
@@ -86,7 +86,14 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     if _has_tensor(args):
         if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
             fn = _OUT_OF_PLACE[fn]  # `b += t` with an immutable b (an int) is `b = b + t`
-        return tx.output.call_graph_op(tx, "call_function", fn, args, {})
+        result = tx.output.call_graph_op(tx, "call_function", fn, args, {})
+        numpy_type = numpy_result_type(fn, args)
+        if numpy_type is not None:
+            if isinstance(result, SymbolicVariable):
+                result.numpy_type = numpy_type
+            elif result.is_python_constant():  # (folded: `n * 0`)
+                return tx.wrap_constant(numpy_type(result.as_python_constant()))
+        return result
     args = [_as_tuple_variable(a) for a in args]  # `() + (h,)`: a constant tuple grown by traced items
     shared = _container_operator(tx, fn, args)
     if shared is not None:

@@ -35,13 +35,16 @@ def has_symbolic(value: Any) -> bool:
 
 
 class SymbolicVariable(Variable):
-    def __init__(self, node: torch.fx.Node, value: Any, source: Any = None) -> None:
+    def __init__(self, node: torch.fx.Node, value: Any, source: Any = None, numpy_type: type | None = None) -> None:
         self.node = node
         self.value = value
         self.source = source  # an int argument made symbolic is reloaded from where it was read
+        # the numpy scalar type the program holds (an np.int64 argument, `n / 2` of one: np.float64); the graph
+        # computes with the Python number, and the Python side gets it back as this type
+        self.numpy_type = numpy_type
 
     def python_type(self) -> type:
-        return _PY_TYPES[type(self.value)]
+        return self.numpy_type or _PY_TYPES[type(self.value)]
 
     def as_node_arg(self) -> Any:
         return self.node
@@ -50,7 +53,17 @@ class SymbolicVariable(Variable):
         return self.value
 
     def as_python_constant(self) -> Any:
-        return _PY_TYPES[type(self.value)](self.value)  # specialises: the shape environment guards the value
+        number = _PY_TYPES[type(self.value)](self.value)  # specialises: the shape environment guards the value
+        return number if self.numpy_type is None else self.numpy_type(number)
+
+    def example(self) -> Any:
+        """The number this value has in the call being traced (without a guard), as the program holds it; None
+        where its symbols have no hint."""
+        hint = self.value.node.hint
+        if hint is None:
+            return None
+        number = _PY_TYPES[type(self.value)](hint)
+        return number if self.numpy_type is None else self.numpy_type(number)
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.value)  # guards the comparison (or, for an int, that it is nonzero)
@@ -65,3 +78,25 @@ class SymbolicVariable(Variable):
 
     def __repr__(self) -> str:
         return f"SymbolicVariable({self.node.name}: {self.value})"
+
+
+def numpy_result_type(fn: Any, args: Sequence[Variable]) -> type | None:
+    """The numpy scalar type of `fn(*args)` in eager, where an operand is a numpy number the trace made symbolic
+    (np.int64 / 2 is np.float64, np.int64 + 1 np.int64, np.int64 > 2 np.bool_); numpy decides it, on the
+    operands' values in this call. None for a result that is no numpy scalar (one of the operands is a tensor)."""
+    if not any(isinstance(a, SymbolicVariable) and a.numpy_type is not None for a in args):
+        return None
+    examples = []
+    for a in args:
+        example = a.example() if isinstance(a, SymbolicVariable) else \
+            a.as_python_constant() if a.is_python_constant() else None
+        if example is None:
+            return None
+        examples.append(example)
+    import numpy
+    with numpy.errstate(all="ignore"):
+        try:
+            result = fn(*examples)
+        except Exception:  # noqa: BLE001 - the graph's op raises it (or not) as it will
+            return None
+    return type(result) if isinstance(result, numpy.generic) else None
