@@ -218,6 +218,19 @@ def test_a_numpy_integer_argument_is_symbolic_from_the_first_call(backend):
         torch.testing.assert_close(rows(x, n), x[:n] * 2)
 
 
+def numpy_builtins(x, n):
+    return x + 1, abs(n), max(n, 3), min(n, 2), n ** 2, n % 3, float(n), int(n), n * 1.5, -n
+
+
+def test_builtins_on_a_numpy_integer_keep_eagers_types():
+    import numpy as np
+    compiled = framejit.compile(numpy_builtins, backend="eager")
+    for n in [np.int64(i) for i in (4, 5, -3, 1, 0, 8)]:
+        got, want = compiled(torch.ones(2), n), numpy_builtins(torch.ones(2), n)
+        assert [type(v) for v in got] == [type(v) for v in want]  # max(n, 3) is n itself, or 3
+        torch.testing.assert_close(got, want)
+
+
 def repeat_n(x, n):
     for _ in range(n):  # the loop needs the number: specialised, and checked by value
         x = x * 2

@@ -343,10 +343,9 @@ def _saves_no_tensor(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> boo
     try:
         fakes = [x if getattr(x, "fake_mode", None) is mode else
                  mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
-        with torch.autograd.graph.saved_tensors_hooks(finder.pack, lambda t: t), mode:
+        # (enable_grad puts grad mode back as it was: a graph may switch it, and stop before switching back)
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(finder.pack, lambda t: t), mode:
             finder.run(*fakes)
     except Exception:  # noqa: BLE001 - _Saves, or a run that cannot tell: the graph compiles
         return False
-    finally:
-        torch._C._set_grad_enabled(True)  # (as it was: a graph may switch it, and stop before switching back)
     return True

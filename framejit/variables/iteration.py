@@ -153,6 +153,11 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
         else:
             keys = items
         symbolic = [isinstance(i, SymbolicVariable) for i in items]
+        if keys is items and not kwargs and len(items) > 1 and any(
+                getattr(i, "numpy_type", None) is not None for i in items):
+            # a numpy number is the winner itself (eager's type depends on which wins): the comparison is a guard
+            return functools.reduce(lambda a, b: b if tx.output.call_graph_op(
+                tx, "call_function", operator.gt if fn is max else operator.lt, [b, a], {}).truth(tx) else a, items)
         if keys is items and not kwargs and len(items) > 1 and any(symbolic) and all(
                 is_symbolic or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
                 for i, is_symbolic in zip(items, symbolic)):
