@@ -328,12 +328,11 @@ class OutputGraph:
                 graph_fn, _ = compile_graph(gm, example_inputs)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
-                own_ops = runs_own_ops(graph_fn, gm)
-                if not own_ops:
+                # (a graph running its own torch ops has eager's autograd nodes: saved tensors, views, gradients)
+                if not runs_own_ops(graph_fn, gm):
                     graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
                     graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
-                graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
-                if not own_ops:
+                    graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
                     graph_fn = checking_saved_versions(graph_fn, gm, example_inputs)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)

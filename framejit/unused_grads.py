@@ -129,12 +129,18 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 args[i] = _Gate.apply(args[i], received, feeds)
         outputs = graph_fn(*args)
         for o in watched:
-            node = getattr(outputs[o], "grad_fn", None)  # (a backend may return other values)
+            output = outputs[o]
+            node = getattr(output, "grad_fn", None)  # (a backend may return other values)
             if node is not None:
                 # on the node that made the output, not the tensor: a later in-place write gives the tensor another
                 # node, and the gradient still reaches this one (the node calls it with None for outputs that got
                 # no gradient)
-                node.register_prehook(_noting(received, o, outputs[o].output_nr))
+                node.register_prehook(_noting(received, o, output.output_nr))
+                # ... except for a view: a write into it rebases it on its base, whose node the gradient then
+                # reaches instead of the view's (fuzz 7275: `t = cat(...).T`, `t[i] = ...` after a break)
+                base = output._base
+                if base is not None and base.grad_fn is not None:
+                    base.grad_fn.register_prehook(_noting(received, o, base.output_nr))
         return outputs
     return run
 

@@ -395,6 +395,20 @@ def _returns_a_view_written_later(x, y):
     return t
 
 
+def _writes_into_a_view_output_after_a_break(x, y):
+    t = (torch.cat([x, y], dim=0) * 2).T  # a view of an intermediate, written after the break: autograd rebases
+    if (t > 0).any():                     # it on its base, and the gradient passes the base's node, not the view's
+        t[torch.tensor([0, 2])] = y.sum()
+    return t
+
+
+def _writes_into_a_view_output_of_ops_saving_nothing(x, y):
+    t = torch.cat([torch.cat([x, y], dim=0), torch.cat([y, x], dim=0)], dim=1).T  # (runs as torch ops: fuzz 7275)
+    if (t > 0).any():
+        t[torch.tensor([0, 2])] = y.sum()
+    return t
+
+
 G_STATE = torch.zeros(3)
 
 
@@ -435,7 +449,9 @@ def _breaks_inside_no_grad(x, y):
 @pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
                                 _uses_everything, _starts_in_no_grad, _returns_a_view_written_later,
                                 _writes_into_a_global, _adds_a_detached_value_into_a_global,
-                                _writes_a_value_made_without_grad_into_a_global, _breaks_inside_no_grad])
+                                _writes_a_value_made_without_grad_into_a_global, _breaks_inside_no_grad,
+                                _writes_into_a_view_output_after_a_break,
+                                _writes_into_a_view_output_of_ops_saving_nothing])
 def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn):
     # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager
     # leaves None (and the gradients that are there are eager's)
