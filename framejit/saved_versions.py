@@ -18,6 +18,7 @@ training graph runs its own ops, so that what they see is what eager's ops save.
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -302,12 +303,21 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         noted = {("input", i): _noting(args[i]) for i in inputs}
         noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
         by_node: dict[Any, list[tuple[int, list[Check]]]] = {}
+        rebased: dict[Any, list[tuple[int, list[Check], Any, Any]]] = {}
         for o, cs in checks.items():
-            node = getattr(results[o], "grad_fn", None)
+            output = results[o]
+            node = getattr(output, "grad_fn", None)
             if node is not None and all(key in noted for key in cs if key[0] != "raise"):
-                by_node.setdefault(node, []).append((results[o].output_nr, cs))
+                by_node.setdefault(node, []).append((output.output_nr, cs))
+                # a view written in place after the graph is rebased on its base: the gradient then passes the
+                # base's node instead (the hidden base AOTAutograd returns for a view of an intermediate)
+                base = output._base
+                if base is not None and base.grad_fn is not None and not any(base is r for r in results):
+                    rebased.setdefault(base.grad_fn, []).append((base.output_nr, cs, weakref.ref(output), node))
         for node, reached in by_node.items():
             node.register_prehook(_checking(reached, noted))
+        for node, views in rebased.items():
+            node.register_prehook(_checking_rebased_views(views, noted))
         return results
     return run
 
@@ -318,6 +328,20 @@ def _noting(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     with a node would make a reference cycle through it. Held, not weakly referenced, as eager's node holds what
     it saved: a temporary of the program may be dropped while a view of it, written later, lives on."""
     return (tensor if tensor.grad_fn is None else tensor.detach()), tensor._version
+
+
+def _checking_rebased_views(views: list[tuple[int, list[Check], Any, Any]], noted: dict) -> Callable[[tuple], None]:
+    """The checks of the view outputs of a base, run at the base's node for each view since rebased (written in
+    place: its node is no longer the one the graph made, whose check the gradient now bypasses)."""
+    def check(grads: tuple) -> None:
+        moved = []
+        for nr, cs, view, node in views:
+            alive = view()
+            if alive is not None and alive.grad_fn is not node:
+                moved.append((nr, cs))
+        if moved:
+            _checking(moved, noted)(grads)
+    return check
 
 
 def _checking(reached: list[tuple[int, list[Check]]], noted: dict) -> Callable[[tuple], None]:

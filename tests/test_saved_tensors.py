@@ -113,9 +113,37 @@ def saved_result_written_in_the_graph(x):
     return y
 
 
+def saved_result_written_in_the_graph_behind_a_view_written_later(x, y):
+    # fuzz 331, as minimised: relu saves t3, which the graph then writes; the loss reaches it through t4, a view
+    # that, written after the break at the raise, autograd rebases on its base
+    t3 = x.cumsum(-1).prod(1, keepdim=True).relu()
+    x = x + x
+    t4 = t3.roll(1, 0).unsqueeze(-1)
+    lst5 = [torch.cat([t3, t3], dim=0), torch.cat([t3, t3], dim=0)]
+    try:
+        t3 -= t3.detach()
+        raise KeyError("8")
+    except (KeyError, IndexError):
+        t4.clamp_(-1, 1)
+    finally:
+        if (lst5[0] * lst5[0]).max() > 1:
+            p9, p10 = (lst5[0], y.masked_fill(y < 0, 0))
+            p11, p12 = (t3.long(), torch.softmax(p9, dim=-1))
+        else:
+            t15 = torch.softmax(x.unsqueeze(0).sum(2, keepdim=True), dim=-1)
+    return t4
+
+
+def _two_leaves():
+    torch.manual_seed(0)
+    return torch.randn(3, 8, requires_grad=True), torch.randn(8, requires_grad=True)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_saved_tensor_written_inside_the_graph_makes_backward_raise_as_eager(backend):
-    error = differential(saved_result_written_in_the_graph, _nonleaf(3, 4), backend)
+@pytest.mark.parametrize("fn", [saved_result_written_in_the_graph,
+                                saved_result_written_in_the_graph_behind_a_view_written_later])
+def test_a_saved_tensor_written_inside_the_graph_makes_backward_raise_as_eager(fn, backend):
+    error = differential(fn, _nonleaf(3, 4) if fn is saved_result_written_in_the_graph else _two_leaves, backend)
     assert error is not None and MODIFIED in error
 
 
