@@ -17,6 +17,9 @@ refuses an in-place write the program makes later:
   from the trace's fake) is set on the returned view, or on a view of the returned tensor, so that the write
   raises eager's error (also in place of the mark of a view made inside AOTAutograd's Function, which refuses
   the write with another error).
+- Outputs eager computes twice (`[t.topk(2).values, t.topk(2).values]`) come back as one tensor: AOTAutograd's
+  common-subexpression elimination merged them, and a write into one showed in the other. A later one that
+  comes back sharing memory with an earlier one is cloned (differentiable).
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from typing import Any, Callable
 import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
 
-from framejit.backends.mutation import requires_grad, storage_of as _storage, writes_into_first_argument
+from framejit.backends.mutation import op_name, requires_grad, storage_of as _storage, writes_into_first_argument
+from framejit.rerun import RANDOM_OP
 
 
 def _creation_meta(view: torch.Tensor) -> CreationMeta:
@@ -68,7 +72,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
     strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
               and i not in remade and (meta := _creation_meta(v)) != CreationMeta.DEFAULT]
-    if not remade and not copied and not strict:
+    repeated = _repeated_computations(gm.graph)
+    if not remade and not copied and not strict and not repeated:
         return graph_fn
 
     def run_with_eager_views(*args: Any) -> Any:
@@ -100,5 +105,40 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                     view = results[j]
                     results[j] = copy.as_strided(view.size(), view.stride(),
                                                  view.storage_offset() - base.storage_offset())
+        for i, j in repeated:
+            if isinstance(results[j], torch.Tensor) and results[j] is results[i]:
+                results[j] = results[j].clone()
         return results
     return run_with_eager_views
+
+
+def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
+    """Pairs (earlier, later) of output positions that are distinct tensors in eager, computed by the same op on
+    the same values (a backend may merge them): each op gets a number, equal for equal computations."""
+    numbers: dict[Any, int] = {}
+    number_of: dict[torch.fx.Node, Any] = {}
+
+    def number(arg: Any) -> Any:
+        if isinstance(arg, torch.fx.Node):
+            return number_of.get(arg, ("node", arg))
+        if isinstance(arg, (tuple, list)):
+            return (type(arg), tuple(number(a) for a in arg))
+        if isinstance(arg, dict):
+            return (dict, tuple((k, number(v)) for k, v in arg.items()))
+        return ("const", type(arg), arg) if isinstance(arg, (int, float, bool, str, type(None), torch.dtype)) \
+            else ("object", id(arg))
+
+    for node in graph.nodes:
+        if node.op in ("call_function", "call_method") and not writes_into_first_argument(node) \
+                and not RANDOM_OP.fullmatch(op_name(node)):
+            key = (node.op, node.target, number(node.args), number(node.kwargs))
+            number_of[node] = ("op", numbers.setdefault(key, len(numbers)))
+    out = next(n for n in graph.nodes if n.op == "output").args[0]
+    first: dict[Any, int] = {}
+    pairs = []
+    for position, node in enumerate(out):
+        if isinstance(node, torch.fx.Node) and node in number_of and isinstance(_fake(node), torch.Tensor):
+            earlier = first.setdefault(number_of[node], position)
+            if earlier != position and out[earlier] is not node:
+                pairs.append((earlier, position))
+    return pairs

@@ -313,3 +313,24 @@ def test_graphs_under_saved_tensor_hooks_give_eager_gradients():
     x.grad = w.grad = None
     fn(x, w).backward()
     assert torch.allclose(got[0], x.grad) and torch.allclose(got[1], w.grad)
+
+
+def twice_the_same_computation(x):
+    rows = [x[-1], x.amax(0)]
+    return [torch.topk(rows[0], 2, dim=-1).values, torch.topk(rows[0], 2, dim=-1).values]  # (fuzz 5798)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outputs_computed_twice_stay_two_tensors(backend):
+    # AOTAutograd's common-subexpression elimination merges the two: a write into one showed in the other
+    x = torch.randn(3, 4, requires_grad=True)
+    first, second = framejit.compile(twice_the_same_computation, backend=backend)(x)
+    assert first is not second and first.data_ptr() != second.data_ptr()
+    want = twice_the_same_computation(x)[0].detach().clone()
+    with torch.no_grad():
+        first.add_(1)
+    torch.testing.assert_close(second.detach(), want)
+    (first.sum() + 2 * second.sum()).backward()
+    expected = torch.zeros_like(x)
+    expected[-1].scatter_(0, torch.topk(x[-1], 2).indices, 3.0)
+    torch.testing.assert_close(x.grad, expected)
