@@ -250,3 +250,39 @@ def test_a_users_aot_compiler_sees_a_graph_that_saves_nothing():
     fn = framejit.compile(lambda x: x + x, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
     fn(torch.randn(3, requires_grad=True)).sum().backward()
     assert len(recorder.forward) == 1 and len(recorder.backward) == 1
+
+
+def _a_no_grad_block_in_a_graph_that_splits(x, h):
+    with torch.no_grad():
+        kept = x.cos()  # (run with grad off in whichever part it lands in)
+    y = x.exp() * 2
+    z = h.neg()  # h has a history of its own, which a backward from y alone never runs
+    return y, z, kept
+
+
+def _a_break_inside_no_grad_in_a_graph_that_splits(x, h):
+    y = x.exp() * 2
+    z = h.neg()
+    with torch.no_grad():
+        kept = x.cos()
+        print("", end="")  # the first graph ends with grad off
+        kept = kept + 1
+    return y, z, kept
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_a_no_grad_block_in_a_graph_that_splits,
+                                _a_break_inside_no_grad_in_a_graph_that_splits])
+def test_a_graph_with_grad_switched_off_inside_splits_too(fn, backend):
+    # h's history was freed by an earlier backward: a backward from y alone must not run it (fuzz 3063, 8778)
+    def run(f):
+        torch.manual_seed(0)
+        x, leaf = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+        h = leaf.exp()
+        h.sum().backward()
+        y, z, kept = f(x, h)
+        assert torch.is_grad_enabled() and not kept.requires_grad and z.requires_grad
+        y.sum().backward()
+        return y.detach(), z.detach(), kept, x.grad
+    for got, want in zip(run(framejit.compile(fn, backend=backend)), run(fn)):
+        torch.testing.assert_close(got, want)

@@ -20,8 +20,10 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   ops saved do not split the graph: decoders returning their key/value cache would split per layer.)
 
 Parts without a differentiable output ride with another part. Memory written in place (a computed value, an input,
-a module's buffer) keeps the ops touching it in one part, in their order. Graphs that run ops with grad mode off or
-under autocast, or draw random numbers (the order of draws), are left whole.
+a module's buffer) keeps the ops touching it in one part, in their order. Ops run with grad mode off (a `no_grad`
+block in the graph) land in parts like the others, each part switching grad mode around them, and the run ends in
+the mode the graph ends in. Graphs that run ops under autocast, or draw random numbers (the order of draws), are
+left whole.
 """
 from __future__ import annotations
 
@@ -60,14 +62,12 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
     inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
-    grad_on, writes_input = True, False
+    writes_input = False
     for node in graph.nodes:
         if node.op == "placeholder":
             inputs_memory.add(node_storage(node))
-        elif node.target is torch._C._set_grad_enabled:
-            grad_on = node.args[0]  # (a switch with no op under it, `with no_grad(): pass`, switches nothing)
-        elif node.op in ("call_function", "call_method", "call_module"):
-            if not grad_on or node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
+        elif node.op in ("call_function", "call_method", "call_module") and node.target is not SET_GRAD:
+            if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
                 return None
             if writes_into_first_argument(node) and ("out" in node.kwargs or
                                                      not isinstance(node.args[0], torch.fx.Node)):
@@ -75,7 +75,7 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
             written = [node.args[0]] if writes_into_first_argument(node) else batch_norm_stats_written(node)
             writes_input = writes_input or any(node_storage(w) in inputs_memory for w in written)
     differentiable = [i for i, r in enumerate(results) if requires_grad(r.meta.get("example_value"))]
-    if len(differentiable) < 2 or not grad_on:
+    if len(differentiable) < 2:
         return None
     nodes = _computed(graph)
     joined = _Joined(nodes)
@@ -89,8 +89,22 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
 
 
 def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
-    """The nodes a part runs: everything but inputs, constants (each part reads its own) and the output."""
-    return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output")]
+    """The nodes a part runs: everything but inputs, constants (each part reads its own), the output and grad mode
+    switches (each part switches to the mode of each of its ops: `_grad_modes`)."""
+    return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output") and n.target is not SET_GRAD]
+
+
+SET_GRAD = torch._C._set_grad_enabled
+
+
+def _grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
+    """The grad mode each node of `graph` runs in (a graph starts with grad on: it is split only for training)."""
+    modes, mode = {}, True
+    for node in graph.nodes:
+        if node.target is SET_GRAD:
+            mode = node.args[0]
+        modes[node] = mode
+    return modes
 
 
 def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
@@ -222,6 +236,8 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     results = next(n for n in graph.nodes if n.op == "output").args[0]
     slot = {p: i for i, p in enumerate(placeholders)}
+    modes = _grad_modes(graph)
+    final_mode = modes[next(n for n in graph.nodes if n.op == "output")]  # (a graph may end inside a no_grad block)
     examples = list(example_inputs)
     owner = {node: i for i, part in enumerate(parts) for node in part}
     read_later = {a for n in owner for a in n.all_input_nodes if a in owner and owner[a] != owner[n]}
@@ -242,8 +258,14 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
             env[value] = sub.placeholder(value.name)
             env[value].meta = dict(value.meta)
             in_slots.append(slot[value])
+        mode = True  # (each part starts with grad on, as the graph does, and ends so)
         for node in ordered:
+            if modes[node] != mode:
+                mode = modes[node]
+                sub.call_function(SET_GRAD, (mode,)).meta["example_value"] = None
             env[node] = sub.node_copy(node, lambda n: env[n])
+        if not mode:
+            sub.call_function(SET_GRAD, (True,)).meta["example_value"] = None
         out_nodes = [n for n in ordered if n in needed]
         for node in out_nodes:
             slot[node] = len(examples)
@@ -259,6 +281,8 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         for fn, in_slots, out_slots in runs:
             for s, value in zip(out_slots, fn(*[values[s] for s in in_slots])):
                 values[s] = value
+        if not final_mode:
+            SET_GRAD(False)
         return tuple(values[s] for s in result_slots)
     return run
 
