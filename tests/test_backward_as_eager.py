@@ -286,3 +286,26 @@ def test_a_graph_with_grad_switched_off_inside_splits_too(fn, backend):
         return y.detach(), z.detach(), kept, x.grad
     for got, want in zip(run(framejit.compile(fn, backend=backend)), run(fn)):
         torch.testing.assert_close(got, want)
+
+
+def test_one_batch_norm_called_twice_in_a_graph_that_splits():
+    # v (a view with a history) feeds one output only, so the graph splits by the outputs reached; the two calls'
+    # updates of the running statistics stay in one part, in their order (fuzz 472 of seed 1800000)
+    norm = torch.nn.BatchNorm1d(8)
+
+    def step(y, v, t):
+        kept = v.cumsum(-1).relu()
+        shifted = t + 2  # (its part comes first in the graph: the second call's part must still run second)
+        first = norm(y.roll(1, 0))
+        return kept, first, norm(shifted)
+
+    def run(fn):
+        torch.manual_seed(0)
+        norm.reset_running_stats()
+        y, t = torch.randn(3, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
+        outputs = fn(y, t.t(), t)
+        return [o.detach() for o in outputs] + [norm.running_mean.clone(), norm.running_var.clone()]
+    want = run(step)
+    for backend in BACKENDS:
+        for got, expected in zip(run(framejit.compile(step, backend=backend)), want):
+            torch.testing.assert_close(got, expected)

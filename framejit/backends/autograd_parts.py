@@ -181,8 +181,12 @@ class _Joined:
 
     def __init__(self, nodes: list[torch.fx.Node]) -> None:
         self.parent = {n: n for n in nodes}
+        # (batch_norm in train mode writes its running statistics: two BatchNorm calls of one module in two
+        # parts could run in the other order, fuzz 472 of seed 1800000)
         written = {node_storage(n.args[0]) for n in nodes if writes_into_first_argument(n)
-                   and isinstance(n.args[0], torch.fx.Node)} - {None}
+                   and isinstance(n.args[0], torch.fx.Node)} | \
+            {node_storage(stat) for n in nodes for stat in batch_norm_stats_written(n)}
+        written.discard(None)
         first_toucher: dict[Any, torch.fx.Node] = {}
         for node in nodes:
             for other in (node, *node.all_input_nodes):
