@@ -39,6 +39,7 @@ from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run in their list's order
+SET_GRAD = torch._C._set_grad_enabled
 
 
 def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any], compile_one: Compile,
@@ -92,9 +93,6 @@ def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     """The nodes a part runs: everything but inputs, constants (each part reads its own), the output and grad mode
     switches (each part switches to the mode of each of its ops: `_grad_modes`)."""
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output") and n.target is not SET_GRAD]
-
-
-SET_GRAD = torch._C._set_grad_enabled
 
 
 def _grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
