@@ -207,6 +207,13 @@ def test_a_value_computed_before_a_write_does_not_depend_on_what_the_write_reads
     assert deps == [frozenset({0}), frozenset({0, 1})]
 
 
+def _a_comparison_beside(x):
+    y = x - 1
+    if (x @ x.T).max() > 1:  # the graph before this break returns y and the comparison: matmul's save feeds only
+        return y             # the comparison, which has no gradient (fuzz 123 of seed 1900000)
+    return y + 1
+
+
 def _kept_across_calls(fn, calls=3):
     """fn called on one leaf `calls` times, each call's output kept and the sum of all kept so far differentiated
     (a second backward through the earlier calls' graphs): the leaf's gradient, or the error's first words."""
@@ -227,6 +234,7 @@ def _kept_across_calls(fn, calls=3):
     (lambda x: (x + x)[0].sum(0) - 2, False),
     (lambda x: x.float().view(-1) - 1, False),
     (lambda x: (x.sin(), x + x)[1], False),  # sin's save is dead: nothing differentiates its result
+    (_a_comparison_beside, False),
     (lambda x: x.sin() + x, True),
 ])
 def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):

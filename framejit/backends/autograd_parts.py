@@ -328,14 +328,19 @@ class _Saves(Exception):
 
 
 class _FindingSaves(torch.fx.Interpreter):
-    """Runs a graph, raising _Saves when an op whose result the graph's outputs or writes need saves a tensor
-    (a dead op's save, `torch.sin(y)` passed to a function that ignores it, never reaches a backward)."""
+    """Runs a graph, raising _Saves when an op whose result the graph's differentiable outputs or its writes need
+    saves a tensor (a dead op's save, `torch.sin(y)` passed to a function that ignores it, never reaches a
+    backward; nor does that of a `matmul` feeding only a comparison the graph returns: fuzz 123 of seed
+    1900000)."""
 
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         super().__init__(gm)
         graph = gm.graph
-        roots = [n for n in graph.nodes if n.op in ("output", "call_module") or writes_into_first_argument(n)
+        results = next(n for n in graph.nodes if n.op == "output").args[0]
+        roots = [n for n in graph.nodes if n.op == "call_module" or writes_into_first_argument(n)
                  or batch_norm_stats_written(n)]
+        roots += [r for r in (results if isinstance(results, (tuple, list)) else [results])
+                  if isinstance(r, torch.fx.Node) and requires_grad(r.meta.get("example_value"))]
         self.live: set[torch.fx.Node] = set()
         while roots:
             node = roots.pop()
