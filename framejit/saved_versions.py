@@ -185,9 +185,10 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
       logsumexp saves `t`) reaches the program as a clone, if small and nothing else shares its memory: the
       program may write into `t` after the graph and backward from `t` alone, which never runs logsumexp's
       backward in eager, while the node unpacks all it saved. Such an input (a tensor with a history of its own,
-      a global outside autograd) is copied under the hooks, if small. Letting the node read the written tensor instead would be wrong: it may need the
-      value, say to recompute `max`'s indices from an input, for the outputs that do get a gradient. A large one
-      (a decoder's key/value cache) is not copied, at the cost of the raise torch.compile makes too then."""
+      a global outside autograd) is copied under the hooks, if small. Letting the node read the written tensor
+      instead would be wrong: it may need the value, say to recompute `max`'s indices from an input, for the
+      outputs that do get a gradient. A large one (a decoder's key/value cache) is not copied, at the cost of the
+      raise torch.compile makes too then."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
         return graph_fn
     eager_saved = {c for cs in saved_checks(gm).values() for c in cs if c[0] != "raise"}

@@ -339,7 +339,7 @@ class _FindingSaves(torch.fx.Interpreter):
         results = next(n for n in graph.nodes if n.op == "output").args[0]
         roots = [n for n in graph.nodes if n.op == "call_module" or writes_into_first_argument(n)
                  or batch_norm_stats_written(n)]
-        roots += [r for r in (results if isinstance(results, (tuple, list)) else [results])
+        roots += [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
                   if isinstance(r, torch.fx.Node) and requires_grad(r.meta.get("example_value"))]
         self.live: set[torch.fx.Node] = set()
         while roots:

@@ -53,16 +53,17 @@ class SymbolicVariable(Variable):
         return self.value
 
     def as_python_constant(self) -> Any:
-        number = _PY_TYPES[type(self.value)](self.value)  # specialises: the shape environment guards the value
-        return number if self.numpy_type is None else self.numpy_type(number)
+        return self._as_held(self.value)  # specialises: the shape environment guards the value
 
     def example(self) -> Any:
         """The number this value has in the call being traced (without a guard), as the program holds it; None
         where its symbols have no hint."""
         hint = self.value.node.hint
-        if hint is None:
-            return None
-        number = _PY_TYPES[type(self.value)](hint)
+        return None if hint is None else self._as_held(hint)
+
+    def _as_held(self, number: Any) -> Any:
+        """`number` as the Python type of this value, or as its numpy type where the program holds one."""
+        number = _PY_TYPES[type(self.value)](number)
         return number if self.numpy_type is None else self.numpy_type(number)
 
     def truth(self, tx: Tracer) -> bool:
