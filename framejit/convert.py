@@ -12,7 +12,7 @@ from framejit import logs, tracebacks
 from framejit._C import _hook
 from framejit.backends.common import check_outputs
 from framejit.codeobj import (arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code,
-                              is_continuation)
+                              is_continuation, passed_cells)
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
@@ -125,7 +125,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     if finished is None:  # this path does no tensor op: an entry that runs the original body
         new_code = passthrough_code(code)
     else:
-        new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps)
+        new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps,
+                                       passed_cells=passed_cells(code))
     for broken in output.shapes.broken_marks():  # a promise the code can't keep: an error where the graph is whole
         if nopython:
             raise UserError(broken, code=BreakCode.DYNAMIC_CONSTRAINT)

@@ -21,7 +21,7 @@ from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
 from framejit._C import _hook
 from framejit.codegen import PyCodegen
 from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
-                              original_location, resume_fn_name, stack_inputs)
+                              original_location, own_cells, resume_fn_name, resume_parameters, stack_inputs)
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, unsupported
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
@@ -79,8 +79,7 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
                         BreakCode.BREAK_UNSUPPORTED)
         live[except_target.offset] = _live_locals(tx, orig_code, except_target.offset)
     local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
-    cell_values = {name: tx.cells[name].value for name in tx.code.co_cellvars
-                   if tx.cells[name].value is not None}
+    cell_values = {name: tx.cells[name].value for name in own_cells(tx.code) if tx.cells[name].value is not None}
     for value in reversed(deep):  # autocast blocks end with the graph; the code after it enters them again
         if isinstance(value, WithExitVariable):
             value.ctx.exit_before_break(tx)
@@ -237,15 +236,20 @@ def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successo
     if not (out_temps and out_temps[0] is None):
         cg.emit("PUSH_NULL")  # else K's own NULL result is still on the stack, in the callable's place
     cg.emit_const(_hook.tail_call)  # the hook calls the continuation once this frame is gone
-    freevars = orig_code.co_cellvars + orig_code.co_freevars
-    for name in freevars:
+    for name in orig_code.co_freevars:
         cg.emit("LOAD_CLOSURE", name)
-    if freevars:
-        cg.emit("BUILD_TUPLE", len(freevars))
+    if orig_code.co_freevars:
+        cg.emit("BUILD_TUPLE", len(orig_code.co_freevars))
     cg.emit_const(code)
-    cg.emit("MAKE_FUNCTION", 8 if freevars else 0)
-    args = [local_temps[n] for n in local_names] + [t for t in slots if t is not None]
-    for temp in args:
-        cg.emit("LOAD_FAST", temp)
-    cg.call(1 + len(args))
+    cg.emit("MAKE_FUNCTION", 8 if orig_code.co_freevars else 0)
+    params = resume_parameters(orig_code, local_names)
+    for name in params:
+        if name in orig_code.co_cellvars:
+            cg.emit("LOAD_CLOSURE", name)  # the cell itself, which the continuation shares
+        else:
+            cg.emit("LOAD_FAST", local_temps[name])
+    for temp in slots:
+        if temp is not None:
+            cg.emit("LOAD_FAST", temp)
+    cg.call(1 + len(params) + sum(t is not None for t in slots))
     cg.emit("RETURN_VALUE")

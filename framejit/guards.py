@@ -28,6 +28,7 @@ from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
 from framejit.sources import ConstSource, DerivedSource, LocalSource, Source, written_inline
+from framejit.codeobj import passed_cells
 from framejit.codeobj.reading import safe_repr
 
 _dispatch_keys = torch._C._dispatch_keys
@@ -293,7 +294,9 @@ class _Renderer:
         return f"___a{self.slot_of[local_name]}"
 
     def closure_cell(self, var_name: str) -> str:
-        return f"___fn.__closure__[{self.freevars.index(var_name)}].cell_contents"
+        if var_name in self.freevars:
+            return f"___fn.__closure__[{self.freevars.index(var_name)}].cell_contents"
+        return f"{self.argument(var_name)}.cell_contents"  # a continuation's cell parameter holds the cell
 
     def globals_dict(self) -> str:
         return "___G"  # set from ___fn.__globals__ by the function's prologue
@@ -345,6 +348,7 @@ def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.Fu
     """The first guard that fails for these arguments, with a readable reason (slow path): each check's
     expression is evaluated over the readable names and compared with what it expects."""
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
+    closure.update((name, cell) for name, cell in zip(argnames, args) if name in passed_cells(fn.__code__))
     ns = dict(_HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
               C=_CellContents(closure), M=_ModuleDicts())
     for guard in guards:

@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 
 from framejit._C import _hook
 from framejit.codegen import PyCodegen
-from framejit.codeobj import GRAPH_OUT
+from framejit.codeobj import GRAPH_OUT, own_cells
 from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
@@ -370,7 +370,7 @@ class OutputGraph:
         self.side_effects.codegen(cg)
         # a function made in the trace that outlives the frame closes over the frame's own cells: they must hold
         # what the trace stored in them (the trace kept those writes to itself)
-        frame_cells = {id(cell): name for name, cell in tx.cells.items() if name in tx.code.co_cellvars}
+        frame_cells = {id(cell): name for name, cell in tx.cells.items() if name in own_cells(tx.code)}
         made_here = [v for v in _reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
         for fn in made_here:
             for cell in fn.closure:

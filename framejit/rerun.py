@@ -27,7 +27,7 @@ from framejit import logs
 from framejit._C import _hook
 from framejit.backends.mutation import batch_norm_stats_written, op_name, writes_into_first_argument
 from framejit.codegen import PyCodegen
-from framejit.codeobj import arg_slot_names
+from framejit.codeobj import arg_slot_names, passed_cells
 from framejit.exc import FramejitError
 
 # names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
@@ -156,8 +156,11 @@ def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None
     else:
         cg.emit_const(None)
     args = arg_slot_names(code)
-    for name in args:  # untouched so far: the frame's arguments (an argument that is a cell holds it)
-        cg.emit("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", name)
+    for name in args:  # untouched so far: the frame's arguments (one that is a cell holds it)
+        if name in passed_cells(code):
+            cg.emit("LOAD_CLOSURE", name)  # a continuation's cell parameter: the cell itself
+        else:
+            cg.emit("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", name)
     cg.call(5 + len(args))
     cg.emit("RETURN_VALUE")
     cg.instructions.append(after)

@@ -136,10 +136,10 @@ class ModuleGlobalsSource(Source):
 
 @dataclasses.dataclass(frozen=True)
 class ClosureSource(Source):
-    """The contents of a free variable of the captured function (its closure cell)."""
+    """The contents of a cell the captured frame did not make: a free variable's (its closure cell), or a
+    continuation's cell parameter's."""
 
     var_name: str
-    index: int
 
     def name(self) -> str:
         return f"C[{self.var_name!r}]"

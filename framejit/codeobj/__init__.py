@@ -22,7 +22,16 @@ from framejit.codeobj.reading import (
     offset_to_index,
     read_instructions,
 )
-from framejit.codeobj.resume import build_resume_code, code_label, is_continuation, original_code, original_location
+from framejit.codeobj.resume import (
+    build_resume_code,
+    code_label,
+    is_continuation,
+    original_code,
+    original_location,
+    own_cells,
+    passed_cells,
+    resume_parameters,
+)
 from framejit.codeobj.stack_effects import forward_jump, stack_inputs
 
 __all__ = [
@@ -43,8 +52,11 @@ __all__ = [
     "offset_to_index",
     "original_code",
     "original_location",
+    "own_cells",
+    "passed_cells",
     "read_instructions",
     "resume_fn_name",
+    "resume_parameters",
     "roundtrip",
     "stack_arg_name",
     "stack_inputs",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Union
+from typing import Sequence, Union
 
 from bytecode import UNSET, Bytecode, CellVar, FreeVar, Instr, Label, SetLineno, TryBegin, TryEnd
 
@@ -84,13 +84,21 @@ def arg_slot_names(code: types.CodeType) -> tuple[str, ...]:
     return code.co_varnames[:n]
 
 
-def _prologue(template: types.CodeType) -> list[Instr]:
-    """What 3.11 code must run first: copy the closure into free slots, make cells, RESUME."""
-    out = []
-    if template.co_freevars:
-        out.append(Instr("COPY_FREE_VARS", len(template.co_freevars), lineno=None))
-    out.extend(Instr("MAKE_CELL", CellVar(name), lineno=None) for name in template.co_cellvars)
-    out.append(Instr("RESUME", 0, lineno=template.co_firstlineno))
+def cell_prologue(cellvars: Sequence[str], n_freevars: int, passed_cells: Sequence[str] = (),
+                  lineno: int | None = None) -> list[Instr]:
+    """What 3.11 code runs before RESUME: copy the closure into the free slots and make the cells.
+
+    A parameter in `passed_cells` arrives holding a cell made by the caller (a continuation
+    shares its function's cells this way). MAKE_CELL wraps it like any cell parameter,
+    then the caller's cell replaces the wrapper in the slot, so the slot is a cell that
+    MAKE_CELL made as far as the frame's readers know (`f_locals`, zero-argument
+    `super()`), and reading it empty raises UnboundLocalError as in the function itself.
+    """
+    out = [Instr("COPY_FREE_VARS", n_freevars, lineno=lineno)] if n_freevars else []
+    out.extend(Instr("MAKE_CELL", CellVar(name), lineno=lineno) for name in cellvars)
+    for name in passed_cells:
+        out.append(Instr("LOAD_DEREF", CellVar(name), lineno=lineno))
+        out.append(Instr("STORE_FAST", name, lineno=lineno))
     return out
 
 
@@ -119,12 +127,14 @@ def build_function_code(
     name: str | None = None,
     argnames: tuple[str, ...] | None = None,
     extra_varnames: tuple[str, ...] = (),
+    passed_cells: tuple[str, ...] = (),
 ) -> types.CodeType:
     """A function's code with `template`'s file, lines, qualname and closure layout, running `body`.
 
     Parameters are `argnames` (default: the template's argument slots), all plain
     positional. The 3.11 prologue (COPY_FREE_VARS, MAKE_CELL, RESUME) is prepended;
-    a cellvar that is also a parameter becomes a cell around the argument, as in 3.11.
+    a cellvar that is also a parameter becomes a cell around the argument, as in 3.11, unless
+    it is one of `passed_cells`: the template's parameters that arrive as cells (see `cell_prologue`).
     The function must be made with the template's closure (a tuple of cells for its freevars).
     """
     args = arg_slot_names(template) if argnames is None else tuple(argnames)
@@ -146,6 +156,7 @@ def build_function_code(
     bc.freevars = list(template.co_freevars)
     bc.flags = (template.co_flags & ~_DROPPED_FLAGS) | inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
     bc.docstring = None  # co_consts[0] is the docstring in 3.11: never let a body string become one
-    bc.extend(_prologue(template))
+    bc.extend(cell_prologue(template.co_cellvars, len(template.co_freevars), passed_cells))
+    bc.append(Instr("RESUME", 0, lineno=template.co_firstlineno))
     bc.extend(_prepare(item, template) for item in body)
     return _assemble(bc)

@@ -4,8 +4,11 @@ The continuation is the original code with a prologue that rebuilds the value
 stack from its arguments (NULLs where the original stack held NULLs) and jumps
 to the offset. Exception tables, line numbers and every later instruction are
 the original's, so the rest of the function behaves exactly as it would have.
-The original's cell variables arrive as free variables: the frame that calls
-a continuation passes its cells in the closure, so both frames share them.
+The original's cell variables stay cell variables, passed in as parameters that
+hold the calling frame's cells (`passed_cells`), so both frames share them and
+the continuation's frame reads them as the original's does: an empty one raises
+UnboundLocalError, and a method's `self` held in a cell is still the first local
+that zero-argument `super()` reads. Free variables come in the closure.
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import inspect
 import types
 import weakref
 
-from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+from bytecode import Bytecode, Instr, Label
 
-from framejit.codeobj.assemble import _assemble
+from framejit.codeobj.assemble import _assemble, cell_prologue
 from framejit.codeobj.names import stack_arg_name
 
 _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
@@ -66,6 +69,25 @@ def original_code(code: types.CodeType) -> types.CodeType:
     return code if original is None else original
 
 
+def passed_cells(code: types.CodeType) -> tuple[str, ...]:
+    """The parameters of `code` that arrive holding a cell: a continuation's cell variables."""
+    return code.co_cellvars if code in _ORIGINS else ()
+
+
+def own_cells(code: types.CodeType) -> tuple[str, ...]:
+    """The cell variables a frame of `code` makes itself (not a continuation's, which its caller made)."""
+    return () if code in _ORIGINS else code.co_cellvars
+
+
+def resume_parameters(code: types.CodeType, local_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The parameters of a continuation of `code` before its stack values: the live locals
+    `local_names` and the cells, in `code`'s local order (a method's `self` first, cell or
+    not), then cells that are no argument of `code`."""
+    names = set(local_names) | set(code.co_cellvars)
+    ordered = [n for n in code.co_varnames if n in names]
+    return (*ordered, *(n for n in code.co_cellvars if n not in ordered))
+
+
 def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
                       local_names: tuple[str, ...], label: str) -> types.CodeType:
     """A code object `(*locals, *stack_values)` that continues `code` at `offset`.
@@ -73,10 +95,9 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     It has `code`'s name, file and line numbers, so its frame reads as the user's frame
     (tracebacks, `inspect`, `warnings` stack levels); `label` names it in the debug view.
 
-    The live locals `local_names` come first (so that a method's `self` stays the first
-    local, as zero-argument `super()` needs), then one parameter per stack slot that is not
-    a NULL (`stack_nulls[i]`: slot i, bottom first, is a NULL). Call it with a closure of
-    the original's cells then free variables (`co_cellvars + co_freevars`).
+    Its parameters are `resume_parameters(code, local_names)` (the live locals and the
+    original's cells), then one per stack slot that is not a NULL (`stack_nulls[i]`: slot i,
+    bottom first, is a NULL). Call it with the original's closure (its free variables).
     """
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     target = Label()
@@ -91,13 +112,9 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
             seen += 1
             if item.name in _PROLOGUE_OPS:
                 continue
-            if isinstance(item.arg, CellVar):
-                item = item.copy()
-                item.arg = FreeVar(item.arg.name)
         body.append(item)
     stack_params = [stack_arg_name(i) for i, null in enumerate(stack_nulls) if not null]
-    freevars = list(code.co_cellvars) + list(code.co_freevars)
-    prologue = [Instr("COPY_FREE_VARS", len(freevars), lineno=code.co_firstlineno)] if freevars else []
+    prologue = cell_prologue(code.co_cellvars, len(code.co_freevars), code.co_cellvars, code.co_firstlineno)
     prologue.append(Instr("RESUME", 0, lineno=code.co_firstlineno))
     params = iter(stack_params)
     for null in stack_nulls:
@@ -108,12 +125,12 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     out.name, out.qualname = code.co_name, code.co_qualname
     out.filename = code.co_filename
     out.first_lineno = code.co_firstlineno
-    out.argnames = list(local_names) + stack_params
+    out.argnames = [*resume_parameters(code, local_names), *stack_params]
     out.argcount = len(out.argnames)
     out.posonlyargcount = out.kwonlyargcount = 0
-    out.cellvars = []
-    out.freevars = freevars
-    out.flags = (code.co_flags & ~_DROPPED_FLAGS) | (inspect.CO_NESTED if freevars else 0)
+    out.cellvars = list(code.co_cellvars)
+    out.freevars = list(code.co_freevars)
+    out.flags = code.co_flags & ~_DROPPED_FLAGS
     out.docstring = None
     # The body is the original's and the prologue rebuilds a stack the original had at `offset`, so the
     # original's stack size bounds it. bytecode's own pass can't be used: it takes the depth at which a try

@@ -14,7 +14,7 @@ import types
 import weakref
 from typing import Any
 
-from framejit.codeobj import Inst, arg_slot_names, original_code, read_instructions
+from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
 from framejit.exc import BreakCode, ObservedException, Unsupported, unsupported
 from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
@@ -263,15 +263,20 @@ def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple) ->
     values = dict(zip(names, args))
     # arguments are wrapped (and guarded) when first read: an unused argument adds no guard
     tx.symbolic_locals = {name: LazyArg(value, LocalSource(name)) for name, value in values.items()}
-    for name in code.co_cellvars:
+    if passed_cells(code):  # start at RESUME: the Cells below stand for what the prologue does with them
+        tx.ip = next(k for k, inst in enumerate(tx.instructions) if inst.opname == "RESUME")
+    for name in own_cells(code):
         tx.cells[name] = Cell(tx.symbolic_locals.pop(name, None))
-    for i, (name, real) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+    # cells made before this frame: its closure's, and a continuation's cell parameters (its caller's cells)
+    outside = [(name, values[name]) for name in passed_cells(code)] + list(zip(code.co_freevars, fn.__closure__ or ()))
+    for name, real in outside:
+        tx.symbolic_locals.pop(name, None)
         try:
             contents = real.cell_contents
         except ValueError:
             tx.cells[name] = Cell(on_store=lambda v, n=name: output.side_effects.store_cell(n, v))
             output.real_cells[id(real)] = tx.cells[name]
             continue
-        tx.cells[name] = outside_cell(tx, contents, ClosureSource(name, i), name)
+        tx.cells[name] = outside_cell(tx, contents, ClosureSource(name), name)
         output.real_cells[id(real)] = tx.cells[name]
     return tx

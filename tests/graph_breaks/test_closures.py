@@ -136,3 +136,56 @@ def test_a_replayed_write_reads_a_cell_before_the_trace_writes_it():
     CELL_LOG.clear()
     differential(cell_read_by_a_replayed_append, (torch.randn(3, 4), torch.randn(4)),
                  observe=lambda: [t.clone() for t in CELL_LOG], before=CELL_LOG.clear)
+
+
+def unbound_cell_after_break(x, bind):
+    def inner():
+        return r + x
+    brk()
+    if bind:
+        r = x * 2
+    try:
+        got = r  # an empty cell of this frame: eager raises UnboundLocalError, not NameError
+    except UnboundLocalError as e:
+        got = str(e)
+    n = inner() if bind else None
+    del r  # raises UnboundLocalError when never bound
+    return got, n
+
+
+def test_an_empty_cell_of_the_frame_raises_unbound_local_error_after_a_break():
+    # after the break the cell is the continuation's parameter, a cell of its own frame as in eager (not a free
+    # variable, which would raise NameError "cannot access free variable")
+    differential(unbound_cell_after_break, (torch.randn(3), True), (torch.randn(3), False), repeat=2)
+
+
+class Base(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class SelfInACell(Base):
+    def forward(self, x):
+        training = lambda: self.training  # noqa: E731 (self is a cell of forward)
+        brk()
+        return super().forward(x) * 2 + training()
+
+
+def test_zero_argument_super_after_a_break_where_self_is_a_cell():
+    # zero-argument super() reads the frame's first local, through its cell: the continuation keeps self first
+    cnt = differential(SelfInACell().forward, (torch.randn(3),), repeat=2)
+    assert cnt.frame_count == 1, [targets(g) for g in cnt.graphs]
+
+
+def cell_read_through_frame_locals(x):
+    y = x + 1
+    inner = lambda: y  # noqa: E731
+    brk()
+    import inspect
+    seen = inspect.currentframe().f_locals["y"]
+    y = y * 3
+    return seen, inner()
+
+
+def test_a_cell_reads_as_its_contents_in_the_continuations_frame_locals():
+    differential(cell_read_through_frame_locals, (torch.randn(3),), repeat=2)
