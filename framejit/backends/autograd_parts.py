@@ -34,6 +34,7 @@ import torch
 from framejit.backends.common import log
 from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, op_name, requires_grad,
                                         writes_into_first_argument)
+from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.rerun import RANDOM_OP
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -84,6 +85,9 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
         return _parts_by_outputs_reached(nodes, reached)
+    shared = _parts_for_second_backwards(gm, example_inputs, nodes, reached, len(differentiable))
+    if shared is not None:
+        return shared
     # (a graph writing into an input, a module's buffer, stays whole here: splitting one that runs two BatchNorms
     # on shared statistics made backward raise, fuzz 4310)
     return None if writes_input else _unrelated_computations(nodes, results, differentiable, joined)
@@ -208,6 +212,47 @@ class _Joined:
         self.parent[self.find(a)] = self.find(b)
 
 
+def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[Any], nodes: list[torch.fx.Node],
+                                reached: dict[torch.fx.Node, int], n_outputs: int) -> list[Part] | None:
+    """Parts so that a backward from one output after a backward from another fails only where eager's would.
+
+    Two backwards pass one node when it leads to both outputs; the second raises if the node saved a tensor.
+    Eager's second backward raises only if one of its ops leading to both outputs saved one: a graph keeping
+    `g = g + x[0]` in a global (an add, saving nothing) beside a `maximum` that saves, both leading to the loss,
+    backpropagates again through `g` in the next step (fuzz 1028 of seed 1800000, 5788 of seed 1700000). Such
+    a graph splits by the outputs each op leads to, then neighbouring parts join again wherever the joint node
+    fails only where eager does too. A model's graph (a loss, its logits, a key/value cache) has a matmul
+    leading to every output: it stays whole, found without a run."""
+    everything = (1 << n_outputs) - 1
+    if len({reached[n] for n in nodes}) < 2 or any(reached[n] == everything and surely_saves(gm, n) for n in nodes):
+        return None
+    saving = saving_nodes(gm, example_inputs)
+    if not saving:
+        return None  # (nothing saved: no node fails a second backward; or unknown: left whole)
+    shared = [1 << bit for bit in range(n_outputs)]  # per output: the outputs a saving op leads to with it
+    for node in saving:
+        for bit in range(n_outputs):
+            if reached.get(node, 0) >> bit & 1:
+                shared[bit] |= reached[node]
+
+    def one_node_is_exact(part: Part) -> bool:
+        mask = _or(reached[n] for n in part)
+        return not (part & saving) or all(shared[bit] & mask == mask for bit in range(n_outputs) if mask >> bit & 1)
+
+    if one_node_is_exact(set(nodes)):
+        return None
+    parts = _parts_by_outputs_reached(nodes, reached)
+    if parts is None:
+        return None
+    joined = [parts[0]]
+    for part in parts[1:]:  # (neighbours in the run's order: joining them keeps an order the data flow allows)
+        if one_node_is_exact(joined[-1] | part):
+            joined[-1] = joined[-1] | part
+        else:
+            joined.append(part)
+    return joined if len(joined) > 1 else None
+
+
 def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int]) -> list[Part] | None:
     """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow allows."""
     groups: dict[int, Part] = {}
@@ -315,68 +360,9 @@ def _eager_ops_where_nothing_saved(compile_one: Compile) -> Compile:
     real models' graphs save (a matmul saves its inputs), so they compile as before; finding that costs the
     run of the graph's ops up to the first save, on fake tensors."""
     def compile_or_run_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        if _saves_no_tensor(gm, example_inputs):
+        if saves_no_tensor(gm, example_inputs):
             log.info("a training graph saves no tensor for backward; it runs as eager torch ops, whose backward "
                      "runs again after a first one freed the graph")
             return gm
         return compile_one(gm, example_inputs)
     return compile_or_run_ops
-
-
-class _Saves(Exception):
-    """Raised by the pack hook at the first tensor a live op saves: the answer is known, the run stops."""
-
-
-class _FindingSaves(torch.fx.Interpreter):
-    """Runs a graph, raising _Saves when an op whose result the graph's differentiable outputs or its writes need
-    saves a tensor (a dead op's save, `torch.sin(y)` passed to a function that ignores it, never reaches a
-    backward; nor does that of a `matmul` feeding only a comparison the graph returns: fuzz 123 of seed
-    1900000)."""
-
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
-        super().__init__(gm)
-        graph = gm.graph
-        results = next(n for n in graph.nodes if n.op == "output").args[0]
-        roots = [n for n in graph.nodes if n.op == "call_module" or writes_into_first_argument(n)
-                 or batch_norm_stats_written(n)]
-        roots += [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
-                  if isinstance(r, torch.fx.Node) and requires_grad(r.meta.get("example_value"))]
-        self.live: set[torch.fx.Node] = set()
-        while roots:
-            node = roots.pop()
-            if node not in self.live:
-                self.live.add(node)
-                roots.extend(node.all_input_nodes)
-        self.current: torch.fx.Node | None = None
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        self.current = n
-        return super().run_node(n)
-
-    def pack(self, t: torch.Tensor) -> Any:
-        if self.current in self.live:
-            raise _Saves
-        return t
-
-
-def _saves_no_tensor(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
-    """Whether autograd records `gm`'s ops on inputs requiring grad, and saves no tensor for the backward of its
-    outputs. False where that cannot be found (a graph the fake run rejects, saved-tensor hooks disabled)."""
-    if not any(requires_grad(x) for x in example_inputs):
-        return False  # (no autograd node at all: AOTAutograd compiles it for inference)
-    if any(n.target in AUTOCAST_STATE_TARGETS for n in gm.graph.nodes):
-        return False  # (a run stopped at a save would leave autocast switched)
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    context = torch._guards.TracingContext.try_get()
-    mode = context.fake_mode if context is not None and context.fake_mode is not None else \
-        FakeTensorMode(allow_non_fake_inputs=True)
-    finder = _FindingSaves(gm)
-    try:
-        fakes = [x if getattr(x, "fake_mode", None) is mode else
-                 mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
-        # (enable_grad puts grad mode back as it was: a graph may switch it, and stop before switching back)
-        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(finder.pack, lambda t: t), mode:
-            finder.run(*fakes)
-    except Exception:  # noqa: BLE001 - _Saves, or a run that cannot tell: the graph compiles
-        return False
-    return True
