@@ -234,6 +234,10 @@ class Tracer(Protocol):
 
     def zero_arg_super(self) -> Variable: ...
 
+    def frame_locals(self) -> dict[str, Variable]:
+        """The frame's variables as `locals()` gives them."""
+        ...
+
     def store_attr(self, obj: Variable, name: str, value: Variable, generic: bool = False) -> None:
         """obj.name = value; `generic`: as object.__setattr__ does it (the class's own __setattr__ asked)."""
         ...

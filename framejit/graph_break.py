@@ -145,12 +145,18 @@ def _successors(tx: Translator, inst: Inst, n_in: int) -> list[_Successor]:
     return [_Successor(next_offset, n_out)]
 
 
+# names of calls that read a frame's variables, dead ones too (`locals()`, `inspect.currentframe().f_locals`): a
+# function naming one passes every bound variable to its continuations
+_NAMESPACE_READERS = frozenset({"locals", "vars", "dir", "currentframe", "_getframe"})
+
+
 def _live_locals(tx: Translator, orig_code: types.CodeType, offset: int) -> tuple[str, ...]:
     """Live locals at `offset` that the trace has a value for (unbound ones stay unbound)."""
     table = _LIVENESS.get(orig_code)
     if table is None:
         table = _LIVENESS[orig_code] = live_locals_table(orig_code)
-    names = set(table[offset])
+    reads_namespace = not _NAMESPACE_READERS.isdisjoint(orig_code.co_names)
+    names = set(orig_code.co_varnames if reads_namespace else table[offset])
     if "__class__" in orig_code.co_freevars and orig_code.co_argcount:
         names.add(orig_code.co_varnames[0])  # zero-argument super() reads the first local
     return tuple(n for n in orig_code.co_varnames if n in names and n in tx.symbolic_locals)

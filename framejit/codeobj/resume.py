@@ -120,6 +120,8 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     for null in stack_nulls:
         prologue.append(Instr("PUSH_NULL", lineno=code.co_firstlineno) if null
                         else Instr("LOAD_FAST", next(params), lineno=code.co_firstlineno))
+    # the stack values are no variables of the user's function: gone from the frame's `f_locals`
+    prologue.extend(Instr("DELETE_FAST", name, lineno=code.co_firstlineno) for name in stack_params)
     prologue.append(Instr("JUMP_FORWARD", target, lineno=code.co_firstlineno))
     out = Bytecode(prologue + body)
     out.name, out.qualname = code.co_name, code.co_qualname

@@ -235,6 +235,23 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 return
         self.output.side_effects.store_attr(obj, name, value, generic)
 
+    def frame_locals(self) -> dict[str, Variable]:
+        """What `locals()` gives in this frame: its bound variables in the function's own order (a continuation's
+        stack parameters are not among them), with the contents of its cells and free variables."""
+        code = original_code(self.code)
+        out: dict[str, Variable] = {}
+        for name in dict.fromkeys((*code.co_varnames, *code.co_cellvars, *code.co_freevars)):
+            cell = self.cells.get(name)
+            if cell is not None:
+                if cell.value is not None or cell.load is not None:
+                    out[name] = cell.get()
+            elif name in self.symbolic_locals:
+                value = self.symbolic_locals[name]
+                if isinstance(value, LazyArg):
+                    value = self.symbolic_locals[name] = value.realize(self)
+                out[name] = value
+        return out
+
     def zero_arg_super(self) -> Variable:
         if "__class__" not in self.cells or not self.code.co_argcount:
             unsupported("super() without a __class__ cell", BreakCode.SUPER)

@@ -391,4 +391,22 @@ def _super(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return tx.zero_arg_super()
 
 
+@_traces(locals, vars)
+def _locals(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """locals() (and vars() without arguments) of the traced frame, made from its variables now: run as Python
+    at a break, it would read the frame running the compiled code, whose variables are temporaries."""
+    from framejit.variables.mappings import DictVariable
+    if args or kwargs:
+        unsupported("vars() of an object", BreakCode.BUILTIN)
+    return DictVariable(tx.frame_locals())
+
+
+@_traces(dir)
+def _dir(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    """dir() without arguments: the traced frame's variable names, sorted (as `_locals`)."""
+    if args or kwargs:
+        unsupported("dir() of an object", BreakCode.BUILTIN)
+    return ListVariable([ConstantVariable(name) for name in sorted(tx.frame_locals())])
+
+
 del _fn

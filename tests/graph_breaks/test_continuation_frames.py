@@ -150,3 +150,20 @@ def test_a_continuation_called_by_a_function_without_the_hook_still_returns_its_
     torch.testing.assert_close(compiled(torch.zeros(2)), generator_of_continuations(torch.zeros(2)))
     with framejit.disable():  # the hook is off while the same function runs: plain Python, same result
         torch.testing.assert_close(compiled(torch.zeros(2)), generator_of_continuations(torch.zeros(2)))
+
+
+def namespace_across_breaks(x, n):
+    y = x + 1
+    print("", sorted(locals()), end="")  # a break whose argument reads the frame's variables
+    z = y * 2
+    seen = [sorted(locals()), sorted(vars()), dir()]
+    for i in range(n):
+        print("", end="")
+        z = z + len(locals())  # x is dead after the first line, and still a variable of the frame
+    return z, seen, {k: v for k, v in locals().items() if k != "seen"}
+
+
+def test_locals_vars_and_dir_see_the_users_variables_around_breaks():
+    # run as Python at a break, locals() would read the frame running the compiled code: its temporaries
+    differential(namespace_across_breaks, (torch.randn(3), 3), repeat=2)
+
