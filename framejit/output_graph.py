@@ -127,10 +127,12 @@ class OutputGraph:
         node = self._placeholder(source)
         node.meta["example_value"] = symbol
         node.meta["framejit_source"] = source.name()
-        # a numpy integer's symbol may be 0 or 1: backends get the symbol as its example (as torch.compile passes
-        # every symbolic int), since AOTAutograd makes an example int of 0 or 1 a constant
-        self.inputs.append(GraphInput(source, int(value), node) if numpy_type is None else
-                           GraphInput(IndexSource(source), int(value), node, example=symbol))
+        # backends get the symbol as the example (as torch.compile passes every symbolic int): AOTAutograd makes an
+        # example int of 0 or 1 a constant (a numpy integer's symbol may be either), and gives two example ints
+        # of one value one symbol (duck sizing), where the trace has two: the graph then read one for both
+        # (fuzz 8655 of seed 2000000: a counter and a loop index, both 3 when compiled)
+        self.inputs.append(GraphInput(source if numpy_type is None else IndexSource(source), int(value), node,
+                                      example=symbol))
         self.guards.add(source, GuardKind.TYPE_MATCH, value)
         return SymbolicVariable(node, symbol, source, numpy_type)
 

@@ -488,3 +488,43 @@ def test_duck_sized_dims_that_stop_being_equal_compile_once_more():
         x = torch.randn(*shape)
         torch.testing.assert_close(compiled(x), _mean_of_rows(x))
     assert cnt.frame_count == 2
+
+
+class _Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, a):
+        self.calls += 1
+        return a * 2
+
+
+def _counted_loop(counter, x):
+    counter(x)
+    j = 0
+    while j < 4:
+        j += 1
+        x.abs().sqrt().sum().item()  # a break: the loop runs in continuations, j and counter.calls symbolic there
+        counter(x / 3)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_two_symbolic_ints_of_one_value_stay_two_in_the_backend(backend):
+    # the loop's continuation compiled with counter.calls and j both 3: AOTAutograd, given the ints as examples,
+    # gave them one symbol (duck sizing), and its graph then wrote j + 1 into the counter on later calls (fuzz 8655
+    # of seed 2000000). Backends get the trace's symbols as the examples
+    seen = []
+
+    def recording(gm, example_inputs):
+        seen.extend(v for v in example_inputs if not isinstance(v, torch.Tensor))
+        return framejit.backends.lookup_backend(backend)(gm, example_inputs)
+
+    eager, compiled = _Counting(), _Counting()
+    fn = framejit.compile(_counted_loop, backend=recording)
+    x = torch.randn(3, 6, requires_grad=True)
+    for _ in range(3):
+        _counted_loop(eager, x)
+        fn(compiled, x)
+        assert compiled.calls == eager.calls
+    assert seen and all(isinstance(v, torch.SymInt) for v in seen)
