@@ -26,18 +26,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._C._autograd import CreationMeta, _get_creation_meta, _set_creation_meta
+from torch._C._autograd import CreationMeta, _set_creation_meta
 
-from framejit.backends.mutation import op_name, requires_grad, storage_of as _storage, writes_into_first_argument
+from framejit.backends.mutation import (creation_meta as _creation_meta, op_name, requires_grad,
+                                        storage_of as _storage, writes_into_first_argument)
 from framejit.rerun import RANDOM_OP
-
-
-def _creation_meta(view: torch.Tensor) -> CreationMeta:
-    """How autograd lets `view` be written in place (DEFAULT for a view without autograd metadata)."""
-    try:
-        return _get_creation_meta(view)
-    except RuntimeError:
-        return CreationMeta.DEFAULT
 
 
 def _fake(node: Any) -> Any:

@@ -14,6 +14,7 @@ import operator
 from typing import Any
 
 import torch
+from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.variables.aliased_writes import writes_first_argument
@@ -55,6 +56,14 @@ def batch_norm_stats_written(node: torch.fx.Node) -> list[torch.fx.Node]:
 def is_view(node: torch.fx.Node) -> bool:
     return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
+
+
+def creation_meta(view: torch.Tensor) -> CreationMeta:
+    """How autograd lets `view` be written in place (DEFAULT for a view without autograd metadata)."""
+    try:
+        return _get_creation_meta(view)
+    except RuntimeError:
+        return CreationMeta.DEFAULT
 
 
 def storage_of(value: Any) -> StorageWeakRef | None:

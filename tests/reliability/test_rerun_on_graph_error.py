@@ -257,6 +257,40 @@ def test_an_input_with_history_a_training_graph_wrote_before_it_raised_is_put_ba
     torch.testing.assert_close(grads[0], grads[1])
 
 
+class NormBesideStaleRows(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.calls = 0
+
+    def forward(self, x, y):
+        for row in x:  # rows `unbind` made: autograd refuses writes into them, and reads after a write into x
+            print(end="")  # (a break: the next graph takes the row, a real one, and x as inputs)
+            x[:, 0] = 2.0
+            self.calls += row.shape[0] - 3  # (the row becomes an input before the statistics)
+            return self.norm(y) + row @ row  # the statistics are updated, then `row @ row` raises
+
+
+def test_a_written_row_of_unbind_is_put_back_through_its_base_and_the_frame_runs_again():
+    # the row (an input of the graph, as x is) may not be written in place, and even reading its grad_fn raises
+    # once x was written: putting it back raised, before the statistics were put back, and the frame ran again
+    # with them updated twice (fuzz 6196 of seed 2000000). It is put back through a view of x made for that
+    model, eager_model = NormBesideStaleRows(), NormBesideStaleRows()
+    compiled = framejit.compile(model, backend="aot_eager")
+    outcomes = []
+    for m in (compiled, eager_model):
+        torch.manual_seed(0)
+        x, y = torch.randn(3, 4, requires_grad=True).clone(), torch.randn(3, 4)
+        with pytest.raises(RuntimeError) as raised:
+            m(x, y)
+        outcomes.append((str(raised.value), x.detach()))
+    assert outcomes[0][0] == outcomes[1][0]
+    torch.testing.assert_close(outcomes[0][1], outcomes[1][1])
+    assert model.calls == eager_model.calls == 1
+    torch.testing.assert_close(model.norm.running_mean, eager_model.norm.running_mean)
+    assert model.norm.num_batches_tracked.item() == eager_model.norm.num_batches_tracked.item() == 1
+
+
 def _draws(x, idx):
     y = torch.nn.functional.dropout(x, 0.5, training=True)
     return y[idx]
