@@ -31,7 +31,7 @@ def cells_after(x):
     def inner():
         return c + x
     try:
-        c
+        c  # noqa: B018, F821 - read before its assignment below: an empty cell
     except UnboundLocalError as e:
         first = str(e)
     c = 10

@@ -140,7 +140,7 @@ def test_a_replayed_write_reads_a_cell_before_the_trace_writes_it():
 
 def unbound_cell_after_break(x, bind):
     def inner():
-        return r + x
+        return r + x  # noqa: F821 - r is a cell of the function, bound below or never
     brk()
     if bind:
         r = x * 2
