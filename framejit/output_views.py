@@ -28,8 +28,8 @@ from typing import Any, Callable
 import torch
 from torch._C._autograd import CreationMeta, _set_creation_meta
 
-from framejit.backends.mutation import (creation_meta as _creation_meta, op_name, requires_grad,
-                                        storage_of as _storage, writes_into_first_argument)
+from framejit.backends.mutation import (creation_meta, op_name, requires_grad, storage_of as _storage,
+                                        writes_into_first_argument)
 from framejit.rerun import RANDOM_OP
 
 
@@ -64,7 +64,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view
     # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
     strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
-              and i not in remade and (meta := _creation_meta(v)) != CreationMeta.DEFAULT]
+              and i not in remade and (meta := creation_meta(v)) != CreationMeta.DEFAULT]
     repeated = _repeated_computations(gm.graph)
     if not remade and not copied and not strict and not repeated:
         return graph_fn
@@ -77,7 +77,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         for i, meta in strict:
             view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
             # (a view AOTAutograd made inside its Function refuses the write too, with another error)
-            if _creation_meta(view) != meta:
+            if creation_meta(view) != meta:
                 try:
                     _set_creation_meta(view, meta)
                 except RuntimeError:  # a view autograd does not track (no grad anywhere): nothing to refuse

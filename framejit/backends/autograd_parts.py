@@ -231,9 +231,10 @@ def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[A
         return None  # (nothing saved: no node fails a second backward; or unknown: left whole)
     shared = [1 << bit for bit in range(n_outputs)]  # per output: the outputs a saving op leads to with it
     for node in saving:
+        mask = reached.get(node, 0)
         for bit in range(n_outputs):
-            if reached.get(node, 0) >> bit & 1:
-                shared[bit] |= reached[node]
+            if mask >> bit & 1:
+                shared[bit] |= mask
 
     def one_node_is_exact(part: Part) -> bool:
         mask = _or(reached[n] for n in part)
