@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (mutates_input_under_autograd, node_storage, requires_grad,
+from framejit.backends.mutation import (autograd_needs_eager_ops, node_storage, requires_grad,
                                         writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
@@ -88,7 +88,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     """`graph_fn`, giving None as the gradient of each input whose dependent outputs all got none (eager's
     answer), or `graph_fn` itself where no input could need it."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs) \
-            or mutates_input_under_autograd(gm, example_inputs):
+            or autograd_needs_eager_ops(gm, example_inputs):
         return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
     graph = gm.graph
     deps, feed_input_writes = output_dependencies(graph)

@@ -385,3 +385,30 @@ def test_a_graph_splits_where_a_second_backward_would_fail_only_compiled(fn, par
     for got, want in zip(compiled(*args), fn(*args)):
         torch.testing.assert_close(got, want)
     assert len(recorder.forward) == parts
+
+
+def _written_under_no_grad(x, y):
+    r = y / y * 0.5
+    with torch.no_grad():
+        r += 1  # eager keeps r's history: a write without grad does not detach
+    return r * x
+
+
+def _view_written_under_no_grad(x, y):
+    r = (x * y).exp()
+    with torch.no_grad():
+        r[0].zero_()
+    return r, r.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_written_under_no_grad, _view_written_under_no_grad])
+def test_a_value_written_under_no_grad_keeps_its_history(backend, fn):
+    # AOTAutograd's functional graph computes the written value without grad, and its output came back
+    # detached: y.grad was None (fuzz 6674 of seed 2100000). The graph runs as its torch ops instead.
+    def loss(outputs):
+        return outputs.sum() if isinstance(outputs, torch.Tensor) else outputs[1]
+    _assert_as_eager(fn, [(3, 4), (4,)], lambda outputs, args: None, loss, backend)
+    compiled = framejit.compile(fn, backend=backend)
+    out = compiled(*_leaves((3, 4), (4,)))
+    assert all(o.requires_grad for o in (out if isinstance(out, tuple) else (out,)))

@@ -13,7 +13,7 @@ import torch
 
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import mutates_input_under_autograd
+from framejit.backends.mutation import autograd_needs_eager_ops
 from framejit.backends.registry import register_backend
 from framejit.contracts import Backend
 
@@ -78,8 +78,9 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
         kwargs["inference_compiler"] = _boxed(kwargs["inference_compiler"])
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        if mutates_input_under_autograd(gm, example_inputs):
-            log.info("a training graph writes in place into an input autograd tracks; it runs as eager torch ops")
+        if autograd_needs_eager_ops(gm, example_inputs):
+            log.info("AOTAutograd would record another history than eager for a write in place (into an input "
+                     "autograd tracks, or under no_grad into a value that requires grad); it runs as eager torch ops")
             return gm
         return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
 

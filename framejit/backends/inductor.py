@@ -10,7 +10,7 @@ import torch
 
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import mutates_input_under_autograd
+from framejit.backends.mutation import autograd_needs_eager_ops
 from framejit.backends.registry import register_backend
 
 def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     AOTAutograd itself)."""
     from torch._inductor.compile_fx import compile_fx
     patches = inductor_config_patches(mode, options)
-    if mutates_input_under_autograd(gm, example_inputs):  # AOTAutograd would change what autograd records
+    if autograd_needs_eager_ops(gm, example_inputs):  # AOTAutograd would change what autograd records
         return gm
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.

@@ -91,6 +91,30 @@ def requires_grad(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 
 
+def autograd_needs_eager_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """True when AOTAutograd would record another autograd history than eager's ops do, so that a training graph
+    must run as its torch ops: it writes into an input autograd tracks (`mutates_input_under_autograd`), or writes,
+    with grad mode off, into a computed value that requires grad (`writes_tracked_value_without_grad`)."""
+    return mutates_input_under_autograd(gm, example_inputs) or writes_tracked_value_without_grad(gm)
+
+
+def writes_tracked_value_without_grad(gm: torch.fx.GraphModule) -> bool:
+    """True when grad mode is on and the graph writes in place, inside a `no_grad` block, into a value it computed
+    that requires grad. Eager's write keeps the value's history (`grad_fn` stays); AOTAutograd's functional
+    graph computes the new value without grad, so the output comes back detached (fuzz 6674 of seed 2100000:
+    `r7 = y / y * 0.5` then `r7 += ...` under `set_grad_enabled(False)`; torch.compile loses `y.grad` too)."""
+    if not torch.is_grad_enabled():
+        return False
+    grad_on = True
+    for node in gm.graph.nodes:
+        if node.target is torch._C._set_grad_enabled:
+            grad_on = bool(node.args[0])
+        elif not grad_on and writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node) \
+                and node.args[0].op != "placeholder" and requires_grad(node.args[0].meta.get("example_value")):
+            return True
+    return False
+
+
 def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     """True when grad mode is on and the graph writes in place into an input (or a view of one) that requires
     grad, writes a value that requires grad into any input, or writes into an input that a computation requiring

@@ -14,8 +14,6 @@ import pytest
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
-    "repro_2100000_6674.py": "y.grad is None where eager's is a tensor: r7 = y / y * 0.5 written in place under "
-                             "no_grad, then x.copy_(y - r7) (torch.compile fails it too)",
 }
 
 
