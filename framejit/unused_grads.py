@@ -20,10 +20,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (autograd_needs_eager_ops, node_storage, requires_grad,
-                                        writes_into_first_argument)
+from framejit.backends.autograd_parts import grad_modes
+from framejit.backends.mutation import (autograd_needs_eager_ops, creation_meta, is_view, node_storage,
+                                        requires_grad, writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 
@@ -95,21 +97,29 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     out = next(n for n in graph.nodes if n.op == "output")
     differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
                                and requires_grad(node.meta.get("example_value")))
+    if not differentiable:
+        return graph_fn
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     # an output that is a view of an input is made again from the input outside the graph's node (AOTAutograd),
     # and an input written in place carries gradients out of the graph: the gradients of the inputs they depend
-    # on pass no node the hooks watch, so those inputs are not gated
-    aliased = {node_storage(n) for n in out.args[0] if isinstance(n, torch.fx.Node)} - {None}
+    # on pass no node the hooks watch, so those inputs are not gated, unless their views can be made again from
+    # the input as it was before the gate (`_input_views`): the views' gradients then bypass the gate, as
+    # eager's views' bypass the ops computing the other outputs (fuzz 3334 of seed 2100000)
+    views = _input_views(graph, out, placeholders, example_inputs, feed_input_writes)
+    aliased = {node_storage(n) for o, n in enumerate(out.args[0]) if isinstance(n, torch.fx.Node)
+               and o not in views} - {None}
     gates = {}
     for i, value in enumerate(example_inputs):
         if requires_grad(value) and node_storage(placeholders[i]) not in aliased and i not in feed_input_writes:
-            feeds = frozenset(o for o in differentiable if i in deps[o])
+            feeds = frozenset(o for o in differentiable if i in deps[o] and o not in views)
             # an input that feeds every output needs a gate too: a gate of a later graph, giving None, makes
             # autograd call this graph's backward with no gradient at all, and that gives zeros. Module
             # parameters (the many inputs of a training graph) skip it, for speed: a graph whose outputs all
-            # reach the loss only through a later graph's gate still gives them zeros.
-            if feeds and (feeds != differentiable or not isinstance(value, torch.nn.Parameter)):
+            # reach the loss only through a later graph's gate still gives them zeros. An input feeding no
+            # output the graph's node computes is gated too: AOTAutograd may give it zeros.
+            if feeds != differentiable or not isinstance(value, torch.nn.Parameter):
                 gates[i] = feeds
+    views = {o: view for o, view in views.items() if view[0] in gates}
     if not gates:
         return graph_fn
     watched = sorted(frozenset().union(*gates.values()))
@@ -122,12 +132,14 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         if not torch.is_grad_enabled():
             return graph_fn(*args)
         received: set[int] = set()
-        args = list(args)
+        originals, args = args, list(args)
         leaves_too = not autocast_inside and not torch._C._is_any_autocast_enabled()
         for i, feeds in gates.items():
             if args[i].requires_grad and (leaves_too or not args[i].is_leaf):
                 args[i] = _Gate.apply(args[i], received, feeds)
         outputs = graph_fn(*args)
+        if views:
+            outputs = _views_of_ungated_inputs(outputs, views, args, originals)
         for o in watched:
             output = outputs[o]
             node = getattr(output, "grad_fn", None)  # (a backend may return other values)
@@ -150,3 +162,63 @@ def _noting(received: set[int], o: int, nr: int) -> Callable[[tuple], None]:
         if grads[nr] is not None:
             received.add(o)
     return note
+
+
+# (input position, the view ops from the input to the output, or None to make it with `as_strided`)
+_InputView = tuple[int, "list[torch.fx.Node] | None"]
+
+
+def _input_views(graph: torch.fx.Graph, out: torch.fx.Node, placeholders: list[torch.fx.Node],
+                 example_inputs: list[Any], written_inputs: frozenset[int]) -> dict[int, _InputView]:
+    """The outputs that are views of an input (one no other input shares memory with, and that the graph does
+    not write), made by view ops run with grad on, each of which autograd lets the program write in place:
+    output position -> how to make it again from the input."""
+    storages = [node_storage(p) for p in placeholders]
+    found: dict[int, _InputView] = {}
+    modes = grad_modes(graph)
+    for o, node in enumerate(out.args[0]):
+        if not isinstance(node, torch.fx.Node) or (storage := node_storage(node)) is None:
+            continue
+        sharing = [i for i, s in enumerate(storages) if s is not None and s == storage]
+        if len(sharing) != 1:
+            continue
+        i = sharing[0]
+        if i in written_inputs or not requires_grad(example_inputs[i]):
+            continue
+        chain: list[torch.fx.Node] = []
+        while node is not placeholders[i]:
+            fake = node.meta.get("example_value")
+            if not (is_view(node) and modes[node] and isinstance(node.args[0], torch.fx.Node)
+                    and isinstance(fake, torch.Tensor) and fake._is_view() and fake.requires_grad
+                    and creation_meta(fake) == CreationMeta.DEFAULT):
+                break
+            chain.append(node)
+            node = node.args[0]
+        else:
+            if chain:
+                found[o] = (i, None if _takes_nodes(chain) else chain[::-1])
+    return found
+
+
+def _takes_nodes(chain: list[torch.fx.Node]) -> bool:
+    """Whether a view op of `chain` takes a graph value besides the view's base (a symbolic size)."""
+    return any(arg is not n.args[0] for n in chain for arg in n.all_input_nodes)
+
+
+def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: list[Any],
+                             originals: tuple[Any, ...]) -> Any:
+    """`outputs`, with each view of a gated input made again from the input the program passed."""
+    outputs = list(outputs)
+    for o, (i, chain) in views.items():
+        got = outputs[o]
+        if args[i] is originals[i] or not isinstance(got, torch.Tensor):
+            continue  # (not gated in this call: a leaf under autocast)
+        if chain is None:
+            outputs[o] = originals[i].as_strided(got.size(), got.stride(), got.storage_offset())
+            continue
+        view = originals[i]
+        for node in chain:
+            view = getattr(view, node.target)(*node.args[1:], **node.kwargs) if node.op == "call_method" \
+                else node.target(view, *node.args[1:], **node.kwargs)
+        outputs[o] = view
+    return outputs

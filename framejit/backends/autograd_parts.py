@@ -95,11 +95,11 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
 
 def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     """The nodes a part runs: everything but inputs, constants (each part reads its own), the output and grad mode
-    switches (each part switches to the mode of each of its ops: `_grad_modes`)."""
+    switches (each part switches to the mode of each of its ops: `grad_modes`)."""
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output") and n.target is not SET_GRAD]
 
 
-def _grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
+def grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
     """The grad mode each node of `graph` runs in (a graph starts with grad on: it is split only for training)."""
     modes, mode = {}, True
     for node in graph.nodes:
@@ -284,7 +284,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     results = next(n for n in graph.nodes if n.op == "output").args[0]
     slot = {p: i for i, p in enumerate(placeholders)}
-    modes = _grad_modes(graph)
+    modes = grad_modes(graph)
     final_mode = modes[next(n for n in graph.nodes if n.op == "output")]  # (a graph may end inside a no_grad block)
     examples = list(example_inputs)
     owner = {node: i for i, part in enumerate(parts) for node in part}
