@@ -334,3 +334,30 @@ def test_outputs_computed_twice_stay_two_tensors(backend):
     expected = torch.zeros_like(x)
     expected[-1].scatter_(0, torch.topk(x[-1], 2).indices, 3.0)
     torch.testing.assert_close(x.grad, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_backward_through_a_freed_graph_raises_eagers_error_first(backend):
+    # call 0's product saved g; call 1 writes g, then a backward through both calls' outputs reaches call 0's
+    # node, freed by the first backward: eager raises "a second time" before any version check (fuzz 1826)
+    def step(x, g, kept):
+        g.mul_(2)
+        r = (x * g).logsumexp(0)
+        print("", end="")
+        kept.append(r * g)  # a graph of its own, saving its input g
+        return kept
+
+    def errors(fn):
+        torch.manual_seed(0)
+        x, g, kept, raised = torch.randn(8, requires_grad=True), torch.randn(8), [], []
+        for _ in range(2):
+            try:
+                sum(t.sum() for t in fn(x, g, kept)).backward()
+            except RuntimeError as e:
+                raised.append(str(e).split(".")[0])
+        return raised
+
+    framejit.reset()
+    want = errors(step)
+    assert want and "second time" in want[0]
+    assert errors(framejit.compile(step, backend=backend)) == want
