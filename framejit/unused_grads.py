@@ -23,9 +23,8 @@ import torch
 from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.autograd_parts import grad_modes
-from framejit.backends.mutation import (autograd_needs_eager_ops, creation_meta, is_view, node_storage,
-                                        requires_grad, writes_into_first_argument)
+from framejit.backends.mutation import (autograd_needs_eager_ops, creation_meta, grad_modes, is_view,
+                                        node_storage, requires_grad, writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 

@@ -32,10 +32,11 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, op_name, requires_grad,
-                                        writes_into_first_argument)
+from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, grad_modes, node_storage, op_name,
+                                        requires_grad, writes_into_first_argument)
 from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.rerun import RANDOM_OP
+from framejit.unused_grads import output_dependencies
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
@@ -97,16 +98,6 @@ def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     """The nodes a part runs: everything but inputs, constants (each part reads its own), the output and grad mode
     switches (each part switches to the mode of each of its ops: `grad_modes`)."""
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output") and n.target is not SET_GRAD]
-
-
-def grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
-    """The grad mode each node of `graph` runs in (a graph starts with grad on: it is split only for training)."""
-    modes, mode = {}, True
-    for node in graph.nodes:
-        if node.target is SET_GRAD:
-            mode = node.args[0]
-        modes[node] = mode
-    return modes
 
 
 def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
@@ -320,19 +311,32 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
             examples.append(_example(node) if node in read_later else None)
         sub.output(tuple(env[n] for n in out_nodes))
         module = torch.fx.GraphModule(gm, sub)
-        runs.append((compile_one(module, [examples[s] for s in in_slots]), in_slots, [slot[n] for n in out_nodes]))
+        # a value no output of the part depends on for its gradient passes detached: autograd would otherwise run
+        # its history whenever the part's backward runs, where eager's ops never reach it (fuzz 274 of seed
+        # 400000: a write kept `x - 0.25` and its reader, computing no output from it, in two parts)
+        deps, _ = output_dependencies(sub)
+        detached = [k for k in range(len(in_slots)) if not any(k in d for d in deps)]
+        part_examples = [_detached(examples[s]) if k in detached else examples[s] for k, s in enumerate(in_slots)]
+        runs.append((compile_one(module, part_examples), in_slots, [slot[n] for n in out_nodes], detached))
     result_slots = [slot[r] for r in results]
     n_slots = len(examples)
 
     def run(*args: Any) -> tuple[Any, ...]:
         values: list[Any] = list(args) + [None] * (n_slots - len(args))
-        for fn, in_slots, out_slots in runs:
-            for s, value in zip(out_slots, fn(*[values[s] for s in in_slots])):
+        for fn, in_slots, out_slots, detached in runs:
+            inputs = [values[s] for s in in_slots]
+            for k in detached:
+                inputs[k] = _detached(inputs[k])
+            for s, value in zip(out_slots, fn(*inputs)):
                 values[s] = value
         if not final_mode:
             SET_GRAD(False)
         return tuple(values[s] for s in result_slots)
     return run
+
+
+def _detached(value: Any) -> Any:
+    return value.detach() if isinstance(value, torch.Tensor) and value.requires_grad else value
 
 
 def _example(node: torch.fx.Node) -> torch.Tensor | None:

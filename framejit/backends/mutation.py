@@ -58,6 +58,16 @@ def is_view(node: torch.fx.Node) -> bool:
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
 
 
+def grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
+    """The grad mode each node of `graph` runs in (a graph starts with grad on: callers look at training graphs)."""
+    modes, mode = {}, True
+    for node in graph.nodes:
+        if node.target is torch._C._set_grad_enabled:
+            mode = node.args[0]
+        modes[node] = mode
+    return modes
+
+
 def creation_meta(view: torch.Tensor) -> CreationMeta:
     """How autograd lets `view` be written in place (DEFAULT for a view without autograd metadata)."""
     try:
@@ -105,14 +115,10 @@ def writes_tracked_value_without_grad(gm: torch.fx.GraphModule) -> bool:
     `r7 = y / y * 0.5` then `r7 += ...` under `set_grad_enabled(False)`; torch.compile loses `y.grad` too)."""
     if not torch.is_grad_enabled():
         return False
-    grad_on = True
-    for node in gm.graph.nodes:
-        if node.target is torch._C._set_grad_enabled:
-            grad_on = bool(node.args[0])
-        elif not grad_on and writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node) \
-                and node.args[0].op != "placeholder" and requires_grad(node.args[0].meta.get("example_value")):
-            return True
-    return False
+    modes = grad_modes(gm.graph)
+    return any(not modes[node] and writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node)
+               and node.args[0].op != "placeholder" and requires_grad(node.args[0].meta.get("example_value"))
+               for node in gm.graph.nodes)
 
 
 def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
