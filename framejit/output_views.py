@@ -23,6 +23,7 @@ refuses an in-place write the program makes later:
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import torch
@@ -65,6 +66,11 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
     strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
               and i not in remade and (meta := creation_meta(v)) != CreationMeta.DEFAULT]
+    # ... and where the view is one of several an op made (a row of `for row in t`), it is made by that op again,
+    # so that autograd's refusal names it as eager's does ("Output 1 of Unbind", not "Output 0 of AsStrided")
+    out_nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    several = {i: made for i, meta in strict if meta == CreationMeta.MULTI_OUTPUT_NODE
+               and (made := _one_of_several_views(out_nodes[i])) is not None}
     repeated = _repeated_computations(gm.graph)
     if not remade and not copied and not strict and not repeated:
         return graph_fn
@@ -74,7 +80,21 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         if not all(isinstance(results[i], torch.Tensor)
                    for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))):
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
+        made_again = set()
+        for i, (op, index, layout, count) in several.items():
+            if results[i]._is_view():
+                results[i] = _view_of_several(results[i]._base, op, index, layout)
+                made_again.add(i)
+            elif op_name(op) == "unbind":
+                # AOTAutograd returns the rows of an intermediate as outputs of its own: the row is made a row of
+                # `unbind` of itself repeated (`expand`: no copy; the gradient passes to the row alone)
+                dim = _unbind_dim(op, len(layout[0]))
+                expanded = results[i].unsqueeze(dim).expand(*layout[0][:dim], count, *layout[0][dim + 1:])
+                results[i] = expanded.unbind(dim)[index]
+                made_again.add(i)
         for i, meta in strict:
+            if i in made_again:
+                continue
             view = results[i] if results[i]._is_view() else results[i].view_as(results[i])
             # (a view AOTAutograd made inside its Function refuses the write too, with another error)
             if creation_meta(view) != meta:
@@ -103,6 +123,43 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 results[j] = results[j].clone()
         return results
     return run_with_eager_views
+
+
+_SEVERAL_VIEWS = frozenset({"unbind", "split", "chunk", "tensor_split", "split_with_sizes"})
+Layout = tuple[tuple[int, ...], tuple[int, ...], int]  # sizes, strides, storage offset
+
+
+def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout, int] | None:
+    """For an output `op(src, ...)[i]` where `op` makes several views (`unbind`, `split`, ...) of a `src` whose
+    layout is numbers, and takes no other graph value: (the op's node, i, src's layout, how many views it made)."""
+    if not isinstance(node, torch.fx.Node) or node.target is not operator.getitem:
+        return None
+    op, index = node.args
+    if not isinstance(op, torch.fx.Node) or not isinstance(index, int) or op_name(op) not in _SEVERAL_VIEWS \
+            or op.op not in ("call_method", "call_function") or not op.args:
+        return None
+    src = op.args[0]
+    fake = _fake(src)
+    if not isinstance(fake, torch.Tensor) or any(a is not src for a in op.all_input_nodes):
+        return None
+    layout = (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset())
+    made = _fake(op)
+    if not all(isinstance(d, int) for d in (*layout[0], *layout[1], layout[2])) or not isinstance(made, tuple):
+        return None
+    return op, index, layout, len(made)
+
+
+def _unbind_dim(op: torch.fx.Node, ndim: int) -> int:
+    dim = op.args[1] if len(op.args) > 1 else op.kwargs.get("dim", 0)
+    return dim % ndim
+
+
+def _view_of_several(base: torch.Tensor, op: torch.fx.Node, index: int, layout: Layout) -> torch.Tensor:
+    """`op(src, ...)[index]`, src made from `base` (the returned view's base) where it is not `base` itself."""
+    src = base if (tuple(base.shape), base.stride(), base.storage_offset()) == layout else base.as_strided(*layout)
+    made = getattr(src, op.target)(*op.args[1:], **op.kwargs) if op.op == "call_method" \
+        else op.target(src, *op.args[1:], **op.kwargs)
+    return made[index]
 
 
 def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
