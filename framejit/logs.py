@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from typing import Iterator
 
 import torch
@@ -66,3 +67,25 @@ def output_code(name: str, gm: torch.fx.GraphModule, on: bool) -> Iterator[None]
         yield
     finally:
         _set_log_state(saved)
+
+
+class _FakeKernelErrors(logging.Filter):
+    """Drops the traceback torch's fake tensors log for an op whose kernel raised, while the trace runs the op:
+    the trace handles that error (the op raises at the break, as eager's does), so the log is only noise
+    before the user's own error."""
+    tracing = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (getattr(self.tracing, "on", False) and str(record.msg).startswith("failed while attempting"))
+
+
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_FakeKernelErrors())
+
+
+@contextlib.contextmanager
+def quiet_fake_kernel_errors() -> Iterator[None]:
+    _FakeKernelErrors.tracing.on = True
+    try:
+        yield
+    finally:
+        _FakeKernelErrors.tracing.on = False

@@ -26,6 +26,7 @@ from framejit.config import Options
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
+from framejit.logs import quiet_fake_kernel_errors
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
@@ -223,7 +224,8 @@ class OutputGraph:
             # symbolic sizes reach some kernels (constant_pad_nd's) only through the Python dispatcher's meta
             # functions; the C++ ones want concrete sizes (TorchDynamo runs fake ops under it too)
             symbolic = self.shapes.env.backed_var_to_val or self.shapes.has_unbacked
-            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext():
+            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext(), \
+                    quiet_fake_kernel_errors():
                 if op == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:

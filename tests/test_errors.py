@@ -1,6 +1,7 @@
 """Internal errors while tracing never give a wrong result: InternalError, or plain Python with one warning
 under config.suppress_errors."""
 import dis
+import logging
 import warnings
 
 import pytest
@@ -73,3 +74,27 @@ def test_guard_that_raises_is_a_miss_not_a_crash():
     del Config.scale  # the guard on cfg.scale now raises AttributeError
     with pytest.raises(AttributeError):
         f(x)  # eager raises the same error
+
+
+def test_a_shape_error_in_the_program_raises_eagers_error_without_torchs_kernel_log():
+    # the trace runs the op on fake tensors first; the kernel's failure is the program's own error, raised at the
+    # break as eager raises it, so torch's "failed while attempting to run meta" traceback is only noise
+    def f(x, y):
+        return x.unsqueeze(-1) / y
+
+    x, y = torch.randn(3, 6), torch.randn(3, 6)
+    with pytest.raises(RuntimeError) as eager:
+        f(x, y)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(RuntimeError) as compiled:
+            framejit.compile(f, backend="eager")(x, y)
+    finally:
+        logger.removeHandler(handler)
+    assert str(compiled.value) == str(eager.value)
+    assert not records, [r.getMessage() for r in records]
+    assert compiled.traceback[-1].frame.code.name == "f"
