@@ -60,14 +60,14 @@ class GraphInput:
 
 # autograd's refusals of an in-place write, and of a use of a view whose base was written (torch/csrc/autograd:
 # check_inplace, handle_view_on_rebase)
+_AUTOGRAD_VIEW_ERROR = re.compile(r"is a view and (is being|its base or another view of its base has been) modified "
+                                  r"inplace|is being used in an in-place operation")
+
+
 def _views_all_inputs(fake_args: list[Any], args: Sequence[Variable]) -> bool:
     """Whether every view among an op's tensor arguments is an input of the graph, not made in it."""
     return all(isinstance(a, TensorVariable) and a.node.op == "placeholder"
                for f, a in zip(fake_args, args) if isinstance(f, torch.Tensor) and f._is_view())
-
-
-_AUTOGRAD_VIEW_ERROR = re.compile(r"is a view and (is being|its base or another view of its base has been) modified "
-                                  r"inplace|is being used in an in-place operation")
 
 
 def _holds_raw_symbol(value: Any) -> bool:
