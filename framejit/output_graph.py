@@ -317,14 +317,14 @@ class OutputGraph:
     def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
         with its call; the returned codegen loads any of those values afterwards."""
-        outputs = self._collect_outputs(roots)
+        outputs, output_index = self._collect_outputs(roots)
         self._remove_unused_sizes(outputs)
         self._remove_unused_inputs()
         for _, reenter_args in reversed(self.autocast_left):
             self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
         self.graph.output(tuple(v.node for v in outputs))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
-        cg = PyCodegen({id(v): i for i, v in enumerate(outputs)}, frozenset(tx.code.co_cellvars), root_cells)
+        cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
         # code after it expects the state it leaves
         switches = any(n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS
@@ -393,11 +393,16 @@ class OutputGraph:
         cg.emit("RETURN_VALUE")
         return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
-    def _collect_outputs(self, roots: list[Variable]) -> list[TensorVariable | SymbolicVariable]:
+    def _collect_outputs(self, roots: list[Variable]) -> tuple[list[TensorVariable | SymbolicVariable],
+                                                               dict[int, int]]:
         """Tensors and symbolic numbers the Python side needs from the graph (inputs are reloaded from their
-        sources)."""
+        sources), and each one's output position by `id` of its Variable. Variables of one tensor (an in-place
+        op's result is its input: `t = d['a']; t -= 1` leaves `t is d['a']`) share one output, so that the
+        program gets one tensor back, as in eager (fuzz 8178 of seed 1700000: a backend returned two)."""
         inputs = {id(i.node.meta["example_value"]): i for i in self.inputs}
-        outputs = []
+        outputs: list[TensorVariable | SymbolicVariable] = []
+        index: dict[int, int] = {}
+        by_tensor: dict[int, int] = {}  # id of a tensor's fake -> its output position
         for v in _reachable(roots):
             if not isinstance(v, (TensorVariable, SymbolicVariable)) or v.node.op == "placeholder":
                 continue
@@ -408,8 +413,13 @@ class OutputGraph:
                 # the wrong outputs when an input that requires grad was also mutated)
                 v.source = same.source
                 continue
+            if isinstance(v, TensorVariable):
+                index[id(v)] = by_tensor.setdefault(id(v.example), len(outputs))
+                if index[id(v)] < len(outputs):
+                    continue
+            index[id(v)] = len(outputs)
             outputs.append(v)
-        return outputs
+        return outputs, index
 
     def _entry_grad_mode(self) -> bool | None:
         """True when the trace started without grad but the graph turns it on (a continuation that starts inside

@@ -54,3 +54,27 @@ def test_torch_check_of_a_known_condition():
         framejit.optimize(cnt)(checked_scale)(x, -1)
     with pytest.raises(IndexError, match="n too large"):
         framejit.optimize(cnt)(checked_scale)(x, 12)
+
+
+W = torch.randn(4, 4)
+
+
+def shifts_a_view_kept_in_a_dict(y):
+    d = {"a": W.view(-1), "b": W.view(-1) * 2}
+    t = d["a"]
+    t -= 0.25  # an in-place op's result is its input: t is d["a"]
+    return t, (y @ y.t()).relu(), d
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_a_tensor_returned_twice_through_an_in_place_op_is_one_tensor(backend, grad):
+    # the trace has two values for it (the view, and the write's result); a backend returned two tensors (fuzz
+    # 8178 of seed 1700000)
+    global W
+    W = torch.randn(4, 4)
+    want_w = W.clone().view(-1) - 0.25
+    y = torch.randn(3, 4, requires_grad=grad)
+    t, _, d = framejit.compile(shifts_a_view_kept_in_a_dict, backend=backend)(y)
+    assert t is d["a"]
+    assert same(W.view(-1), want_w)
