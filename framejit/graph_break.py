@@ -24,9 +24,12 @@ from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_tabl
                               original_location, own_cells, resume_fn_name, resume_parameters, stack_inputs)
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, unsupported
-from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph
+from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph, reachable as _reachable
 from framejit.trace.translator import Translator
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
+from framejit.variables.builtins import BuiltinVariable
+from framejit.variables.containers import BoundMethod
+from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import GradModeVariable, WithExitVariable
 
 _LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
@@ -59,6 +62,35 @@ class _Successor:
         self.label = label
 
 
+_DATA_READS = frozenset({float, int, bool, complex})
+# (not numpy: it refuses a tensor that requires grad)
+_DATA_READ_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+
+
+def _data_read_only(inst: Inst, inputs: list[Variable], kept: list[Variable]) -> frozenset[int]:
+    """The tensors (by `id` of their fake) that the break's instruction only reads the data of (`float(t)`,
+    `t.item()`, `if t:`) and that nothing else the frame keeps holds: the graph returns them detached. Eager
+    never differentiates them; returned as they are, the graph's autograd node gets a zero gradient for each,
+    and 0 x inf is NaN in an input's gradient where eager's op never ran backward (fuzz 7343 of seed 2200000)."""
+    read = []
+    if inst.opname.startswith("POP_JUMP") and "NONE" not in inst.opname:
+        read = inputs[-1:]
+    elif inst.opname in ("CALL", "PRECALL"):
+        for value in inputs:
+            if isinstance(value, BoundMethod) and value.name in _DATA_READ_METHODS:
+                read.append(value.obj)
+        callables = [v for v in inputs if isinstance(v, BuiltinVariable)]
+        if callables and callables[0].fn in _DATA_READS:
+            read.extend(v for v in inputs if isinstance(v, TensorVariable))
+    read = [v for v in read if isinstance(v, TensorVariable) and v.example.requires_grad]
+    if not read:
+        return frozenset()
+    held = {id(v.example) for v in _reachable([*kept, *(v for v in inputs if not isinstance(v, (TensorVariable,
+                                                                                           BoundMethod)))])
+            if isinstance(v, TensorVariable)}
+    return frozenset(id(v.example) for v in read) - held
+
+
 def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_graph: CompileGraph,
                     raise_instead: BaseException | None = None) -> FinishedTrace:
     """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring); with
@@ -83,8 +115,9 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
     for value in reversed(deep):  # autocast blocks end with the graph; the code after it enters them again
         if isinstance(value, WithExitVariable):
             value.ctx.exit_before_break(tx)
-    roots = [*local_values.values(), *deep, *inputs, *cell_values.values(), *output.side_effects.values()]
-    cg = output.emit_graph_call(tx, roots, compile_graph)
+    kept = [*local_values.values(), *deep, *cell_values.values(), *output.side_effects.values()]
+    roots = [*kept, *inputs]
+    cg = output.emit_graph_call(tx, roots, compile_graph, read_only=_data_read_only(inst, inputs, kept))
     deep_temps = _store_deep_stack(cg, deep)
     local_temps = {name: cg.store_temp(lambda v=value: cg.load(v)) for name, value in local_values.items()}
     # K's inputs too are read before the writes are replayed: one may be loaded from where a replayed write

@@ -10,7 +10,7 @@ import operator
 import re
 import traceback
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 import torch.fx
@@ -314,15 +314,18 @@ class OutputGraph:
                    and n.target is not torch._C._set_grad_enabled and n.target not in AUTOCAST_STATE_TARGETS)
 
     # -- finishing ---------------------------------------------------------------------------
-    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph) -> PyCodegen:
+    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph,
+                        read_only: frozenset[int] = frozenset()) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
-        with its call; the returned codegen loads any of those values afterwards."""
+        with its call; the returned codegen loads any of those values afterwards. Tensors whose fakes' ids are
+        in `read_only` come back detached: the code after the graph only reads their data."""
         outputs, output_index = self._collect_outputs(roots)
         self._remove_unused_sizes(outputs)
         self._remove_unused_inputs()
         for _, reenter_args in reversed(self.autocast_left):
             self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
-        self.graph.output(tuple(v.node for v in outputs))
+        self.graph.output(tuple(self._detached(v.node) if isinstance(v, TensorVariable) and id(v.example) in read_only
+                                else v.node for v in outputs))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
@@ -383,7 +386,7 @@ class OutputGraph:
         # a function made in the trace that outlives the frame closes over the frame's own cells: they must hold
         # what the trace stored in them (the trace kept those writes to itself)
         frame_cells = {id(cell): name for name, cell in tx.cells.items() if name in own_cells(tx.code)}
-        made_here = [v for v in _reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
+        made_here = [v for v in reachable(roots) if isinstance(v, NestedFunctionVariable) and v.closure]
         for fn in made_here:
             for cell in fn.closure:
                 if id(cell) in frame_cells and cell.value is not None:
@@ -392,6 +395,12 @@ class OutputGraph:
         cg.emit("LOAD_FAST", result)
         cg.emit("RETURN_VALUE")
         return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
+
+    def _detached(self, node: torch.fx.Node) -> torch.fx.Node:
+        detached = self.graph.call_method("detach", (node,))
+        with self.fake_mode:
+            detached.meta["example_value"] = node.meta["example_value"].detach()
+        return detached
 
     def _collect_outputs(self, roots: list[Variable]) -> tuple[list[TensorVariable | SymbolicVariable],
                                                                dict[int, int]]:
@@ -403,7 +412,7 @@ class OutputGraph:
         outputs: list[TensorVariable | SymbolicVariable] = []
         index: dict[int, int] = {}
         by_tensor: dict[int, int] = {}  # id of a tensor's fake -> its output position
-        for v in _reachable(roots):
+        for v in reachable(roots):
             if not isinstance(v, (TensorVariable, SymbolicVariable)) or v.node.op == "placeholder":
                 continue
             same = inputs.get(id(v.example)) if isinstance(v, TensorVariable) else None
@@ -473,10 +482,10 @@ def _is_module_state(value: torch.Tensor, source: Source) -> bool:
     return isinstance(value, torch.nn.Parameter) or "._buffers[" in source.name()
 
 
-def _reachable(roots: list[Variable]) -> list[Variable]:
+def reachable(roots: Iterable[Variable]) -> list[Variable]:
     """Every Variable the roots hold, directly or through containers, closures and methods; each once."""
     seen: dict[int, Variable] = {}
-    pending = list(reversed(roots))
+    pending = list(reversed(list(roots)))
     while pending:
         var = pending.pop()
         if id(var) not in seen:

@@ -440,3 +440,39 @@ def test_a_part_takes_a_value_none_of_its_outputs_depends_on_detached(backend):
     got = grads(framejit.compile(_writes_with_a_value_no_later_op_reads, backend=backend))
     assert want[0] is None and got[0] is None
     torch.testing.assert_close(got[1], want[1])
+
+
+G_W = torch.randn(8, 8)
+
+
+def _only_floated_at_a_break(y):
+    t = y / torch.zeros(8)  # inf: its backward gives inf
+    float(torch.minimum(t.sum(0, keepdim=True), G_W).amax())  # an output of the graph only float() reads
+    return t
+
+
+def _only_a_condition_at_a_break(y):
+    t = y / torch.zeros(8)
+    if t.sum(0).amax():
+        return t
+    return t * 2
+
+
+def _floated_and_kept(y):
+    t = y * 2
+    m = torch.minimum(t.sum(0, keepdim=True), G_W).amax()
+    float(m)
+    return t, m  # m is kept: it stays differentiable, as the backward needs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_only_floated_at_a_break, _only_a_condition_at_a_break, _floated_and_kept])
+def test_an_output_a_break_only_reads_the_data_of_gets_no_gradient(fn, backend):
+    # returned as it is, the graph's node got a zero gradient for it, and 0 x inf made y's gradient NaN where
+    # eager's is inf (fuzz 7343 of seed 2200000); the break's code only reads its value, so it comes back detached
+    def loss(outputs):  # (m kept and differentiated: its gradient flows as eager's)
+        return outputs.sum() if isinstance(outputs, torch.Tensor) else outputs[0].sum() + outputs[1]
+    _assert_as_eager(fn, [(3, 8)], lambda outputs, args: None, loss, backend)
+    if fn is _floated_and_kept:
+        _, m = framejit.compile(fn, backend=backend)(torch.randn(3, 8, requires_grad=True))
+        assert m.requires_grad
