@@ -316,7 +316,9 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         # 400000: a write kept `x - 0.25` and its reader, computing no output from it, in two parts)
         deps, _ = output_dependencies(sub)
         detached = [k for k in range(len(in_slots)) if not any(k in d for d in deps)]
-        part_examples = [_detached(examples[s]) if k in detached else examples[s] for k, s in enumerate(in_slots)]
+        # (the examples stay as they are: under symbolic sizes the backend fakes a real example by its source,
+        # which a detached copy has not; the compiled part then has an input without a gradient edge)
+        part_examples = [examples[s] for s in in_slots]
         runs.append((compile_one(module, part_examples), in_slots, [slot[n] for n in out_nodes], detached))
     result_slots = [slot[r] for r in results]
     n_slots = len(examples)
