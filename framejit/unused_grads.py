@@ -206,8 +206,17 @@ def _takes_nodes(chain: list[torch.fx.Node]) -> bool:
 
 def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: list[Any],
                              originals: tuple[Any, ...]) -> Any:
-    """`outputs`, with each view of a gated input made again from the input the program passed."""
+    """`outputs`, with each view of a gated input made again from the input the program passed, in grad mode as
+    the graph made it (the graph may end inside a `no_grad` block: a view made there refuses a later write with
+    grad on, fuzz 2117 of seed 2300000)."""
     outputs = list(outputs)
+    with torch.enable_grad():
+        _make_views_again(outputs, views, args, originals)
+    return outputs
+
+
+def _make_views_again(outputs: list[Any], views: dict[int, _InputView], args: list[Any],
+                      originals: tuple[Any, ...]) -> None:
     for o, (i, chain) in views.items():
         got = outputs[o]
         if args[i] is originals[i] or not isinstance(got, torch.Tensor):
@@ -220,4 +229,3 @@ def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: l
             view = getattr(view, node.target)(*node.args[1:], **node.kwargs) if node.op == "call_method" \
                 else node.target(view, *node.args[1:], **node.kwargs)
         outputs[o] = view
-    return outputs

@@ -463,13 +463,23 @@ def _writes_into_a_view_of_an_input_after_a_break(x, y):
     return x + p
 
 
+def _writes_a_view_of_an_input_made_before_a_no_grad_block(x, y):
+    t = y.amin(0)  # (saves: the graph compiles)
+    v = x[None]  # made with grad on; the graph ends inside the block, where the view is made again
+    with torch.no_grad():
+        print("", end="")
+    v += 2.0  # eager allows it; a view made under no_grad refuses it (fuzz 2117 of seed 2300000)
+    return t * 2 + x
+
+
 @pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
                                 _uses_everything, _starts_in_no_grad, _returns_a_view_written_later,
                                 _writes_into_a_global, _adds_a_detached_value_into_a_global,
                                 _writes_a_value_made_without_grad_into_a_global, _breaks_inside_no_grad,
                                 _writes_into_a_view_output_after_a_break,
                                 _writes_into_a_view_output_of_ops_saving_nothing,
-                                _keeps_views_of_an_input_it_divides_by, _writes_into_a_view_of_an_input_after_a_break])
+                                _keeps_views_of_an_input_it_divides_by, _writes_into_a_view_of_an_input_after_a_break,
+                                _writes_a_view_of_an_input_made_before_a_no_grad_block])
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn, dynamic):
     # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager
