@@ -6,9 +6,11 @@ a name that says how it differs (CompilerRecorder, CallbackRecorder, LoggingCont
 the corpus' own programs and models stay in tests/corpus/."""
 from __future__ import annotations
 
+import contextlib
 import inspect
+import logging
 import types
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -264,3 +266,18 @@ class LoggingContext:
     def __exit__(self, typ: Any, val: Any, tb: Any) -> bool:
         self.log.append(("exit", typ.__name__ if typ else None))
         return typ is KeyError
+
+
+@contextlib.contextmanager
+def logged(name: str) -> Iterator[list[logging.LogRecord]]:
+    """The records the logger `name` handles while the block runs (its own handler: torch's loggers do not
+    propagate to the root logger that pytest's caplog watches)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)

@@ -1,7 +1,6 @@
 """Internal errors while tracing never give a wrong result: InternalError, or plain Python with one warning
 under config.suppress_errors."""
 import dis
-import logging
 import warnings
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 import framejit
 from framejit.testing import CompileCounter, same
 from framejit.trace import translator
+from tests.helpers import logged
 
 
 @pytest.fixture
@@ -85,16 +85,8 @@ def test_a_shape_error_in_the_program_raises_eagers_error_without_torchs_kernel_
     x, y = torch.randn(3, 6), torch.randn(3, 6)
     with pytest.raises(RuntimeError) as eager:
         f(x, y)
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    logger.addHandler(handler)
-    try:
-        with pytest.raises(RuntimeError) as compiled:
-            framejit.compile(f, backend="eager")(x, y)
-    finally:
-        logger.removeHandler(handler)
+    with logged("torch._subclasses.fake_tensor") as records, pytest.raises(RuntimeError) as compiled:
+        framejit.compile(f, backend="eager")(x, y)
     assert str(compiled.value) == str(eager.value)
     assert not records, [r.getMessage() for r in records]
     assert compiled.traceback[-1].frame.code.name == "f"

@@ -16,7 +16,7 @@ import framejit
 from framejit.testing import CompileCounter
 
 from tests.graph_breaks.harness import differential
-from tests.helpers import line_of
+from tests.helpers import line_of, logged
 
 THIS_FILE = __file__
 
@@ -108,15 +108,9 @@ def test_warnings_and_logging_after_a_break_name_the_user_line():
         compiled(torch.ones(2))
     assert [(w.filename, w.lineno) for w in caught] == [(THIS_FILE, line_of(warn_after_break, "# warn-here"))]
 
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
     logger = logging.getLogger("tests.continuation_frames")
-    logger.addHandler(handler)
-    try:
+    with logged(logger.name) as records:
         framejit.optimize(CompileCounter())(log_after_break)(torch.ones(2), logger)
-    finally:
-        logger.removeHandler(handler)
     (record,) = records
     assert (record.funcName, record.lineno) == ("log_after_break", line_of(log_after_break, "# log-here"))
     assert f'line {record.lineno}, in log_after_break' in record.stack_info
