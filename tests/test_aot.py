@@ -262,6 +262,29 @@ def test_a_failing_forward_compiler_is_still_the_backends_error_not_a_fallback()
             torch.randn(3, requires_grad=True))
 
 
+def _writes_rows_of_an_input_without_grad(x, y):
+    with torch.no_grad():
+        for row in x:  # each pass's graph takes a row of x and x itself: two aliased inputs
+            print(round(float(y.sum()), 3))
+            y = torch.square(row)
+            x.abs_()
+    return x, y
+
+
+def test_an_inference_graph_aotautograd_refuses_runs_as_its_torch_ops(capsys):
+    # AOTAutograd asserts on the two aliased inputs (a row made under no_grad is a leaf, x is not: a clone);
+    # the forward runs, so the graph's own ops do what eager does
+    def inputs():
+        torch.manual_seed(0)
+        return torch.randn(3, 4, requires_grad=True).clone(), torch.randn(4, requires_grad=True)
+
+    eager_out = _writes_rows_of_an_input_without_grad(*inputs())
+    eager_printed = capsys.readouterr().out
+    out = framejit.compile(_writes_rows_of_an_input_without_grad, backend="aot_eager")(*inputs())
+    assert capsys.readouterr().out == eager_printed
+    torch.testing.assert_close(out, eager_out)
+
+
 def _writes_into_an_input(x, y):
     y.div_(2)  # an input autograd tracks, changed in place; the result does not depend on it
     return torch.relu(x)

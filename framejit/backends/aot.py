@@ -96,13 +96,15 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
         except Exception as e:
             # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
             torch._C._set_grad_enabled(training)
-            if compilers_raised or not training or not _forward_alone_runs(gm, example_inputs):
+            if compilers_raised or not _forward_alone_runs(gm, example_inputs):
                 raise
-            # Only the backward can't be derived (an input of a differentiated op modified in place, an op
-            # without a derivative): eager raises that in `backward()`, if the program ever calls it. Run this
-            # graph's torch ops as they are, so that autograd records them and does exactly what eager does.
-            log.info("AOTAutograd cannot derive the backward of a graph (%s: %s); it runs as eager torch ops",
-                     type(e).__name__, e)
+            # The forward runs, so AOTAutograd refused the graph, not the program. In training, only the
+            # backward can't be derived (an input of a differentiated op modified in place, an op without a
+            # derivative): eager raises that in `backward()`, if the program ever calls it. Without grad, its
+            # own checks refused the inputs (aliased inputs it cannot classify). Either way the graph's torch
+            # ops, run as they are, do exactly what eager does, and autograd records them.
+            log.info("AOTAutograd cannot compile a graph%s (%s: %s); it runs as eager torch ops",
+                     "'s backward" if training else "", type(e).__name__, e)
             return gm
 
     compile_with_aot.__name__ = f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"

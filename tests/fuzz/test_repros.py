@@ -17,8 +17,6 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
     "repro_2200000_7343.py": "NaN through the zero gradient of an output only float() reads at a break (float() "
                              "warns on a tensor that requires grad, so the output is not detached as for item()); "
                              "torch.compile gives the same NaN on this program",
-    "repro_2300000_3259.py": "AOTAutograd asserts any_leaf=True != all_leaf=False on two aliased inputs of an "
-                             "inference graph (a row of x made under no_grad, and x, written by x.abs_())",
 }
 
 
