@@ -62,17 +62,17 @@ class _Successor:
         self.label = label
 
 
-# (not float(): it warns on a tensor that requires grad, as the program would see; not numpy(): it refuses one)
-_DATA_READS = frozenset({int, bool, complex})
-_DATA_READ_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__index__"})
+# (not numpy(): it refuses a tensor that requires grad)
+_DATA_READS = frozenset({int, bool, float, complex})
+_DATA_READ_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__index__", "__float__"})
 
 
 def _data_read_only(inst: Inst, inputs: list[Variable], kept: list[Variable]) -> frozenset[int]:
     """The tensors (by `id` of their fake) that the break's instruction only reads the data of (`t.item()`,
     `int(t)`, `if t:`) and that nothing else the frame keeps holds: the graph returns them detached. Eager
     never differentiates them; returned as they are, the graph's autograd node gets a zero gradient for each,
-    and 0 x inf is NaN in an input's gradient where eager's op never ran backward (as fuzz 7343 of seed
-    2200000, which reads it with `float()`)."""
+    and 0 x inf is NaN in an input's gradient where eager's op never ran backward (fuzz 7343 of seed 2200000,
+    which reads it with `float()`)."""
     read = []
     if inst.opname.startswith("POP_JUMP") and "NONE" not in inst.opname:
         read = inputs[-1:]

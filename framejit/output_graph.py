@@ -318,14 +318,15 @@ class OutputGraph:
                         read_only: frozenset[int] = frozenset()) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
         with its call; the returned codegen loads any of those values afterwards. Tensors whose fakes' ids are
-        in `read_only` come back detached: the code after the graph only reads their data."""
+        in `read_only` come back detached: the code after the graph only reads their data. Each is a leaf that
+        requires grad, as eager's tensor requires it: `float()` warns on such a tensor."""
         outputs, output_index = self._collect_outputs(roots)
         self._remove_unused_sizes(outputs)
         self._remove_unused_inputs()
         for _, reenter_args in reversed(self.autocast_left):
             self.graph.create_node("call_function", reenter_autocast, reenter_args, {}).meta["example_value"] = None
-        self.graph.output(tuple(self._detached(v.node) if isinstance(v, TensorVariable) and id(v.example) in read_only
-                                else v.node for v in outputs))
+        detached = [i for i, v in enumerate(outputs) if isinstance(v, TensorVariable) and id(v.example) in read_only]
+        self.graph.output(tuple(self._detached(v.node) if i in detached else v.node for i, v in enumerate(outputs)))
         root_cells = {id(cell): name for name, cell in tx.cells.items()}
         cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
@@ -351,6 +352,8 @@ class OutputGraph:
                     graph_fn = checking_saved_versions(graph_fn, gm, example_inputs)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
+            if detached:
+                graph_fn = _requiring_grad(graph_fn, detached)
             written = inputs_written(self.graph)
             if written and written[0]:
                 graph_fn = checking_writes(graph_fn, *written)
@@ -474,6 +477,16 @@ def _restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None
         except BaseException:
             torch._C._set_grad_enabled(mode)
             raise
+    return run
+
+
+def _requiring_grad(graph_fn: Callable, positions: list[int]) -> Callable:
+    """`graph_fn`, its outputs at `positions` (detached in the graph) made leaves that require grad."""
+    def run(*args: Any) -> Any:
+        outputs = graph_fn(*args)
+        for i in positions:
+            outputs[i].requires_grad_()
+        return outputs
     return run
 
 

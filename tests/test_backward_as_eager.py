@@ -451,6 +451,12 @@ def _only_an_item_at_a_break(y):
     return t
 
 
+def _only_a_float_at_a_break(y):
+    t = y / torch.zeros(8)
+    print(float(torch.minimum(t.sum(0, keepdim=True), G_W).amax()) > 0)  # float() warns: it comes back requiring grad
+    return t
+
+
 def _only_a_condition_at_a_break(y):
     t = y / torch.zeros(8)
     if t.sum(0).amax():
@@ -466,11 +472,12 @@ def _read_and_kept(y):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [_only_an_item_at_a_break, _only_a_condition_at_a_break, _read_and_kept])
+@pytest.mark.parametrize("fn", [_only_an_item_at_a_break, _only_a_float_at_a_break, _only_a_condition_at_a_break,
+                                _read_and_kept])
 def test_an_output_a_break_only_reads_the_data_of_gets_no_gradient(fn, backend):
     # returned as it is, the graph's node got a zero gradient for it, and 0 x inf made y's gradient NaN where
-    # eager's is inf (as fuzz 7343 of seed 2200000, whose float() keeps the output: float() warns on a tensor
-    # that requires grad); the break's code only reads its value, so it comes back detached
+    # eager's is inf (fuzz 7343 of seed 2200000); the break's code only reads its value, so it comes back
+    # detached (a leaf that requires grad, as eager's value does)
     def loss(outputs):  # (m kept and differentiated: its gradient flows as eager's)
         return outputs.sum() if isinstance(outputs, torch.Tensor) else outputs[0].sum() + outputs[1]
     _assert_as_eager(fn, [(3, 8)], lambda outputs, args: None, loss, backend)

@@ -55,8 +55,8 @@ def test_gradients_of_inputs_only_read_as_numbers_are_none_as_in_eager(fn):
 
 
 def test_a_number_read_from_a_detached_output_warns_as_eager():
-    # `float()` of a tensor that requires grad warns (once per process, hence a fresh one): the output the graph
-    # returns requires grad as eager's does when the break reads it
+    # `float()` of a tensor that requires grad warns (once per process, hence a fresh one), at the program's
+    # line: the output the graph returns detached for the break requires grad as eager's does
     script = ("import warnings, torch, framejit\n"
               "warnings.simplefilter('always')\n"
               "from tests.test_unused_grads import _reads_floats\n"
@@ -66,6 +66,8 @@ def test_a_number_read_from_a_detached_output_warns_as_eager():
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Converting a tensor with requires_grad=True to a scalar" in done.stderr
+    line = _reads_floats.__code__.co_firstlineno + 2
+    assert f"test_unused_grads.py:{line}: UserWarning" in done.stderr, done.stderr
 
 
 def _keeps_an_unused_local(x, y):

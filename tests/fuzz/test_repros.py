@@ -14,9 +14,6 @@ import pytest
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
-    "repro_2200000_7343.py": "NaN through the zero gradient of an output only float() reads at a break (float() "
-                             "warns on a tensor that requires grad, so the output is not detached as for item()); "
-                             "torch.compile gives the same NaN on this program",
 }
 
 
