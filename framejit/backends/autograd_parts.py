@@ -19,8 +19,10 @@ never reaches an op never runs it. Two splits make the nodes run where eager's o
   history, so a model's graph (a loss and its logits) stays whole. (Outputs reaching different tensors eager's
   ops saved do not split the graph: decoders returning their key/value cache would split per layer.)
 
-Parts without a differentiable output ride with another part. Memory written in place (a computed value, an input,
-a module's buffer) keeps the ops touching it in one part, in their order. Ops run with grad mode off (a `no_grad`
+Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it
+in their order: in one part for an input's (a module's buffer), in parts run in that order for a computed value's
+(a part writing into what an earlier part computed runs as its torch ops, as a whole graph writing into its input
+does). Ops run with grad mode off (a `no_grad`
 block in the graph) land in parts like the others, each part switching grad mode around them, and the run ends in
 the mode the graph ends in. Graphs that run ops under autocast, or draw random numbers (the order of draws), are
 left whole.
@@ -32,8 +34,8 @@ from typing import Any, Callable
 import torch
 
 from framejit.backends.common import log
-from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, grad_modes, node_storage, op_name,
-                                        requires_grad, writes_into_first_argument)
+from framejit.backends.mutation import (autograd_needs_eager_ops, batch_norm_stats_written, grad_fn_of, grad_modes,
+                                        node_storage, op_name, requires_grad, writes_into_first_argument)
 from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.rerun import RANDOM_OP
 from framejit.unused_grads import output_dependencies
@@ -81,12 +83,12 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
     if len(differentiable) < 2:
         return None
     nodes = _computed(graph)
-    joined = _Joined(nodes)
+    joined = _Joined(nodes, inputs_memory)
     reached = _outputs_reached(nodes, results, differentiable, joined)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if _needs_exact_nodes(differentiable, reached, placeholders, example_inputs):
-        return _parts_by_outputs_reached(nodes, reached)
-    shared = _parts_for_second_backwards(gm, example_inputs, nodes, reached, len(differentiable))
+        return _parts_by_outputs_reached(nodes, reached, joined.in_order)
+    shared = _parts_for_second_backwards(gm, example_inputs, nodes, reached, len(differentiable), joined.in_order)
     if shared is not None:
         return shared
     # (a graph writing into an input, a module's buffer, stays whole here: splitting one that runs two BatchNorms
@@ -104,28 +106,20 @@ def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.N
                             joined: _Joined) -> list[Part] | None:
     """Parts that meet through no value computed in the graph, nor through memory one of them writes in place (an
     input written, a module's buffer: what reads it before and after the write stays with the write)."""
-    parent: dict[torch.fx.Node, torch.fx.Node] = {}
-
-    def find(n: torch.fx.Node) -> torch.fx.Node:
-        while parent[n] is not n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
+    computations = _Union(nodes)
     for node in nodes:
-        parent[node] = node
         for arg in node.all_input_nodes:
-            if arg in parent:
-                parent[find(arg)] = find(node)
+            if arg in computations.parent:
+                computations.union(arg, node)
     for group in joined.members.values():
         for node in group[1:]:
-            parent[find(node)] = find(group[0])
-    roots = list(dict.fromkeys(find(results[i]) for i in differentiable))
+            computations.union(node, group[0])
+    roots = list(dict.fromkeys(computations.find(results[i]) for i in differentiable))
     if len(roots) < 2:
         return None
     members: dict[torch.fx.Node, Part] = {root: set() for root in roots}
-    for node in parent:  # nodes of computations without a differentiable output join the first part
-        members.get(find(node), members[roots[0]]).add(node)
+    for node in nodes:  # nodes of computations without a differentiable output join the first part
+        members.get(computations.find(node), members[roots[0]]).add(node)
     return list(members.values())
 
 
@@ -149,11 +143,18 @@ def _or(masks: Any) -> int:
 
 def _outputs_reached(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
                      joined: _Joined) -> dict[torch.fx.Node, int]:
-    """For each computed node, the differentiable outputs it leads to (a bit mask), through what uses its value
-    and through the nodes joined to it (what reads memory a write changes: a group shares one mask)."""
+    """For each computed node, the differentiable outputs it leads to (a bit mask), through what uses its value,
+    through the nodes joined to it (a group shares one mask), and, for a node whose value is memory computed in
+    the graph and written in place (what made it, a view of it, a write into it), through every later node that
+    touches that memory and every output holding it (they read what the node left there)."""
     own: dict[torch.fx.Node, int] = {}
+    returned: dict[Any, int] = {}  # written memory an output holds (it reads what the last write left there)
     for bit, position in enumerate(differentiable):
         own[results[position]] = own.get(results[position], 0) | 1 << bit
+        if (storage := node_storage(results[position])) is not None:
+            returned[storage] = returned.get(storage, 0) | 1 << bit
+    for node, storages in joined.holds.items():
+        own[node] = own.get(node, 0) | _or(returned.get(storage, 0) for storage in storages)
     reached: dict[torch.fx.Node, int] = {}
     group: dict[torch.fx.Node, int] = {}  # a joined group's root -> what its members lead to so far
     changed = True
@@ -161,37 +162,19 @@ def _outputs_reached(nodes: list[torch.fx.Node], results: list[torch.fx.Node], d
         changed = False
         for node in reversed(nodes):
             root = joined.find(node)
-            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in node.users) | group.get(root, 0)
+            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in (*node.users, *joined.later.get(node, ()))) \
+                | group.get(root, 0)
             group[root] = group.get(root, 0) | mask
             if mask != reached.get(node):
                 reached[node], changed = mask, True
     return reached
 
 
-class _Joined:
-    """Nodes that must run in one part: those touching memory written in place (in their order), and a node with
-    the producer of a value other than a tensor it takes (`split`'s tuple: only tensors pass between parts)."""
+class _Union:
+    """Disjoint sets of nodes (union-find)."""
 
     def __init__(self, nodes: list[torch.fx.Node]) -> None:
         self.parent = {n: n for n in nodes}
-        # (batch_norm in train mode writes its running statistics: two BatchNorm calls of one module in two
-        # parts could run in the other order, fuzz 472 of seed 1800000)
-        written = {node_storage(n.args[0]) for n in nodes if writes_into_first_argument(n)
-                   and isinstance(n.args[0], torch.fx.Node)} | \
-            {node_storage(stat) for n in nodes for stat in batch_norm_stats_written(n)}
-        written.discard(None)
-        first_toucher: dict[Any, torch.fx.Node] = {}
-        for node in nodes:
-            for other in (node, *node.all_input_nodes):
-                storage = node_storage(other)
-                if storage in written:
-                    self.union(first_toucher.setdefault(storage, node), node)
-            for arg in node.all_input_nodes:
-                if arg in self.parent and not isinstance(arg.meta.get("example_value"), torch.Tensor):
-                    self.union(arg, node)
-        self.members: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-        for node in nodes:
-            self.members.setdefault(self.find(node), []).append(node)
 
     def find(self, n: torch.fx.Node) -> torch.fx.Node:
         while self.parent[n] is not n:
@@ -203,8 +186,78 @@ class _Joined:
         self.parent[self.find(a)] = self.find(b)
 
 
+class _Joined(_Union):
+    """Nodes that must run in one part: a node with the producer of a value other than a tensor it takes (`split`'s
+    tuple: only tensors pass between parts), and those touching an input's memory written in place (a module's
+    buffer: BatchNorm's running statistics), in their order. `members` adds the nodes touching any memory written
+    in place, for `_unrelated_computations`.
+
+    Memory computed in the graph and written in place may span parts, in the order of the nodes touching it
+    (`in_order`: what each node must run after). A reader before the write then gets no gradient path through the
+    write, as in eager: `g = (g + g)`, `t.sub_(g)`, `g[:2] = t.std()`, with `t` and `g` returned (a state kept
+    across calls), backpropagates from `t` without freeing what `std` saved (fuzz 631 of seed 2400000)."""
+
+    def __init__(self, nodes: list[torch.fx.Node], inputs_memory: set[Any]) -> None:
+        super().__init__(nodes)
+        # (batch_norm in train mode writes its running statistics: two BatchNorm calls of one module in two
+        # parts could run in the other order, fuzz 472 of seed 1800000)
+        written = {node_storage(n.args[0]) for n in nodes if writes_into_first_argument(n)
+                   and isinstance(n.args[0], torch.fx.Node)} | \
+            {node_storage(stat) for n in nodes for stat in batch_norm_stats_written(n)}
+        written.discard(None)
+        touchers: dict[Any, list[torch.fx.Node]] = {}
+        for node in nodes:
+            for storage in dict.fromkeys(node_storage(other) for other in (node, *node.all_input_nodes)):
+                if storage in written:
+                    touchers.setdefault(storage, []).append(node)
+            for arg in node.all_input_nodes:
+                if arg in self.parent and not isinstance(arg.meta.get("example_value"), torch.Tensor):
+                    self.union(arg, node)
+        self.later: dict[torch.fx.Node, list[torch.fx.Node]] = {}  # a node holding written memory -> later touchers
+        self.holds: dict[torch.fx.Node, list[Any]] = {}  # such a node -> the written memory it holds
+        self.in_order: list[tuple[torch.fx.Node, torch.fx.Node]] = []  # (earlier, later): see _write_order
+        everything = _Union(nodes)
+        for storage, group in touchers.items():
+            for node in group[1:]:
+                everything.union(group[0], node)
+            if storage in inputs_memory:
+                for node in group[1:]:
+                    self.union(group[0], node)
+                continue
+            self.in_order.extend(_write_order(group, storage))
+            for i, node in enumerate(group):
+                holds = [node, node.args[0]] if writes_into_first_argument(node) else [node]
+                if storage in {node_storage(n) for n in holds}:
+                    self.later.setdefault(node, []).extend(group[i + 1:])
+                    self.holds.setdefault(node, []).append(storage)
+        for node in nodes:
+            everything.union(self.find(node), node)
+        self.members: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+        for node in nodes:
+            self.members.setdefault(everything.find(node), []).append(node)
+
+
+def _write_order(touchers: list[torch.fx.Node], storage: Any) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
+    """Pairs (earlier, later) of the nodes touching one memory (in graph order, the first made it) whose order
+    must stay: each node after the last write before it, each write after every node since the write before.
+    Reads between two writes keep no order among themselves (they may fall in different parts)."""
+    pairs = []
+    last_write, since = touchers[0], []
+    for node in touchers[1:]:
+        writes = writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node) and \
+            node_storage(node.args[0]) == storage
+        pairs.append((last_write, node))
+        if writes:
+            pairs.extend((read, node) for read in since)
+            last_write, since = node, []
+        else:
+            since.append(node)
+    return pairs
+
+
 def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[Any], nodes: list[torch.fx.Node],
-                                reached: dict[torch.fx.Node, int], n_outputs: int) -> list[Part] | None:
+                                reached: dict[torch.fx.Node, int], n_outputs: int,
+                                in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part] | None:
     """Parts so that a backward from one output after a backward from another fails only where eager's would.
 
     Two backwards pass one node when it leads to both outputs; the second raises if the node saved a tensor.
@@ -233,7 +286,7 @@ def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[A
 
     if one_node_is_exact(set(nodes)):
         return None
-    parts = _parts_by_outputs_reached(nodes, reached)
+    parts = _parts_by_outputs_reached(nodes, reached, in_order)
     if parts is None:
         return None
     joined = [parts[0]]
@@ -245,8 +298,10 @@ def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[A
     return joined if len(joined) > 1 else None
 
 
-def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int]) -> list[Part] | None:
-    """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow allows."""
+def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int],
+                              in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part] | None:
+    """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow (and
+    `in_order`: pairs of nodes touching one memory, the first to run first) allows."""
     groups: dict[int, Part] = {}
     for node in nodes:
         groups.setdefault(reached[node], set()).add(node)
@@ -254,10 +309,10 @@ def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx
         return None
     part_of = {node: key for key, part in groups.items() for node in part}
     after: dict[int, set[int]] = {key: set() for key in groups}
-    for node in nodes:
-        for arg in node.all_input_nodes:
-            if arg in part_of and part_of[arg] != part_of[node]:
-                after[part_of[node]].add(part_of[arg])
+    edges = [(arg, node) for node in nodes for arg in node.all_input_nodes if arg in part_of]
+    for earlier, later in (*edges, *in_order):
+        if part_of[earlier] != part_of[later]:
+            after[part_of[later]].add(part_of[earlier])
     order: list[int] = []
     while len(order) < len(groups):
         ready = [k for k in groups if k not in order and after[k] <= set(order)]
@@ -314,12 +369,19 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         # a value no output of the part depends on for its gradient passes detached: autograd would otherwise run
         # its history whenever the part's backward runs, where eager's ops never reach it (fuzz 274 of seed
         # 400000: a write kept `x - 0.25` and its reader, computing no output from it, in two parts)
+        # (none where the part writes into an input: the write is an output of its own, which the caller holds)
         deps, _ = output_dependencies(sub)
-        detached = [k for k in range(len(in_slots)) if not any(k in d for d in deps)]
+        written = {node_storage(n.args[0]) for n in sub.nodes
+                   if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)}
+        writes_input = any(node_storage(p) in written for p in sub.find_nodes(op="placeholder"))
+        detached = [] if writes_input else [k for k in range(len(in_slots)) if not any(k in d for d in deps)]
         # (the examples stay as they are: under symbolic sizes the backend fakes a real example by its source,
         # which a detached copy has not; the compiled part then has an input without a gradient edge)
         part_examples = [examples[s] for s in in_slots]
-        runs.append((compile_one(module, part_examples), in_slots, [slot[n] for n in out_nodes], detached))
+        # (a part may write into a value an earlier part computed: an input of its own, which AOTAutograd would
+        # give another history than eager's ops, as for a whole graph)
+        fn = module if autograd_needs_eager_ops(module, part_examples) else compile_one(module, part_examples)
+        runs.append((fn, in_slots, [slot[n] for n in out_nodes], detached))
     result_slots = [slot[r] for r in results]
     n_slots = len(examples)
 
