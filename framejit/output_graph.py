@@ -34,9 +34,10 @@ from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
 from framejit.backends.mutation import grad_fn_of
-from framejit.saved_versions import checking_saved_versions, holding_saved_tensors, runs_own_ops
+from framejit.saved_versions import (checking_saved_versions, holding_saved_tensors, runs_own_ops,
+                                     saves_behind_copy_slices)
 from framejit.unused_grads import gating_unused_grads
-from framejit.variables.aliased_writes import check_aliased_write, in_place_name
+from framejit.variables.aliased_writes import check_aliased_write, in_place_name, writes_first_argument
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable
@@ -245,6 +246,15 @@ class OutputGraph:
                 # fuzz 3083 of seed 2200000.)
                 error.raise_instead = e
             raise error
+        behind_copy_slices = None
+        if writes_first_argument(target, op_name(target), fake_kwargs) and isinstance(result, torch.Tensor) \
+                and result.requires_grad and result._is_view():
+            def run_again(again: list[Any]) -> Any:
+                return getattr(again[0], target)(*again[1:], **fake_kwargs) if op == "call_method" \
+                    else target(*again, **fake_kwargs)
+            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext(), \
+                    quiet_fake_kernel_errors():
+                behind_copy_slices = saves_behind_copy_slices(run_again, fake_args, result)
         # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result
         unbacked = compute_unbacked_bindings(self.shapes.env, result)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
@@ -255,6 +265,8 @@ class OutputGraph:
         if unbacked:
             node.meta["unbacked_bindings"] = unbacked
             self.shapes.has_unbacked = True
+        if behind_copy_slices is not None:
+            node.meta["saves_behind_copy_slices"] = behind_copy_slices
         if not has_tensor or in_place_name(target, op_name(target)):
             self.side_effects.note_write()
         return self.wrap_result(tx, node, result)

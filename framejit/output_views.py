@@ -68,9 +68,14 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
               and i not in remade and (meta := creation_meta(v)) != CreationMeta.DEFAULT]
     # ... and where the view is one of several an op made (a row of `for row in t`), it is made by that op again,
     # so that autograd's refusal names it as eager's does ("Output 1 of Unbind", not "Output 0 of AsStrided")
+    # (rows without grad too: eager's refuse a later use with grad once their base was written with grad, fuzz 4425
+    # of seed 2400000)
     out_nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    several = {i: made for i, meta in strict if meta == CreationMeta.MULTI_OUTPUT_NODE
+    several = {i: made for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
+               and creation_meta(v) == CreationMeta.MULTI_OUTPUT_NODE
                and (made := _one_of_several_views(out_nodes[i])) is not None}
+    sources = {i: list(out_nodes).index(made[0].args[0]) for i, made in several.items()
+               if made[0].args[0] in out_nodes}
     repeated = _repeated_computations(gm.graph)
     if not remade and not copied and not strict and not repeated:
         return graph_fn
@@ -82,7 +87,14 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         made_again = set()
         for i, (op, index, layout, count) in several.items():
-            if results[i]._is_view():
+            src = sources.get(i)
+            if src is not None and isinstance(results[src], torch.Tensor) and \
+                    _storage(results[src]) == _storage(results[i]):
+                # the graph returns the rows' source too (inductor returns rows sharing its memory, but no views):
+                # the rows are made of it, so that a write into it reaches them as in eager
+                results[i] = _view_of_several(results[src], op, index, layout)
+                made_again.add(i)
+            elif results[i]._is_view():
                 results[i] = _view_of_several(results[i]._base, op, index, layout)
                 made_again.add(i)
             elif op_name(op) == "unbind":
@@ -105,6 +117,8 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 results[i] = view
         for i in remade:
             view = results[i]
+            if i in made_again:
+                continue
             if view._is_view() and not view._base.requires_grad:
                 results[i] = view._base.as_strided(view.size(), view.stride(), view.storage_offset())
         for i, views in copied:

@@ -59,6 +59,29 @@ def _saved_tensors(node: Any) -> list[tuple[str, torch.Tensor | BaseException]]:
 _SAVED_NAMES: dict[type, list[str]] = {}
 
 
+def saves_behind_copy_slices(call: Callable[[list[Any]], Any], args: list[Any],
+                             result: Any) -> tuple[Any, list[tuple[str, torch.Tensor]]] | None:
+    """For an in-place op on a view that requires grad (`t.view(...).exp_()`, run by `call(args)`, on fakes):
+    autograd wraps the op's node in a CopySlices node of the view's base, and Python cannot read what the wrapped
+    node saved. The op run again on a copy of the view that is no view shows it: (the base's CopySlices node, the
+    saved tensors by name, the view standing for the copy)."""
+    view = args[0] if args else None
+    if not (isinstance(view, torch.Tensor) and view._is_view() and requires_grad(result)) or \
+            not torch.is_grad_enabled():
+        return None
+    copy = view.detach().clone().requires_grad_(True).clone()  # (not a leaf: an in-place op may write into it)
+    try:
+        out = call([copy, *args[1:]])
+    except Exception:  # noqa: BLE001 - nothing to learn: the checks stay as they were
+        return None
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        return None
+    copied = _storage(copy)
+    saved = [(name, view if _storage(t) == copied else t) for name, t in _saved_tensors(out.grad_fn)
+             if isinstance(t, torch.Tensor)]
+    return grad_fn_of(view._base), saved
+
+
 def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     """For each output position, the checks eager's backward would make on the way from that output: the inputs
     and outputs sharing storage with a tensor an op saved, and the saved tensors already written in the graph.
@@ -80,6 +103,10 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
                 owners[storage] = (kind, i)
     stop = {v.grad_fn for v in placeholders if isinstance(v, torch.Tensor) and v.grad_fn is not None}
     later_writes = _LaterWrites(gm.graph)
+    behind: dict[Any, list[torch.Tensor]] = {}  # a CopySlices node -> what the op it wraps saved
+    for n in gm.graph.nodes:
+        if (found := n.meta.get("saves_behind_copy_slices")) is not None:
+            behind.setdefault(found[0], []).extend(t for _, t in found[1])
     checks_of_node: dict[Any, list[Check]] = {}
     result: dict[int, list[Check]] = {}
     for o, value in enumerate(outputs):
@@ -94,7 +121,8 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
                 continue
             seen.add(node)
             if node not in checks_of_node:
-                checks_of_node[node] = _node_checks(node, owners, later_writes)
+                checks_of_node[node] = _node_checks(node, owners, later_writes) + \
+                    [owner for t in behind.get(node, ()) if (owner := owners.get(_storage(t))) is not None]
             found.update(dict.fromkeys(checks_of_node[node]))
             todo.extend(f for f, _ in node.next_functions)
         if found:

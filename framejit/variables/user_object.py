@@ -391,12 +391,6 @@ class NewObjectVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return user_truth(tx, self)
 
-    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        method = python_class_method(tx, self, "__call__")
-        if method is None:
-            unsupported(f"calling a {self.cls.__name__} object", BreakCode.CALL)
-        return method.call(tx, args, kwargs)
-
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return python_getattr(tx, self, name)
 
