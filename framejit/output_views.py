@@ -42,6 +42,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                        example_inputs: list[Any]) -> Callable[..., Any]:
     """`graph_fn` (a backend's compilation, not the graph's own ops), with the outputs above fixed after each
     call; `graph_fn` itself where no output can need it."""
+    graph_fn = _no_grad_views_of_inputs(graph_fn, gm, example_inputs)
     if not torch.is_grad_enabled():
         return graph_fn
     outputs = [_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
@@ -137,6 +138,33 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 results[j] = results[j].clone()
         return results
     return run_with_eager_views
+
+
+def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+                             example_inputs: list[Any]) -> Callable[..., Any]:
+    """`graph_fn`, its views of inputs that require grad made under no_grad made again from the input, under
+    no_grad. Eager's such views require grad (their base does; `x[-1]` in a `no_grad` block) and refuse a later
+    write with grad on; AOTAutograd's came back without grad (fuzz 6311 of seed 2400000)."""
+    inputs = [_storage(_fake(n)) for n in gm.graph.nodes if n.op == "placeholder"]
+    found: dict[int, int] = {}  # output -> the input it is a view of
+    for o, v in enumerate(_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]):
+        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and \
+                creation_meta(v) == CreationMeta.NO_GRAD_MODE:
+            sharing = [i for i, s in enumerate(inputs) if s is not None and s == _storage(v)]
+            if len(sharing) == 1 and requires_grad(example_inputs[sharing[0]]):
+                found[o] = sharing[0]
+    if not found:
+        return graph_fn
+
+    def run_with_views_of_inputs(*args: Any) -> Any:
+        results = list(graph_fn(*args))
+        with torch.no_grad():
+            for o, i in found.items():
+                got, base = results[o], args[i]
+                if isinstance(got, torch.Tensor) and not got.requires_grad and requires_grad(base):
+                    results[o] = base.as_strided(got.size(), got.stride(), got.storage_offset())
+        return results
+    return run_with_views_of_inputs
 
 
 _SEVERAL_VIEWS = frozenset({"unbind", "split", "chunk", "tensor_split", "split_with_sizes"})

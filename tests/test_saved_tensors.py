@@ -247,6 +247,33 @@ def test_outputs_returned_as_views_take_in_place_writes_as_eager(fn, backend):
     assert differential(fn, _leaf(3, 8), backend) is None
 
 
+def _views_kept_from_a_no_grad_block(x, log):
+    with torch.no_grad():
+        log.extend([x[-1], x[:, 1:]])  # eager's views require grad (x does), without a history
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("entry_grad", [True, False], ids=["graph_with_a_no_grad_block", "inference_graph"])
+def test_views_of_an_input_made_under_no_grad_require_grad_as_eager(backend, entry_grad):
+    # AOTAutograd returned them without grad (fuzz 6311 of seed 2400000); eager's refuse a write with grad on
+    def run(fn):
+        log = []
+        x = torch.randn(3, 4, requires_grad=True).clone()
+        with torch.set_grad_enabled(entry_grad):
+            fn(x, log)
+        try:
+            log[0].mul_(x.sum())
+            error = None
+        except RuntimeError as e:
+            error = str(e)
+        return [(t.requires_grad, t._is_view(), t.grad_fn) for t in log], error
+
+    framejit.reset()
+    want = run(_views_kept_from_a_no_grad_block)
+    assert want[0][0][0] and want[1] is not None
+    assert run(framejit.compile(_views_kept_from_a_no_grad_block, backend=backend)) == want
+
+
 def rows_written_after_a_break(x):
     t = torch.sin(x)
     for row in t:  # unbind's views: eager refuses to write into one in place
