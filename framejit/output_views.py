@@ -90,7 +90,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         for i, (op, index, layout, count) in several.items():
             src = sources.get(i)
             if src is not None and isinstance(results[src], torch.Tensor) and \
-                    _storage(results[src]) == _storage(results[i]):
+                    (held := _storage(results[src])) is not None and held == _storage(results[i]):
                 # the graph returns the rows' source too (inductor returns rows sharing its memory, but no views):
                 # the rows are made of it, so that a write into it reaches them as in eager
                 results[i] = _view_of_several(results[src], op, index, layout)
@@ -148,7 +148,7 @@ def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphMod
     inputs = [_storage(_fake(n)) for n in gm.graph.nodes if n.op == "placeholder"]
     found: dict[int, int] = {}  # output -> the input it is a view of
     for o, v in enumerate(_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]):
-        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and \
+        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and _storage(v) is not None and \
                 creation_meta(v) == CreationMeta.NO_GRAD_MODE:
             sharing = [i for i, s in enumerate(inputs) if s is not None and s == _storage(v)]
             if len(sharing) == 1 and requires_grad(example_inputs[sharing[0]]):

@@ -77,8 +77,8 @@ def saves_behind_copy_slices(call: Callable[[list[Any]], Any], args: list[Any],
     if not isinstance(out, torch.Tensor) or out.grad_fn is None:
         return None
     copied = _storage(copy)
-    saved = [(name, view if _storage(t) == copied else t) for name, t in _saved_tensors(out.grad_fn)
-             if isinstance(t, torch.Tensor)]
+    saved = [(name, view if copied is not None and _storage(t) is not None and _storage(t) == copied else t)
+             for name, t in _saved_tensors(out.grad_fn) if isinstance(t, torch.Tensor)]
     return grad_fn_of(view._base), saved
 
 

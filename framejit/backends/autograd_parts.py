@@ -227,7 +227,8 @@ class _Joined(_Union):
             self.in_order.extend(_write_order(group, storage))
             for i, node in enumerate(group):
                 holds = [node, node.args[0]] if writes_into_first_argument(node) else [node]
-                if storage in {node_storage(n) for n in holds}:
+                if any(s is not None and s == storage for n in holds if isinstance(n, torch.fx.Node)
+                       for s in [node_storage(n)]):
                     self.later.setdefault(node, []).extend(group[i + 1:])
                     self.holds.setdefault(node, []).append(storage)
         for node in nodes:
@@ -244,8 +245,9 @@ def _write_order(touchers: list[torch.fx.Node], storage: Any) -> list[tuple[torc
     pairs = []
     last_write, since = touchers[0], []
     for node in touchers[1:]:
-        writes = writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node) and \
-            node_storage(node.args[0]) == storage
+        written = node_storage(node.args[0]) if writes_into_first_argument(node) and \
+            isinstance(node.args[0], torch.fx.Node) else None
+        writes = written is not None and written == storage  # (StorageWeakRef == None raises)
         pairs.append((last_write, node))
         if writes:
             pairs.extend((read, node) for read in since)
