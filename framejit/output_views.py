@@ -42,10 +42,11 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                        example_inputs: list[Any]) -> Callable[..., Any]:
     """`graph_fn` (a backend's compilation, not the graph's own ops), with the outputs above fixed after each
     call; `graph_fn` itself where no output can need it."""
-    graph_fn = _no_grad_views_of_inputs(graph_fn, gm, example_inputs)
+    out_nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outputs = [_fake(n) for n in out_nodes]
+    graph_fn = _no_grad_views_of_inputs(graph_fn, gm, outputs, example_inputs)
     if not torch.is_grad_enabled():
         return graph_fn
-    outputs = [_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]]
     # views without gradient: AOTAutograd made them under no_grad (an inference graph) or inside its Function
     remade = [i for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view() and not v.requires_grad]
     copied: list[tuple[int, list[int]]] = []  # (output, the outputs that are views of it)
@@ -71,7 +72,6 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # so that autograd's refusal names it as eager's does ("Output 1 of Unbind", not "Output 0 of AsStrided")
     # (rows without grad too: eager's refuse a later use with grad once their base was written with grad, fuzz 4425
     # of seed 2400000)
-    out_nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     several = {i: made for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
                and creation_meta(v) == CreationMeta.MULTI_OUTPUT_NODE
                and (made := _one_of_several_views(out_nodes[i])) is not None}
@@ -140,17 +140,18 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     return run_with_eager_views
 
 
-def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
+def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, outputs: list[Any],
                              example_inputs: list[Any]) -> Callable[..., Any]:
-    """`graph_fn`, its views of inputs that require grad made under no_grad made again from the input, under
-    no_grad. Eager's such views require grad (their base does; `x[-1]` in a `no_grad` block) and refuse a later
-    write with grad on; AOTAutograd's came back without grad (fuzz 6311 of seed 2400000)."""
+    """`graph_fn`, with its views of inputs that require grad, made in a `no_grad` block (`outputs`: the
+    graph's output fakes), made again from the input under no_grad. Eager's such views require grad (their base
+    does; `x[-1]`) and refuse a later write with grad on; AOTAutograd's came back without grad (fuzz 6311 of
+    seed 2400000)."""
     inputs = [_storage(_fake(n)) for n in gm.graph.nodes if n.op == "placeholder"]
     found: dict[int, int] = {}  # output -> the input it is a view of
-    for o, v in enumerate(_fake(n) for n in next(n for n in gm.graph.nodes if n.op == "output").args[0]):
-        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and _storage(v) is not None and \
-                creation_meta(v) == CreationMeta.NO_GRAD_MODE:
-            sharing = [i for i, s in enumerate(inputs) if s is not None and s == _storage(v)]
+    for o, v in enumerate(outputs):
+        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and \
+                (storage := _storage(v)) is not None and creation_meta(v) == CreationMeta.NO_GRAD_MODE:
+            sharing = [i for i, s in enumerate(inputs) if s is not None and s == storage]
             if len(sharing) == 1 and requires_grad(example_inputs[sharing[0]]):
                 found[o] = sharing[0]
     if not found:

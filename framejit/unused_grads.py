@@ -211,21 +211,16 @@ def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: l
     grad on, fuzz 2117 of seed 2300000)."""
     outputs = list(outputs)
     with torch.enable_grad():
-        _make_views_again(outputs, views, args, originals)
+        for o, (i, chain) in views.items():
+            got = outputs[o]
+            if args[i] is originals[i] or not isinstance(got, torch.Tensor):
+                continue  # (not gated in this call: a leaf under autocast)
+            if chain is None:
+                outputs[o] = originals[i].as_strided(got.size(), got.stride(), got.storage_offset())
+                continue
+            view = originals[i]
+            for node in chain:
+                view = getattr(view, node.target)(*node.args[1:], **node.kwargs) if node.op == "call_method" \
+                    else node.target(view, *node.args[1:], **node.kwargs)
+            outputs[o] = view
     return outputs
-
-
-def _make_views_again(outputs: list[Any], views: dict[int, _InputView], args: list[Any],
-                      originals: tuple[Any, ...]) -> None:
-    for o, (i, chain) in views.items():
-        got = outputs[o]
-        if args[i] is originals[i] or not isinstance(got, torch.Tensor):
-            continue  # (not gated in this call: a leaf under autocast)
-        if chain is None:
-            outputs[o] = originals[i].as_strided(got.size(), got.stride(), got.storage_offset())
-            continue
-        view = originals[i]
-        for node in chain:
-            view = getattr(view, node.target)(*node.args[1:], **node.kwargs) if node.op == "call_method" \
-                else node.target(view, *node.args[1:], **node.kwargs)
-        outputs[o] = view
