@@ -93,8 +93,7 @@ def saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
 
 def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     placeholders = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    outputs = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in out]
+    outputs = _output_fakes(gm)
     owners: dict[StorageWeakRef, Check] = {}
     for kind, values in (("output", outputs), ("input", placeholders)):  # an input wins: it is there first
         for i, value in enumerate(values):
@@ -107,7 +106,7 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
     for n in gm.graph.nodes:
         if (found := n.meta.get("saves_behind_copy_slices")) is not None:
             behind.setdefault(found[0], []).extend(t for _, t in found[1])
-    checks_of_node: dict[Any, list[Check]] = {}
+    checks_of_node: dict[Any, list[Check]] = gm.meta.setdefault("framejit_checks_of_node", {})
     result: dict[int, list[Check]] = {}
     for o, value in enumerate(outputs):
         grad_fn = grad_fn_of(value) if requires_grad(value) else None
@@ -325,28 +324,30 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         return graph_fn
     inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
     outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
+    fakes = _output_fakes(gm)
 
     def run(*args: Any) -> Any:
         results = graph_fn(*args)
         # (a backend may return other values than the graph's tensors: such outputs are not checked)
         noted = {("input", i): _noting(args[i]) for i in inputs}
         noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
-        by_node: dict[Any, list[tuple[int, list[Check]]]] = {}
-        rebased: dict[Any, list[tuple[int, list[Check], Any, Any]]] = {}
+        freed = _Freed(fakes, gm)  # (this call's: each call's node is its own)
+        by_node: dict[Any, list[tuple[int, int, list[Check]]]] = {}
+        rebased: dict[Any, list[tuple[int, int, list[Check], Any, Any]]] = {}
         for o, cs in checks.items():
             output = results[o]
             node = getattr(output, "grad_fn", None)
             if node is not None and all(key in noted for key in cs if key[0] != "raise"):
-                by_node.setdefault(node, []).append((output.output_nr, cs))
+                by_node.setdefault(node, []).append((output.output_nr, o, cs))
                 # a view written in place after the graph is rebased on its base: the gradient then passes the
                 # base's node instead (the hidden base AOTAutograd returns for a view of an intermediate)
                 base = output._base
                 if base is not None and base.grad_fn is not None and not any(base is r for r in results):
-                    rebased.setdefault(base.grad_fn, []).append((base.output_nr, cs, weakref.ref(output), node))
+                    rebased.setdefault(base.grad_fn, []).append((base.output_nr, o, cs, weakref.ref(output), node))
         for node, reached in by_node.items():
-            node.register_prehook(_checking(reached, noted, _weak(node)))
+            node.register_prehook(_checking(reached, noted, freed, _weak(node)))
         for node, views in rebased.items():
-            node.register_prehook(_checking_rebased_views(views, noted))
+            node.register_prehook(_checking_rebased_views(views, noted, freed))
         return results
     return run
 
@@ -359,17 +360,18 @@ def _noting(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     return (tensor if tensor.grad_fn is None else tensor.detach()), tensor._version
 
 
-def _checking_rebased_views(views: list[tuple[int, list[Check], Any, Any]], noted: dict) -> Callable[[tuple], None]:
+def _checking_rebased_views(views: list[tuple[int, int, list[Check], Any, Any]], noted: dict,
+                            freed: _Freed) -> Callable[[tuple], None]:
     """The checks of the view outputs of a base, run at the base's node for each view since rebased (written in
     place: its node is no longer the one the graph made, whose check the gradient now bypasses)."""
     def check(grads: tuple) -> None:
         moved = []
-        for nr, cs, view, node in views:
+        for nr, o, cs, view, node in views:
             alive = view()
             if alive is not None and alive.grad_fn is not node:
-                moved.append((nr, cs))
+                moved.append((nr, o, cs))
         if moved:
-            _checking(moved, noted)(grads)
+            _checking(moved, noted, freed)(grads)
     return check
 
 
@@ -394,22 +396,86 @@ def _freed(node: Any) -> bool:
     return False
 
 
-def _checking(reached: list[tuple[int, list[Check]]], noted: dict,
+_SECOND_TIME = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward.")
+
+
+def _output_fakes(gm: torch.fx.GraphModule) -> list[Any]:
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    return [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in out]
+
+
+class _Freed:
+    """What eager's aborted backward freed, for one call's node. Eager's backward runs and frees each op's node on
+    the way to the op whose saved tensor was written, then raises there; a later backward through one of those ops
+    raises "backward through the graph a second time" (fuzz 8269 of seed 2400000). The graph's check raises before
+    the graph's node runs, so it notes the fake nodes that eager's would have freed, and a later check whose output
+    leads to one raises eager's error. (Worked out from the fake autograd graph only when a check raises.)"""
+
+    def __init__(self, fakes: list[Any], gm: torch.fx.GraphModule) -> None:
+        self.fakes, self.gm = fakes, gm
+        self.nodes: set[Any] = set()
+
+    def _reached(self, o: int) -> dict[Any, list[Any]]:
+        """The fake nodes of the graph's ops on the way from output `o`, each with the nodes it leads to."""
+        stop = {grad_fn_of(n.meta.get("example_value")) for n in self.gm.graph.nodes if n.op == "placeholder"}
+        graph: dict[Any, list[Any]] = {}
+        todo = [grad_fn_of(self.fakes[o])]
+        while todo:
+            node = todo.pop()
+            if node is None or node in graph or node in stop:
+                continue
+            graph[node] = [f for f, _ in node.next_functions if f is not None]
+            todo.extend(graph[node])
+        return graph
+
+    def raised(self, o: int, check: Check) -> None:
+        """A backward from output `o` raised for `check`: the nodes on the way to a node making that check ran."""
+        if torch._C._autograd._get_current_graph_task_keep_graph():
+            return  # (retain_graph: eager frees nothing)
+        graph = self._reached(o)
+        led_from: dict[Any, list[Any]] = {}
+        for node, nexts in graph.items():
+            for n in nexts:
+                led_from.setdefault(n, []).append(node)
+        checks_of_node = self.gm.meta["framejit_checks_of_node"]
+        making = [node for node in graph if check in checks_of_node.get(node, ())]
+        todo, ran = [n for node in making for n in led_from.get(node, ())], set()
+        while todo:
+            node = todo.pop()
+            if node not in ran:
+                ran.add(node)
+                todo.extend(led_from.get(node, ()))
+        self.nodes |= {node for node in ran - set(making) if _saved_tensors(node)}
+
+    def meets(self, o: int) -> bool:
+        return bool(self.nodes) and not self.nodes.isdisjoint(self._reached(o))
+
+
+def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _Freed,
               node: Callable[[], Any] = lambda: None) -> Callable[[tuple], None]:
     """A prehook raising eager's error for a saved tensor written since. Eager's op, when a backward already ran
     through it, raises "backward through the graph a second time" first: where the graph's node was freed so,
-    the check leaves the raise to the node itself (fuzz 1826 of seed 2100000)."""
+    the check leaves the raise to the node itself (fuzz 1826 of seed 2100000), and where an aborted backward
+    would have freed an op on the way, the check raises it."""
     def check(grads: tuple) -> None:
-        for nr, cs in reached:
+        for nr, o, cs in reached:
             if grads[nr] is None:
                 continue
-            for kind, what in cs:
+            if freed.meets(o):
+                raise RuntimeError(_SECOND_TIME)
+            for c in cs:
+                kind, what = c
                 if kind == "raise":
+                    freed.raised(o, c)
                     raise RuntimeError(what)
-                tensor, version = noted[(kind, what)]
+                tensor, version = noted[c]
                 if tensor._version != version:
                     if (alive := node()) is not None and _freed(alive):
                         return
+                    freed.raised(o, c)
                     raise RuntimeError(
                         f"one of the variables needed for gradient computation has been {_MODIFIED}: "
                         f"[{tensor.type()} {list(tensor.shape)}], graph {kind} {what}, is at version "

@@ -236,8 +236,9 @@ def _modifies_a_saved_value_under_no_grad(x, y):
     return t * y.sum()
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])  # (torch.compile's inductor raises in the forward)
 @pytest.mark.parametrize("fn", [_modifies_a_saved_value, _floor_divides, _modifies_a_saved_value_under_no_grad])
-def test_a_graph_whose_backward_cannot_be_derived_runs_its_forward_and_fails_in_backward_as_eager(fn):
+def test_a_graph_whose_backward_cannot_be_derived_runs_its_forward_and_fails_in_backward_as_eager(fn, backend):
     def inputs():
         torch.manual_seed(0)
         return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
@@ -245,7 +246,7 @@ def test_a_graph_whose_backward_cannot_be_derived_runs_its_forward_and_fails_in_
     eager_out = fn(*inputs())
     with pytest.raises(RuntimeError) as eager_error:
         eager_out.sum().backward()
-    out = framejit.compile(fn, backend="aot_eager")(*inputs())
+    out = framejit.compile(fn, backend=backend)(*inputs())
     torch.testing.assert_close(out, eager_out)
     assert out.requires_grad
     with pytest.raises(RuntimeError) as error:

@@ -448,3 +448,32 @@ def test_a_second_backward_through_a_freed_graph_raises_eagers_error_first(backe
     want = errors(step)
     assert want and "second time" in want[0]
     assert errors(framejit.compile(step, backend=backend)) == want
+
+
+@pytest.mark.parametrize("retain_graph", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backward_after_one_that_raised_midway_raises_as_eager(backend, retain_graph):
+    # amin saved its result, which exp_ wrote. Eager's first backward runs exp_'s node, frees what it saved and
+    # raises "modified" at amin's; the next backward meets exp_'s freed node: "second time" (unless the first kept
+    # the graph). The compiled check raises before the graph's node runs (fuzz 8269 of seed 2400000)
+    def step(x, kept):
+        t = x.roll(1, 0)
+        if not kept:
+            kept.append(t.amin(0))
+        kept[0].exp_()
+        return kept[0][1:]
+
+    def errors(fn):
+        x, kept, raised = torch.randn(4, 6, requires_grad=True), [], []
+        for _ in range(2):
+            try:
+                fn(x, kept).sum().backward(retain_graph=retain_graph)
+            except RuntimeError as e:
+                raised.append(str(e).split(".")[0])
+        return raised
+
+    framejit.reset()
+    want = errors(step)
+    assert len(want) == 2 and ("second time" in want[1]) != retain_graph
+    assert [e.split(":")[0] for e in errors(framejit.compile(step, backend=backend))] == \
+        [e.split(":")[0] for e in want]

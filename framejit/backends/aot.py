@@ -86,42 +86,49 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
 
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
-        compilers_raised: list[BaseException] = []
-        training = torch.is_grad_enabled()
-        try:
-            # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
-            return aot_module_simplified(gm, example_inputs, fw_compiler=_noting_errors(fw, compilers_raised),
-                                         bw_compiler=_noting_errors(bw, compilers_raised),
-                                         decompositions=decompositions, **kwargs)
-        except Exception as e:
-            # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
-            torch._C._set_grad_enabled(training)
-            if compilers_raised or not _forward_alone_runs(gm, example_inputs):
-                raise
-            # The forward runs, so AOTAutograd refused the graph, not the program. In training, only the
-            # backward can't be derived (an input of a differentiated op modified in place, an op without a
-            # derivative): eager raises that in `backward()`, if the program ever calls it. Without grad, its
-            # own checks refused the inputs (aliased inputs it cannot classify). Either way the graph's torch
-            # ops, run as they are, do exactly what eager does, and autograd records them.
-            log.info("AOTAutograd cannot compile a graph%s (%s: %s); it runs as eager torch ops",
-                     "'s backward" if training else "", type(e).__name__, e)
-            return gm
+        # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
+        return compiled_or_own_ops(lambda noting: aot_module_simplified(
+            gm, example_inputs, fw_compiler=noting(fw), bw_compiler=noting(bw), decompositions=decompositions,
+            **kwargs), gm, example_inputs)
 
     compile_with_aot.__name__ = f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
     return compile_with_aot
 
 
-def _noting_errors(compiler: AOTCompiler, raised: list[BaseException]) -> AOTCompiler:
-    """`compiler`, noting what it raises: a compiler's own failure is never mistaken for the graph's."""
-    def compile_noting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        try:
-            return compiler(gm, example_inputs)
-        except BaseException as e:
-            raised.append(e)
-            raise
+def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]], Callable[..., Any]],
+                        gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    """What `compile(noting)` returns (it runs AOTAutograd, with each compiler it hands it wrapped by `noting`), or
+    `gm` itself, run as its torch ops, where AOTAutograd refused the graph but its forward runs.
 
-    compile_noting.__name__ = compiler.__name__
-    return compile_noting
+    In training, only the backward can't be derived then (an input of a differentiated op modified in place, an op
+    without a derivative): eager raises that in `backward()`, if the program ever calls it. Without grad,
+    AOTAutograd's own checks refused the inputs (aliased inputs it cannot classify). Either way the graph's torch
+    ops, run as they are, do exactly what eager does, and autograd records them. A compiler's own failure, noted,
+    is never mistaken for the graph's."""
+    raised: list[BaseException] = []
+
+    def noting(compiler: AOTCompiler) -> AOTCompiler:
+        def compile_noting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+            try:
+                return compiler(gm, example_inputs)
+            except BaseException as e:
+                raised.append(e)
+                raise
+
+        compile_noting.__name__ = getattr(compiler, "__name__", "compiler")
+        return compile_noting
+
+    training = torch.is_grad_enabled()
+    try:
+        return compile(noting)
+    except Exception as e:
+        # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
+        torch._C._set_grad_enabled(training)
+        if raised or not _forward_alone_runs(gm, example_inputs):
+            raise
+        log.info("AOTAutograd cannot compile a graph%s (%s: %s); it runs as eager torch ops",
+                 "'s backward" if training else "", type(e).__name__, e)
+        return gm
 
 
 def _forward_alone_runs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:

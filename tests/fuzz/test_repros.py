@@ -14,9 +14,6 @@ import pytest
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
-    "repro_2400000_8269.py": "the second call's backward, after the first call's raised midway (a saved tensor "
-                             "written): eager meets a node its first backward freed, framejit's saved-version "
-                             "check at the rebased view's base raises 'modified by an inplace operation' first",
 }
 
 
