@@ -237,7 +237,7 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         with torch.enable_grad():  # (a graph may end inside a no_grad block it switched into)
             for o in cloned:
                 if isinstance(results[o], torch.Tensor) and results[o].numel() <= _SMALL:
-                    results[o] = results[o].clone()
+                    results[o] = _clone_alike(results[o])
         return results
 
     def run(*args: Any) -> Any:
@@ -267,6 +267,22 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             hooked[0] = found
         return cloning(results)
     return run
+
+
+def _clone_alike(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy of `tensor` laid out as it is: expanded where it is (stride 0), so that eager's refusal to write into
+    it stands ("more than one element of the written-to tensor refers to a single memory location": fuzz 7947 of
+    seed 2700000), and with its gaps (a slice `t[:, ::2]`), so that `view` refuses it as eager's does. (clone()
+    makes both dense.)"""
+    if tensor.is_contiguous():
+        return tensor.clone()
+    compact = tensor
+    for d in range(tensor.dim()):
+        if tensor.stride(d) == 0:
+            compact = compact.narrow(d, 0, 1)
+    copy = torch.empty_strided(compact.size(), compact.stride(), dtype=tensor.dtype, device=tensor.device)
+    copy.copy_(compact)
+    return copy if compact is tensor else copy.expand(tensor.shape)
 
 
 def _is_floating(value: Any) -> bool:

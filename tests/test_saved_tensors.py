@@ -477,3 +477,29 @@ def test_a_backward_after_one_that_raised_midway_raises_as_eager(backend, retain
     assert len(want) == 2 and ("second time" in want[1]) != retain_graph
     assert [e.split(":")[0] for e in errors(framejit.compile(step, backend=backend))] == \
         [e.split(":")[0] for e in want]
+
+
+def _expanded_min_written_after_a_break(x, y):
+    t, u = y.amin(-1, keepdim=True).expand(2), x * 2  # amin saves its result
+    print("", end="")
+    t.add_(1)  # eager: "more than one element of the written-to tensor refers to a single memory location"
+    return u
+
+
+def _gapped_exp_viewed_after_a_break(x, y):
+    t, u = (x * 3).exp()[:, :2], x * 2  # exp saves its result
+    print("", end="")
+    return t.view(-1), u  # eager: "view size is not compatible with input tensor's size and stride"
+
+
+@pytest.mark.parametrize("fn", [_expanded_min_written_after_a_break, _gapped_exp_viewed_after_a_break])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_output_copied_for_backward_keeps_eagers_layout(fn, backend):
+    # an output saved on some outputs' paths only comes back a copy (saved_versions.holding_saved_tensors); a
+    # dense clone let a write into an expanded tensor, or a view of a gapped one, pass (fuzz 7947 of seed 2700000)
+    x, y = torch.randn(3, 4, requires_grad=True), torch.randn(4, requires_grad=True)
+    with pytest.raises(RuntimeError) as eager_error:
+        fn(x, y)
+    with pytest.raises(RuntimeError) as error:
+        framejit.compile(fn, backend=backend)(x, y)
+    assert str(error.value) == str(eager_error.value)
