@@ -346,16 +346,30 @@ def _writing_the_state_in_place(state):
     return step
 
 
+def _reading_before_and_after_a_write(state):
+    def step(x):
+        p = torch.mm(x.t(), x)  # mm saves x, on p's path and the state's
+        for _ in range(2):  # the state reads p before and after the write: its ops fall in two parts
+            state["g"] = state["g"] + (x[0] - p)
+            p.mul_(2.0)
+        return p
+    return step
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("make", [_accumulating, _accumulating_in_place, _writing_the_state_in_place])
+@pytest.mark.parametrize("make", [_accumulating, _accumulating_in_place, _writing_the_state_in_place,
+                                  _reading_before_and_after_a_write])
 def test_a_second_backward_through_an_output_kept_for_the_next_call(backend, make):
     # the next call's backward goes through the state this call made, back into this call's graph: eager's ops on
     # that path (adds) saved nothing, so it succeeds; one node for the graph would have freed what maximum saved
     # (fuzz 1028 of seed 1800000, 5788 of seed 1700000), or what std saved, though this call's backward never
-    # reached std (fuzz 631 of seed 2400000: the memory of the state spans two parts, read before it is written)
+    # reached std (fuzz 631 of seed 2400000: the memory of the state spans two parts, read before it is written).
+    # The backward from the last maker's p never reaches the state in eager; one node would reach the state's
+    # history, the node of the call before, freed (fuzz 468 of seed 2900000)
     def run(step):
         torch.manual_seed(0)
-        x = torch.randn(4, requires_grad=True)
+        x = torch.randn(4, requires_grad=True) if make is not _reading_before_and_after_a_write else \
+            torch.randn(4, 4, requires_grad=True)
         grads = []
         try:
             for _ in range(3):
@@ -367,6 +381,7 @@ def test_a_second_backward_through_an_output_kept_for_the_next_call(backend, mak
 
     want = run(make({"g": torch.zeros(4)}))
     assert isinstance(want[1], torch.Tensor)
+    framejit.reset()
     got = run(framejit.compile(make({"g": torch.zeros(4)}), backend=backend))
     assert [type(g) for g in got] == [type(w) for w in want]
     for g, w in zip(got, want):

@@ -303,7 +303,7 @@ def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[A
 def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int],
                               in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part] | None:
     """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow (and
-    `in_order`: pairs of nodes touching one memory, the first to run first) allows."""
+    `in_order`: pairs of nodes touching one memory, the first to run first) allows; None for a single group."""
     groups: dict[int, Part] = {}
     for node in nodes:
         groups.setdefault(reached[node], set()).add(node)
@@ -318,10 +318,36 @@ def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx
     order: list[int] = []
     while len(order) < len(groups):
         ready = [k for k in groups if k not in order and after[k] <= set(order)]
-        if not ready:
-            return None  # parts that feed each other: left whole
+        if not ready:  # groups that feed each other (through a write between two reads): finer parts
+            return _parts_in_graph_order(nodes, reached, in_order)
         order.append(ready[0])
     return [groups[k] for k in order]
+
+
+def _parts_in_graph_order(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int],
+                          in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part]:
+    """Parts of nodes that lead to the same outputs, possibly several per output set, run in the graph's order:
+    each node joins the last part of its set unless something it must run after is in a later part. For groups
+    that would feed each other: `p9 = mm(x.t(), x)`, `g = g + (y - p9)`, `p9.mul_(2)`, `g = g + (y - p9)`, with
+    `g` a state kept across calls, puts the reads of `p9` before and after the write in two parts leading to `g`
+    (fuzz 468 of seed 2900000: left whole, the backward from `p9` ran the freed history of the `g` passed in)."""
+    must_follow: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for earlier, later in in_order:
+        must_follow.setdefault(later, []).append(earlier)
+    parts: list[Part] = []
+    masks: list[int] = []
+    index: dict[torch.fx.Node, int] = {}
+    for node in nodes:
+        after = max((index[n] for n in (*node.all_input_nodes, *must_follow.get(node, ())) if n in index),
+                    default=-1)
+        last = next((i for i in range(len(parts) - 1, -1, -1) if masks[i] == reached[node]), -1)
+        if last < after or last < 0:
+            parts.append(set())
+            masks.append(reached[node])
+            last = len(parts) - 1
+        parts[last].add(node)
+        index[node] = last
+    return parts
 
 
 def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: list[Part],
