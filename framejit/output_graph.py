@@ -27,7 +27,7 @@ from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
-from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written
+from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written, keeping_versions, unversioned_inputs
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
 from framejit.side_effects import SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
@@ -354,6 +354,9 @@ class OutputGraph:
             example_inputs = [i.example for i in self.inputs]
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, example_inputs)
+            unversioned = unversioned_inputs(self.graph)
+            if unversioned and not runs_own_ops(graph_fn, gm):
+                graph_fn = keeping_versions(graph_fn, unversioned)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
                 # (a graph running its own torch ops has eager's autograd nodes: saved tensors, views, gradients)

@@ -58,21 +58,49 @@ def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | 
     statistics); None if the graph draws random numbers (a second run would draw others)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     written: set[int] = set()
-    unversioned: set[int] = set()
-
-    def note(targets: list[Any], into: set[int]) -> None:
-        for t in (t for target in targets for t in _example(target)):
-            into.update(i for i, p in enumerate(placeholders)
-                        if any(torch._C._is_alias_of(t, e) for e in _example(p)))
-
     for node in graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
         if RANDOM_OP.fullmatch(op_name(node)):
             return None
-        note(_written(node), written)
-        note(batch_norm_stats_written(node), unversioned)
-    return sorted(written | unversioned), frozenset(unversioned)
+        _note(_written(node), placeholders, written)
+    unversioned = unversioned_inputs(graph)
+    return sorted(written | unversioned), unversioned
+
+
+def unversioned_inputs(graph: torch.fx.Graph) -> frozenset[int]:
+    """The positions of the graph inputs it writes into without moving their version counter, in eager: a
+    batch_norm's running statistics."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    found: set[int] = set()
+    for node in graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            _note(batch_norm_stats_written(node), placeholders, found)
+    return frozenset(found)
+
+
+def _note(targets: list[Any], placeholders: list[torch.fx.Node], into: set[int]) -> None:
+    """The positions of the inputs sharing memory with `targets`, added to `into`."""
+    for t in (t for target in targets for t in _example(target)):
+        into.update(i for i, p in enumerate(placeholders) if any(torch._C._is_alias_of(t, e) for e in _example(p)))
+
+
+def keeping_versions(graph_fn: Callable[..., Any], positions: frozenset[int]) -> Callable[..., Any]:
+    """`graph_fn`, after which the inputs at `positions` (a batch_norm's running statistics) have the versions
+    they had before: eager's kernel writes them without moving their version, a compiled graph's copy into them
+    moves it. Put around what the backend compiled, so that what notes versions after the graph notes eager's
+    (saved_versions.py: an eval-mode batch_norm saved them, a train-mode one wrote them later in the graph, fuzz
+    2165 of seed 2900000)."""
+    order = sorted(positions)
+
+    def run(*args: Any) -> Any:
+        versions = [args[i]._version for i in order]
+        results = graph_fn(*args)
+        moved = [(args[i], v) for i, v in zip(order, versions) if args[i]._version != v]
+        if moved:
+            torch._C._autograd._unsafe_set_version_counter(*map(tuple, zip(*moved)))
+        return results
+    return run
 
 
 # inputs the graph writes into that are copied before each call (so that a failed call can be undone) when this
@@ -88,8 +116,8 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
     ops) are cloned, history included, and put back by a `copy_` autograd records, so that their gradient flows
     to the clone's history, which is the input's before the call. If another was written before the exception
     (its version counter moved, or it is one of the `unversioned` positions, whose writes do not move it), the
-    exception is marked: running the frame again would write twice, so it is not rerun. After a call that
-    returns, the `unversioned` positions get back the versions they had, as eager's kernel leaves them."""
+    exception is marked: running the frame again would write twice, so it is not rerun. (After a call that returns,
+    `keeping_versions` gave the `unversioned` positions back the versions they had.)"""
     kept = threading.local()
 
     def run(*args: Any) -> Any:
@@ -120,11 +148,6 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
                     if id(t) in copies:
                         t.copy_(copies[id(t)])
             raise
-        # eager's batch_norm kernel leaves its statistics' versions where they were; a compiled graph's copy into
-        # them moves them, and eager's ops that saved them (a batch_norm run as an eager op) would then raise
-        moved = [(t, v) for i, t, v in zip(positions, inputs, versions) if i in unversioned and t._version != v]
-        if moved:
-            torch._C._autograd._unsafe_set_version_counter(*map(tuple, zip(*moved)))
         return results
     return run
 
