@@ -214,6 +214,15 @@ def _a_comparison_beside(x):
     return y + 1
 
 
+_LAYER = torch.nn.Linear(3, 3)
+
+
+def _a_dead_write_beside(x):
+    r = _LAYER(x.relu())  # linear saves its input, for r only; r is written in place, then never used
+    r.add_(torch.nn.functional.gelu(x), alpha=2)  # (fuzz 5889 of seed 2900000)
+    return x.cumsum(-1)
+
+
 def _kept_across_calls(fn, calls=3):
     """fn called on one leaf `calls` times, each call's output kept and the sum of all kept so far differentiated
     (a second backward through the earlier calls' graphs): the leaf's gradient, or the error's first words."""
@@ -235,6 +244,7 @@ def _kept_across_calls(fn, calls=3):
     (lambda x: x.float().view(-1) - 1, False),
     (lambda x: (x.sin(), x + x)[1], False),  # sin's save is dead: nothing differentiates its result
     (_a_comparison_beside, False),
+    (_a_dead_write_beside, False),
     (lambda x: x.sin() + x, True),
 ])
 def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):

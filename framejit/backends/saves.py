@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from framejit.backends.mutation import batch_norm_stats_written, op_name, requires_grad, writes_into_first_argument
+from framejit.backends.mutation import (batch_norm_stats_written, node_storage, op_name, requires_grad,
+                                        writes_into_first_argument)
 from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 
 # ops whose result requires grad only if an operand does, and that then save another operand (a product's
@@ -37,10 +38,11 @@ class _FindingSaves(torch.fx.Interpreter):
         super().__init__(gm)
         graph = gm.graph
         results = next(n for n in graph.nodes if n.op == "output").args[0]
-        roots = [n for n in graph.nodes if n.op == "call_module" or writes_into_first_argument(n)
-                 or batch_norm_stats_written(n)]
-        roots += [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
-                  if isinstance(r, torch.fx.Node) and requires_grad(r.meta.get("example_value"))]
+        results = [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
+                   if isinstance(r, torch.fx.Node)]
+        needed = _needed_writes(graph, results)
+        roots = [n for n in graph.nodes if n.op == "call_module" or n in needed or batch_norm_stats_written(n)]
+        roots += [r for r in results if requires_grad(r.meta.get("example_value"))]
         self.live: set[torch.fx.Node] = set()
         while roots:
             node = roots.pop()
@@ -61,6 +63,28 @@ class _FindingSaves(torch.fx.Interpreter):
                 raise _Saves
             self.saving.add(self.current)
         return t
+
+
+def _needed_writes(graph: torch.fx.Graph, results: list[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The in-place writes a later op or the program may see: all but those into memory the graph computed that no
+    output holds and nothing touches after the write (`r = lin(x); r.add_(y)`, `r` never used again: fuzz 5889
+    of seed 2900000, whose graph otherwise saves nothing, and as one node freed what a later call's backward
+    went through again)."""
+    kept = {node_storage(n) for n in (*(n for n in graph.nodes if n.op == "placeholder"), *results)} - {None}
+    last_touch: dict[Any, int] = {}
+    position: dict[torch.fx.Node, int] = {}
+    for i, node in enumerate(graph.nodes):
+        position[node] = i
+        for n in (node, *node.all_input_nodes):
+            if (storage := node_storage(n)) is not None:
+                last_touch[storage] = i
+    needed = set()
+    for node in graph.nodes:
+        if writes_into_first_argument(node):
+            storage = node_storage(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else None
+            if storage is None or storage in kept or last_touch.get(storage, -1) > position[node]:
+                needed.add(node)
+    return needed
 
 
 def _run_finding_saves(gm: torch.fx.GraphModule, example_inputs: list[Any], finder: _FindingSaves) -> bool:
