@@ -355,12 +355,12 @@ class OutputGraph:
             with self.shapes.backend_context():
                 graph_fn, _ = compile_graph(gm, example_inputs)
             unversioned = unversioned_inputs(self.graph)
-            if unversioned and not runs_own_ops(graph_fn, gm):
-                graph_fn = keeping_versions(graph_fn, unversioned)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
                 # (a graph running its own torch ops has eager's autograd nodes: saved tensors, views, gradients)
                 if not runs_own_ops(graph_fn, gm):
+                    if unversioned:  # (first: the wrappers after it note versions)
+                        graph_fn = keeping_versions(graph_fn, unversioned)
                     graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
                     graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
                     graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
@@ -369,9 +369,9 @@ class OutputGraph:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             if detached:
                 graph_fn = _requiring_grad(graph_fn, detached)
-            written = inputs_written(self.graph)
-            if written and written[0]:
-                graph_fn = checking_writes(graph_fn, *written)
+            written = inputs_written(self.graph, unversioned)
+            if written:
+                graph_fn = checking_writes(graph_fn, written, unversioned)
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             start = len(cg.instructions)
             cg.emit("PUSH_NULL")

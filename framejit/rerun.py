@@ -52,10 +52,10 @@ def _example(value: Any) -> list[torch.Tensor]:
     return [value] if isinstance(value, torch.Tensor) else []
 
 
-def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | None:
+def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
     """The positions of the graph inputs it writes into in place (the fake tensors of the trace share storage as
-    the real ones will), and those of them whose version counter the write does not move (a batch_norm's running
-    statistics); None if the graph draws random numbers (a second run would draw others)."""
+    the real ones will), with the `unversioned` ones (`unversioned_inputs`); None if the graph draws random
+    numbers (a second run would draw others)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     written: set[int] = set()
     for node in graph.nodes:
@@ -64,8 +64,7 @@ def inputs_written(graph: torch.fx.Graph) -> tuple[list[int], frozenset[int]] | 
         if RANDOM_OP.fullmatch(op_name(node)):
             return None
         _note(_written(node), placeholders, written)
-    unversioned = unversioned_inputs(graph)
-    return sorted(written | unversioned), unversioned
+    return sorted(written | unversioned)
 
 
 def unversioned_inputs(graph: torch.fx.Graph) -> frozenset[int]:

@@ -340,14 +340,13 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         return graph_fn
     inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
     outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
-    fakes = _output_fakes(gm)
 
     def run(*args: Any) -> Any:
         results = graph_fn(*args)
         # (a backend may return other values than the graph's tensors: such outputs are not checked)
         noted = {("input", i): _noting(args[i]) for i in inputs}
         noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
-        freed = _Freed(fakes, gm)  # (this call's: each call's node is its own)
+        freed = _Freed(gm)  # (this call's: each call's node is its own)
         by_node: dict[Any, list[tuple[int, int, list[Check]]]] = {}
         rebased: dict[Any, list[tuple[int, int, list[Check], Any, Any]]] = {}
         for o, cs in checks.items():
@@ -430,15 +429,15 @@ class _Freed:
     the graph's node runs, so it notes the fake nodes that eager's would have freed, and a later check whose output
     leads to one raises eager's error. (Worked out from the fake autograd graph only when a check raises.)"""
 
-    def __init__(self, fakes: list[Any], gm: torch.fx.GraphModule) -> None:
-        self.fakes, self.gm = fakes, gm
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        self.gm = gm
         self.nodes: set[Any] = set()
 
     def _reached(self, o: int) -> dict[Any, list[Any]]:
         """The fake nodes of the graph's ops on the way from output `o`, each with the nodes it leads to."""
         stop = {grad_fn_of(n.meta.get("example_value")) for n in self.gm.graph.nodes if n.op == "placeholder"}
         graph: dict[Any, list[Any]] = {}
-        todo = [grad_fn_of(self.fakes[o])]
+        todo = [grad_fn_of(_output_fakes(self.gm)[o])]
         while todo:
             node = todo.pop()
             if node is None or node in graph or node in stop:
