@@ -42,7 +42,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                        example_inputs: list[Any]) -> Callable[..., Any]:
     """`graph_fn` (a backend's compilation, not the graph's own ops), with the outputs above fixed after each
     call; `graph_fn` itself where no output can need it."""
-    out_nodes = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out_nodes = gm.graph.output_node().args[0]
     outputs = [_fake(n) for n in out_nodes]
     graph_fn = _no_grad_views_of_inputs(graph_fn, gm, outputs, example_inputs)
     if not torch.is_grad_enabled():
@@ -226,7 +226,7 @@ def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
                 and not RANDOM_OP.fullmatch(op_name(node)):
             key = (node.op, node.target, number(node.args), number(node.kwargs))
             number_of[node] = ("op", numbers.setdefault(key, len(numbers)))
-    out = next(n for n in graph.nodes if n.op == "output").args[0]
+    out = graph.output_node().args[0]
     first: dict[Any, int] = {}
     pairs = []
     for position, node in enumerate(out):

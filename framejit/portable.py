@@ -33,7 +33,7 @@ def save_onnx(gm: torch.fx.GraphModule, path: str, *example_args: Any) -> None:
     """Write `gm` (from framejit.export) as ONNX; its dynamic dims stay dynamic (named axes)."""
     names = _inputs(gm, example_args)
     dynamic = gm.meta.get(DYNAMIC_DIMS, {})
-    output = next(n for n in gm.graph.nodes if n.op == "output")
+    output = gm.graph.output_node()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the exporter's deprecation notice and tracer warnings about sizes
         torch.onnx.export(gm, tuple(example_args), path, dynamo=False, input_names=names,

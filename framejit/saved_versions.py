@@ -299,7 +299,7 @@ def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[
     or output shares their memory (a view's base is then out of the program's reach, but for `_base`; a mark that
     refuses writes is set again by output_views.py). The node keeps what it saved, the program writes into the
     clone, and no saved-tensor hooks are needed (an input has no such way round: its copy is held under them)."""
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out = gm.graph.output_node().args[0]
     storages = [s for n in (*(n for n in gm.graph.nodes if n.op == "placeholder"), *out)
                 if isinstance(n, torch.fx.Node) and (s := node_storage(n)) is not None]
     return sorted(o for kind, o in some_paths if kind == "output" and storages.count(node_storage(out[o])) == 1)
@@ -309,7 +309,7 @@ def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:
     """The graph inputs and outputs whose memory eager's ops save on the way from every differentiable output: a
     backward that reaches the graph's node reaches one of those ops too, so eager's check is the node's."""
     checks = saved_checks(gm)
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out = gm.graph.output_node().args[0]
     paths = [set(checks.get(o, ())) for o, n in enumerate(out)
              if isinstance(n, torch.fx.Node) and requires_grad(n.meta.get("example_value"))]
     return {c for c in set.intersection(*paths) if c[0] != "raise"} if paths else set()
@@ -418,7 +418,7 @@ _SECOND_TIME = ("Trying to backward through the graph a second time (or directly
 
 
 def _output_fakes(gm: torch.fx.GraphModule) -> list[Any]:
-    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    out = gm.graph.output_node().args[0]
     return [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in out]
 
 

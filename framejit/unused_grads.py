@@ -53,7 +53,7 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
             target = node_storage(node.args[0])
             if target is not None:
                 written[target] = written.get(target, frozenset()) | found
-    out = next(n for n in graph.nodes if n.op == "output")
+    out = graph.output_node()
     result = [deps.get(value, frozenset()) | written.get(node_storage(value), frozenset())
               if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]
     into_inputs = {node_storage(p) for p in placeholders} - {None}
@@ -93,7 +93,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
     graph = gm.graph
     deps, feed_input_writes = output_dependencies(graph)
-    out = next(n for n in graph.nodes if n.op == "output")
+    out = graph.output_node()
     differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
                                and requires_grad(node.meta.get("example_value")))
     if not differentiable:

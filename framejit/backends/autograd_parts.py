@@ -62,7 +62,7 @@ def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any
 
 def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | None:
     graph = gm.graph
-    results = next(n for n in graph.nodes if n.op == "output").args[0]
+    results = graph.output_node().args[0]
     if not isinstance(results, (tuple, list)) or len(results) < 2 or \
             any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
         return None
@@ -356,10 +356,10 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
     first, then each value a part computes that a later part or the graph's output reads."""
     graph = gm.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    results = next(n for n in graph.nodes if n.op == "output").args[0]
+    results = graph.output_node().args[0]
     slot = {p: i for i, p in enumerate(placeholders)}
     modes = grad_modes(graph)
-    final_mode = modes[next(n for n in graph.nodes if n.op == "output")]  # (a graph may end inside a no_grad block)
+    final_mode = modes[graph.output_node()]  # (a graph may end inside a no_grad block)
     examples = list(example_inputs)
     owner = {node: i for i, part in enumerate(parts) for node in part}
     read_later = {a for n in owner for a in n.all_input_nodes if a in owner and owner[a] != owner[n]}

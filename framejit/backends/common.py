@@ -102,7 +102,7 @@ def written_inputs(gm: torch.fx.GraphModule, clones: Sequence[Any], versions: Se
 
 def returns_tuple(gm: torch.fx.GraphModule) -> bool:
     """Whether the graph returns a tuple/list of values (framejit's graphs do) rather than one value."""
-    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    output = gm.graph.output_node()
     return isinstance(output.args[0], (tuple, list))
 
 
@@ -119,7 +119,7 @@ def check_outputs(compiled: Callable[..., Any], gm: torch.fx.GraphModule, backen
     1-tuple would silently give that tensor's first row."""
     if compiled is gm or getattr(compiled, "__self__", None) is gm or is_builtin(backend):
         return compiled
-    n = len(next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0])
+    n = len(gm.graph.output_node().args[0])
 
     def checked_graph(*args: Any) -> Any:
         out = compiled(*args)

@@ -37,7 +37,7 @@ class _FindingSaves(torch.fx.Interpreter):
     def __init__(self, gm: torch.fx.GraphModule, stop_at_first: bool) -> None:
         super().__init__(gm)
         graph = gm.graph
-        results = next(n for n in graph.nodes if n.op == "output").args[0]
+        results = graph.output_node().args[0]
         results = [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
                    if isinstance(r, torch.fx.Node)]
         needed = _needed_writes(graph, results)
