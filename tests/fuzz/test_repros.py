@@ -17,6 +17,10 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
     "repro_2900000_9547.py": "the leaf quirk (as 6427 of seed 1700000): a row of an input, written in place, "
                              "then written again by the next call: eager's error says 'a leaf Variable', "
                              "framejit's the row's view error (both raise; torch.compile fails it too)",
+    "repro_3200000_805.py": "the leaf quirk: a view made while its base had no grad, the base then written with "
+                            "grad; eager's view keeps no history until something reads its grad_fn or is_leaf, so "
+                            "its in-place write raises 'a leaf Variable'; the trace reads it (torch.compile fails "
+                            "it too)",
 }
 
 
