@@ -61,8 +61,10 @@ class GraphInput:
 
 # autograd's refusals of an in-place write, and of a use of a view whose base was written (torch/csrc/autograd:
 # check_inplace, handle_view_on_rebase)
-_AUTOGRAD_VIEW_ERROR = re.compile(r"is a view and (is being|its base or another view of its base has been) modified "
-                                  r"inplace|is being used in an in-place operation")
+# ("Output 0 of UnbindBackward0 is a view and ...", or "A view was created in no_grad mode and ..." where the view
+# has no history: a row of a tensor without grad)
+_AUTOGRAD_VIEW_ERROR = re.compile(r"(is a view|A view was created in [\w ]+ mode) and (is being|its base or another "
+                                  r"view of its base has been) modified inplace|is being used in an in-place operation")
 
 
 def _views_all_inputs(fake_args: list[Any], args: Sequence[Variable]) -> bool:
