@@ -700,7 +700,6 @@ def report(rows: list[dict[str, Any]], skipped: list[str], out_dir: str, elapsed
     import torch
     import transformers
     built = [r for r in rows if r.get("status") == "built"]
-    not_built = [r for r in rows if r.get("status") == "not built"]
     crashes = [r for r in rows if r.get("status") == "crash" or r.get("fj_status") == "crash"]
     lines = []
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -733,8 +732,9 @@ def report(rows: list[dict[str, Any]], skipped: list[str], out_dir: str, elapsed
         lines.append(f"  {r['model']}: {r.get('reason')}")
     text = "\n".join(lines)
     with open(os.path.join(out_dir, "hf_sweep.json"), "w") as f:
-        json.dump({"summary": text, "date": stamp, "counts": counts, "skipped_no_automodel": skipped, "partial": partial,
-                   "rows": rows}, f, indent=1, default=str)
+        json.dump({"summary": text, "date": stamp, "commit": _commit(), "train": os.environ.get("HF_SWEEP_TRAIN") == "1",
+                   "counts": counts, "skipped_no_automodel": skipped, "partial": partial, "rows": rows},
+                  f, indent=1, default=str)
     with open(os.path.join(out_dir, "hf_sweep.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
@@ -743,6 +743,14 @@ def report(rows: list[dict[str, Any]], skipped: list[str], out_dir: str, elapsed
     with open(os.path.join(out_dir, "hf_sweep.txt"), "w") as f:
         f.write(text + "\n")
     return text
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip() or "?"
+    except OSError:
+        return "?"
 
 
 def markdown(data: dict[str, Any], command: str) -> str:
@@ -760,14 +768,24 @@ def markdown(data: dict[str, Any], command: str) -> str:
         return text.replace("|", "\\|").replace("`", "'")
 
     built = [r for r in rows if r.get("status") == "built"]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip()
-    except OSError:
-        commit = "?"
-    out = [f"# framejit and torch.compile on every transformers architecture{' (PARTIAL)' if data['partial'] else ''}",
+    commit = data.get("commit") or "(commit not recorded)"
+    if data.get("train"):
+        how = ("Each built model runs a training step (eval mode, so that dropout is off; gradients set to None, the "
+               "mean of every floating output that requires grad summed into a loss, `loss.backward()`): eager; "
+               "`framejit.optimize(counting aot_eager backend)` (not fullgraph) then `framejit.explain` for the "
+               "breaks; `torch.compile(model, backend=counting aot_eager backend)` after `torch._dynamo.reset()`. "
+               "Status *ok* means the outputs and every parameter's gradient (None where eager's is None) are "
+               "allclose to eager's (atol 1e-4, rtol 1e-3).")
+    else:
+        how = ("Each built model runs in inference (eval, no_grad): eager; `framejit.optimize(counting backend)` "
+               "(backend eager, not fullgraph) then `framejit.explain(model)(**inputs)` for the breaks; "
+               "`torch.compile(model, backend=counting backend)` after `torch._dynamo.reset()` (breaks from dynamo's "
+               "graph_break counter). Status *ok* means every tensor of `out.to_tuple()` (caches included) is "
+               "allclose to eager's (atol 1e-4, rtol 1e-3).")
+    out = [f"# framejit and torch.compile on every transformers architecture{' (PARTIAL)' if data['partial'] else ''}"
+           f"{', training' if data.get('train') else ''}",
            "",
-           f"Measured {date} on framejit {commit} (branch sweep), torch {torch.__version__} (CPU), "
+           f"Measured {date} on framejit {commit}, torch {torch.__version__} (CPU), "
            f"transformers {transformers.__version__}, Python {sys.version.split()[0]}, a shared 2-core machine, "
            f"with `{command}` (one worker, 10 models per subprocess).",
            "",
@@ -776,12 +794,8 @@ def markdown(data: dict[str, Any], command: str) -> str:
            "image 32 / patch 8, ...; set only where the config class has that setting; text/vision/audio sub-configs "
            "alike; if that fails, intermediate 40, then the config's own image size) and random weights, and called "
            "eagerly on inputs chosen from `main_input_name` and the forward signature. Types that fail to build or "
-           "run eagerly are *not built* and not counted further. Each built model runs in inference (eval, no_grad): "
-           "eager; `framejit.optimize(counting backend)` (backend eager, not fullgraph) then "
-           "`framejit.explain(model)(**inputs)` for the breaks; `torch.compile(model, backend=counting backend)` "
-           "after `torch._dynamo.reset()` (breaks from dynamo's graph_break counter). Status *ok* means every tensor "
-           "of `out.to_tuple()` (caches included) is allclose to eager's (atol 1e-4, rtol 1e-3). A crash or hang of "
-           "the subprocess is pinned on the model that was running. Raw rows: `python benchmarks/hf_sweep.py` writes "
+           f"run eagerly are *not built* and not counted further. {how} A crash or hang of the subprocess is pinned on "
+           "the model that was running. Raw rows: `python benchmarks/hf_sweep.py` writes "
            "`hf_sweep_out/hf_sweep.{csv,json}`.",
            "", "## Counts", "", "| count | what |", "|---:|---|"]
     out += [f"| {v} | {k} |" for k, v in counts.items()]
