@@ -732,9 +732,9 @@ def report(rows: list[dict[str, Any]], skipped: list[str], out_dir: str, elapsed
         lines.append(f"  {r['model']}: {r.get('reason')}")
     text = "\n".join(lines)
     with open(os.path.join(out_dir, "hf_sweep.json"), "w") as f:
-        json.dump({"summary": text, "date": stamp, "commit": _commit(), "train": os.environ.get("HF_SWEEP_TRAIN") == "1",
-                   "counts": counts, "skipped_no_automodel": skipped, "partial": partial, "rows": rows},
-                  f, indent=1, default=str)
+        json.dump({"summary": text, "date": stamp, "commit": _commit(),
+                   "train": os.environ.get("HF_SWEEP_TRAIN") == "1", "counts": counts,
+                   "skipped_no_automodel": skipped, "partial": partial, "rows": rows}, f, indent=1, default=str)
     with open(os.path.join(out_dir, "hf_sweep.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
