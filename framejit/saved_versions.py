@@ -432,6 +432,14 @@ class _Freed:
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         self.gm = gm
         self.nodes: set[Any] = set()
+        self.ran: set[int] = set()  # outputs a backward without retain_graph went through: eager freed their ops
+
+    def passed(self, o: int) -> None:
+        """A backward from output `o` passed its checks: without retain_graph, eager's ops on the way that saved
+        what the checks watch are freed, and a later backward through them raises "second time" (fuzz 5994 of
+        seed 3300000, where the graph's node saved nothing and so could not raise it itself)."""
+        if not torch._C._autograd._get_current_graph_task_keep_graph():
+            self.ran.add(o)
 
     def _reached(self, o: int) -> dict[Any, list[Any]]:
         """The fake nodes of the graph's ops on the way from output `o`, each with the nodes it leads to."""
@@ -479,7 +487,7 @@ def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _
         for nr, o, cs in reached:
             if grads[nr] is None:
                 continue
-            if freed.meets(o):
+            if freed.meets(o) or (o in freed.ran and cs):
                 raise RuntimeError(_SECOND_TIME)
             for c in cs:
                 kind, what = c
@@ -496,4 +504,5 @@ def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _
                         f"[{tensor.type()} {list(tensor.shape)}], graph {kind} {what}, is at version "
                         f"{tensor._version}; expected version {version} instead (framejit checks the tensors "
                         f"eager's ops saved for backward)")
+            freed.passed(o)
     return check

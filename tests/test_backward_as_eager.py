@@ -262,6 +262,35 @@ def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):
         assert type(compiled(torch.randn(4, 3, requires_grad=True)).grad_fn).__name__ != "CompiledFunctionBackward"
 
 
+def _kept_in_a_list_and_written_again(x, log):
+    t = torch.softmax(x, dim=-1)
+    log.insert(0, t.mean(0))
+    for kept in list(log):
+        kept.exp_()  # exp saves its result: the first call's is freed by its backward
+    return t, log
+
+
+def _backward_of_each_call(fn, calls=2):
+    torch.manual_seed(0)
+    x, log = torch.randn(3, 8, requires_grad=True).clone(), []
+    try:
+        for _ in range(calls):
+            t, kept = fn(x, log)
+            (t.mean() + sum(k.mean() for k in kept)).backward()
+    except RuntimeError as e:
+        return ("raised", str(e).split("(")[0])
+    return None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_backward_through_a_freed_op_whose_graph_saved_nothing(backend):
+    # fuzz 5994 of seed 3300000: the second call's backward reaches the first call's exp, freed; the graph's node
+    # saved nothing of its own, and the version check of the first call raised "modified" instead
+    want = _backward_of_each_call(_kept_in_a_list_and_written_again)
+    assert want == ("raised", "Trying to backward through the graph a second time ")
+    assert _backward_of_each_call(framejit.compile(_kept_in_a_list_and_written_again, backend=backend)) == want
+
+
 def test_a_users_aot_compiler_sees_a_graph_that_saves_nothing():
     # the built-in backends run such a graph as torch ops; a user's compiler is still given every graph
     recorder = CompilerRecorder()

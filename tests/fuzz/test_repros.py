@@ -21,10 +21,6 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
                             "grad; eager's view keeps no history until something reads its grad_fn or is_leaf, so "
                             "its in-place write raises 'a leaf Variable'; the trace reads it (torch.compile fails "
                             "it too)",
-    "repro_3300000_5994.py": "a second call's backward through an output of the first call (kept in a global list "
-                             "and written again): eager meets the first call's freed node and raises 'second time'; "
-                             "framejit's saved-version check of that node raises 'modified' first (torch.compile "
-                             "passes it)",
 }
 
 
