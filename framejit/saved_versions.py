@@ -427,7 +427,8 @@ class _Freed:
     the way to the op whose saved tensor was written, then raises there; a later backward through one of those ops
     raises "backward through the graph a second time" (fuzz 8269 of seed 2400000). The graph's check raises before
     the graph's node runs, so it notes the fake nodes that eager's would have freed, and a later check whose output
-    leads to one raises eager's error. (Worked out from the fake autograd graph only when a check raises.)"""
+    leads to one raises eager's error. (Worked out from the fake autograd graph only when a check raises.) A
+    backward that passed an output's checks freed the ops on its way too (`passed`)."""
 
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         self.gm = gm
@@ -474,7 +475,8 @@ class _Freed:
         self.nodes |= {node for node in ran - set(making) if _saved_tensors(node)}
 
     def meets(self, o: int) -> bool:
-        return bool(self.nodes) and not self.nodes.isdisjoint(self._reached(o))
+        """Whether a backward from output `o` reaches an op eager freed."""
+        return o in self.ran or (bool(self.nodes) and not self.nodes.isdisjoint(self._reached(o)))
 
 
 def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _Freed,
@@ -487,7 +489,7 @@ def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _
         for nr, o, cs in reached:
             if grads[nr] is None:
                 continue
-            if freed.meets(o) or (o in freed.ran and cs):
+            if freed.meets(o):
                 raise RuntimeError(_SECOND_TIME)
             for c in cs:
                 kind, what = c

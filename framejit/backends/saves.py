@@ -72,17 +72,15 @@ def _needed_writes(graph: torch.fx.Graph, results: list[torch.fx.Node]) -> set[t
     went through again)."""
     kept = {node_storage(n) for n in (*(n for n in graph.nodes if n.op == "placeholder"), *results)} - {None}
     last_touch: dict[Any, int] = {}
-    position: dict[torch.fx.Node, int] = {}
     for i, node in enumerate(graph.nodes):
-        position[node] = i
         for n in (node, *node.all_input_nodes):
             if (storage := node_storage(n)) is not None:
                 last_touch[storage] = i
     needed = set()
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
         if writes_into_first_argument(node):
             storage = node_storage(node.args[0]) if isinstance(node.args[0], torch.fx.Node) else None
-            if storage is None or storage in kept or last_touch.get(storage, -1) > position[node]:
+            if storage is None or storage in kept or last_touch.get(storage, -1) > i:
                 needed.add(node)
     return needed
 
