@@ -24,6 +24,7 @@ from framejit.variables.autograd_function import (AutogradFunctionClassVariable,
 from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
                                          is_autocast_class, is_autocast_decorated)
 from framejit.variables.base import Variable
+from framejit.variables.callable_ops import CallableOpVariable, is_callable_op
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
                                           UserFunctionVariable, UserMethodVariable, is_numpy_number_function)
@@ -192,6 +193,9 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if is_autograd_function_class(value):
         _guard(tx, source, GuardKind.ID_MATCH, value)
         return AutogradFunctionClassVariable(value, source)
+    if is_callable_op(value):
+        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
+        return CallableOpVariable(value, source)
     if is_bound_apply(value):  # `MyFn.apply` read from a global or an attribute: guarded through its class
         cls = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return cls.var_getattr(tx, "apply")

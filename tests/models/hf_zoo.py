@@ -128,9 +128,12 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
                 token_ids),
     "qwen2_moe": (dict(TEXT, num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
                        shared_expert_intermediate_size=16), token_ids),
-    # state space: the sequential scan (the default associative_scan is a higher-order op with a Python combine_fn)
+    # state space: Mamba with its sequential scan, Falcon-Mamba with associative_scan (taken when compiling: one
+    # node calling the real function with the model's combine_fn)
     "mamba": (dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, state_size=4, expand=2, conv_kernel=4,
                    use_associative_scan=False), input_ids),
+    "falcon_mamba": (dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, state_size=4, expand=2, conv_kernel=4,
+                          use_associative_scan=True), input_ids),
     # encoder-decoders (each makes its cache: the decoder's config is a deep copy of the model's, adjusted)
     "t5": (T5, encoder_decoder_ids),
     "mt5": (T5, encoder_decoder_ids),
