@@ -1,6 +1,7 @@
 """Functions during tracing: user functions (inlined), torch functions (graph ops), methods, super()."""
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -268,9 +269,56 @@ class TorchVariable(KnownValueVariable):
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
+class PartialVariable(Variable):
+    """`functools.partial(fn, *args, **keywords)` made during the trace: calling it calls fn with the arguments
+    joined, as partial does; it is made for real after the graph where the program keeps it."""
+
+    rebuilt_once = True  # an object with an identity (and a __dict__)
+
+    def __init__(self, fn: Variable, args: Sequence[Variable], keywords: dict[str, Variable]) -> None:
+        if isinstance(fn, PartialVariable):  # partial(partial(f, a), b) is partial(f, a, b), as in functools
+            fn, args, keywords = fn.fn, [*fn.args, *args], {**fn.keywords, **keywords}
+        self.fn, self.args, self.keywords = fn, list(args), dict(keywords)
+
+    def truth(self, tx: Tracer) -> bool:
+        return True
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def children(self) -> list[Variable]:
+        return [self.fn, *self.args, *self.keywords.values()]
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        return self.fn.call(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(self.args)
+        if name == "keywords":
+            return DictVariable({k: v for k, v in self.keywords.items()})
+        return super().var_getattr(tx, name)
+
+    def rebuild(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(functools.partial)
+        for item in (self.fn, *self.args, *self.keywords.values()):
+            cg.load(item)
+        if self.keywords:
+            cg.emit("KW_NAMES", tuple(self.keywords))
+        cg.call(1 + len(self.args) + len(self.keywords))
+
+    def __repr__(self) -> str:
+        return f"PartialVariable({self.fn})"
+
+
 def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
                        kwargs: dict[str, Variable]) -> Variable:
     """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
+    if value is functools.partial and args:
+        return PartialVariable(args[0], args[1:], kwargs)
     if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
         return _make_namedtuple(value, args, kwargs)
     if value is object.__init__ and len(args) == 1 and not kwargs:  # `super().__init__()` reaching object

@@ -125,6 +125,10 @@ class TensorVariable(Variable):
             return tx.wrap_constant(_plain(value))
         if name == "type" and not args and not kwargs:
             return ConstantVariable(self.example.type())
+        if name == "requires_grad_" and len(args) + len(kwargs) <= 1:
+            flag = args[0] if args else kwargs.get("requires_grad", ConstantVariable(True))
+            if flag.is_python_constant() and flag.as_python_constant() is True and self.example.requires_grad:
+                return self  # already so (a hook making an embedding's output require grad): nothing changes
         if name == "requires_grad_" and self.node.op != "placeholder" and len(args) + len(kwargs) <= 1:
             # on a tensor the graph makes: as `t.requires_grad = flag`; it returns t
             self.set_requires_grad(tx, args[0] if args else kwargs.get("requires_grad", ConstantVariable(True)))

@@ -94,6 +94,23 @@ def test_training_with_labels_is_one_graph_equal_to_eager(name):
             torch.testing.assert_close(got_grads[param], want, atol=1e-5, rtol=1e-4, msg=param)
 
 
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "bert"])
+def test_training_with_gradient_checkpointing_is_one_graph_equal_to_eager(model_type):
+    """`gradient_checkpointing_enable(use_reentrant=False)`: each layer's forward is checkpointed through a
+    partial of torch's checkpoint, and the input embeddings get a hook that makes them require grad."""
+    overrides, make_inputs = ONE_GRAPH[model_type]
+    model, inputs = build(model_type, overrides, train=True), make_inputs()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    want_loss, want_grads = training_step(model, model, inputs)
+    cnt = CompileCounterWithBackend("aot_eager")
+    got_loss, got_grads = training_step(model, framejit.optimize(cnt, nopython=True)(model), inputs)
+    assert cnt.frame_count == 1
+    torch.testing.assert_close(got_loss, want_loss)
+    for name, want in want_grads.items():
+        if want is not None:
+            torch.testing.assert_close(got_grads[name], want, atol=1e-5, rtol=1e-4, msg=name)
+
+
 def greedy_decode(model, ids, steps=3):
     """The generation loop users write: prefill, then one token at a time with the cache passed back in."""
     out = model(input_ids=ids, use_cache=True)

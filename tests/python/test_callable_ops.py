@@ -109,3 +109,146 @@ def test_a_combine_function_closing_over_a_traced_tensor_breaks_and_names_it():
     reasons = [r.reason for r in framejit.explain(f)(a, b, w).break_reasons]
     assert any("associative_scan() of" in r and "closes over a traced value" in r for r in reasons), reasons
     torch.testing.assert_close(framejit.optimize("eager")(f)(a, b, w), f(a, b, w))
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.utils.checkpoint.checkpoint: traced into the graph, its nodes tagged for recomputation
+
+from torch import nn  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+from framejit.backends.aot import aot_autograd  # noqa: E402
+
+
+def checkpointed_stack(layers, use_checkpoint):
+    def block(x, layer, scale=1.0):
+        return torch.tanh(layer(x)).sin().cos() * scale
+
+    def forward(x):
+        for layer in layers:
+            x = checkpoint(block, x, layer, use_reentrant=False, scale=0.5) if use_checkpoint else block(x, layer, 0.5)
+        return x.sum()
+    return forward
+
+
+def saved_tensor_counts(fn, x):
+    """How many tensors the training graph's forward hands its backward (its outputs past the first; the
+    compiler gets the forward graph first, then the backward)."""
+    counts = []
+
+    def forward_compiler(gm, example_inputs):
+        counts.append(len(gm.graph.output_node().args[0]) - 1)
+        return gm
+    framejit.optimize(aot_autograd(forward_compiler))(fn)(x).backward()
+    return counts[0]
+
+
+def test_a_checkpointed_block_is_one_graph_that_saves_less_with_eager_gradients():
+    torch.manual_seed(0)
+    layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+    x = torch.randn(4, 8, requires_grad=True)
+    checkpointed = checkpointed_stack(layers, use_checkpoint=True)
+    want = checkpointed(x)
+    want.backward()
+    want_grads = [x.grad, *(p.grad for p in layers.parameters())]
+    x.grad = None
+    layers.zero_grad(set_to_none=True)
+    cnt = CompileCounterWithBackend("aot_eager")
+    got = framejit.optimize(cnt, nopython=True)(checkpointed)(x)
+    got.backward()
+    torch.testing.assert_close(got, want)
+    for g, w in zip([x.grad, *(p.grad for p in layers.parameters())], want_grads):
+        torch.testing.assert_close(g, w)
+    assert cnt.frame_count == 1
+    # the partitioner recomputes the regions' activations in backward instead of saving them
+    x = x.detach().requires_grad_()
+    with_checkpoint = saved_tensor_counts(checkpointed, x)
+    framejit.reset()
+    without = saved_tensor_counts(checkpointed_stack(layers, use_checkpoint=False), x)
+    assert with_checkpoint < without, (with_checkpoint, without)
+
+
+def test_the_reentrant_checkpoint_runs_as_python():
+    layer = nn.Linear(4, 4)
+
+    def f(x):
+        return checkpoint(layer, x, use_reentrant=True).relu()
+
+    x = torch.randn(2, 4, requires_grad=True)
+    reasons = [r.reason for r in framejit.explain(f)(x).break_reasons]
+    assert any("use_reentrant=False" in r for r in reasons), reasons
+    torch.testing.assert_close(framejit.optimize("aot_eager")(f)(x), f(x))
+
+
+def test_a_checkpointed_batchnorm_in_training_runs_as_python_and_updates_its_stats_as_eager_does():
+    # eager's backward runs the region again, so the running stats are updated twice: a graph would do it once
+    def make():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
+
+    def step(model, call):
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+        call(model, x).pow(2).mean().backward()
+        return model[1].running_mean.clone(), model[1].num_batches_tracked.clone(), model[0].weight.grad
+
+    def f(model, x):
+        return checkpoint(model, x, use_reentrant=False)
+
+    want = step(make(), f)
+    model = make()
+    reasons = [r.reason for r in framejit.explain(f)(model, torch.randn(8, 4)).break_reasons]
+    assert any(r.startswith("checkpoint of a function") for r in reasons), reasons
+    model = make()
+    for got, w in zip(step(model, framejit.optimize("aot_eager")(f)), want):
+        torch.testing.assert_close(got, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# functools.partial made in the trace; requires_grad_(True) on a tensor that already requires it
+
+import functools  # noqa: E402
+
+
+def scaled_sum(x, y, scale=1.0):
+    return (x + y) * scale
+
+
+def test_a_partial_made_in_the_trace_is_called_read_and_returned():
+    def f(x):
+        g = functools.partial(scaled_sum, scale=2.0)
+        h = functools.partial(g, x)  # a partial of a partial: one partial, as functools makes it
+        return h(1), g, h, h.func is scaled_sum, h.args[0] is x, h.keywords
+
+    x = torch.randn(3)
+    cnt = CompileCounter()
+    got = framejit.optimize(cnt, nopython=True)(f)(x)
+    want = f(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[3:] == (True, True, {"scale": 2.0}) == want[3:]
+    for made, eager in zip(got[1:3], want[1:3]):  # made for real after the graph
+        assert type(made) is functools.partial and made.func is eager.func and made.keywords == eager.keywords
+        assert all(a is b for a, b in zip(made.args, eager.args))
+    torch.testing.assert_close(got[2](5), want[2](5))
+    assert cnt.frame_count == 1
+
+
+def test_requires_grad_true_on_a_tensor_that_requires_grad_changes_nothing():
+    w = torch.randn(3, requires_grad=True)
+
+    def f(x):
+        y = (x * w).requires_grad_(True)  # as a forward hook making an embedding's output require grad
+        return y.sin()
+
+    x = torch.randn(3)
+    cnt = CompileCounterWithBackend("aot_eager")
+    got = framejit.optimize(cnt, nopython=True)(f)(x)
+    torch.testing.assert_close(got, f(x))
+    assert got.requires_grad and cnt.frame_count == 1
+
+    def g(x):
+        return (x * 2).requires_grad_(True)  # a new leaf: as before, Python makes it
+
+    reasons = [r.reason for r in framejit.explain(g)(x).break_reasons]
+    assert any("leaf that requires grad" in r for r in reasons), reasons
+    got = framejit.optimize("eager")(g)(x)
+    assert got.is_leaf and got.requires_grad
