@@ -24,7 +24,11 @@ Each built model then runs in inference (eval, no_grad), from the same seed each
 With --train, each of the three calls is a training step instead (still eval mode, so that dropout is off): the
 model's gradients are set to None, the mean of every floating output tensor that requires grad is summed into a loss
 and `loss.backward()` runs; the backends are aot_eager (framejit's and torch's, each wrapped by the counter), and a
-run is ok when the outputs and every parameter's gradient (None where eager's is None) match eager's.
+run is ok when the outputs and every parameter's gradient (None where eager's is None) match eager's. With
+--gradient-checkpointing (implies --train), a model that supports it gets
+`gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})` and runs in train mode (the
+layers checkpoint only in training; each step starts from seed 0, so dropout draws alike); the row says whether
+checkpointing was on ("checkpointing").
 
 Models run in subprocesses, --batch per subprocess, --jobs workers in parallel. A worker writes one line per model as
 it starts, one per phase and one as it ends, so a crash (segfault, abort), a hang (no progress for --timeout
@@ -58,7 +62,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ("model", "status", "reason", "model_class", "inputs", "params", "eager_s",
            "fj_graphs", "fj_breaks", "fj_status", "fj_error", "fj_max_err", "fj_s",
            "fj_first_break", "fj_first_break_at", "fj_first_break_line", "fj_break_reasons",
-           "tc_graphs", "tc_breaks", "tc_status", "tc_error", "tc_max_err", "tc_s")
+           "tc_graphs", "tc_breaks", "tc_status", "tc_error", "tc_max_err", "tc_s", "checkpointing")
 
 # --- configs ---------------------------------------------------------------------------------------------------------
 
@@ -329,6 +333,7 @@ def error_text(exc: BaseException) -> str:
 
 
 TRAIN = os.environ.get("HF_SWEEP_TRAIN") == "1"  # --train, passed on to the workers
+CHECKPOINTING = os.environ.get("HF_SWEEP_CHECKPOINTING") == "1"  # --gradient-checkpointing
 
 
 class GraphCounter:
@@ -416,6 +421,14 @@ def run_model(name: str) -> dict[str, Any]:
     row["status"] = "built"
     row["inputs"] = ",".join(f"{k}{list(v.shape)}" for k, v in inputs.items())
 
+    if CHECKPOINTING:
+        row["checkpointing"] = bool(getattr(model, "supports_gradient_checkpointing", False))
+        if row["checkpointing"]:
+            try:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                model.train()
+            except BaseException as exc:  # noqa: BLE001
+                row.update(checkpointing=False, checkpointing_error=error_text(exc))
     if TRAIN:
         phase("eager training step")
         try:
@@ -733,7 +746,8 @@ def report(rows: list[dict[str, Any]], skipped: list[str], out_dir: str, elapsed
     text = "\n".join(lines)
     with open(os.path.join(out_dir, "hf_sweep.json"), "w") as f:
         json.dump({"summary": text, "date": stamp, "commit": _commit(),
-                   "train": os.environ.get("HF_SWEEP_TRAIN") == "1", "counts": counts,
+                   "train": os.environ.get("HF_SWEEP_TRAIN") == "1",
+                   "checkpointing": os.environ.get("HF_SWEEP_CHECKPOINTING") == "1", "counts": counts,
                    "skipped_no_automodel": skipped, "partial": partial, "rows": rows}, f, indent=1, default=str)
     with open(os.path.join(out_dir, "hf_sweep.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
@@ -776,6 +790,10 @@ def markdown(data: dict[str, Any], command: str) -> str:
                "breaks; `torch.compile(model, backend=counting aot_eager backend)` after `torch._dynamo.reset()`. "
                "Status *ok* means the outputs and every parameter's gradient (None where eager's is None) are "
                "allclose to eager's (atol 1e-4, rtol 1e-3).")
+        if data.get("checkpointing"):
+            how += (" With gradient checkpointing: a model that supports it gets `gradient_checkpointing_enable("
+                    "gradient_checkpointing_kwargs={\"use_reentrant\": False})` and runs in train mode (dropout on, "
+                    "each step from seed 0); the checkpointing column says whether it was on.")
     else:
         how = ("Each built model runs in inference (eval, no_grad): eager; `framejit.optimize(counting backend)` "
                "(backend eager, not fullgraph) then `framejit.explain(model)(**inputs)` for the breaks; "
@@ -855,12 +873,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="the command the markdown says made the results")
     parser.add_argument("--train", action="store_true", help="a training step (aot_eager backends) instead of "
                         "inference; outputs and gradients compared")
+    parser.add_argument("--gradient-checkpointing", action="store_true", help="--train with HF's gradient "
+                        "checkpointing (use_reentrant=False) on, in train mode, where the model supports it")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--progress", help=argparse.SUPPRESS)
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from OUT/hf_sweep.partial.jsonl")
     args = parser.parse_args(argv)
-    if args.train:  # the workers read it at import
+    if args.train or args.gradient_checkpointing:  # the workers read it at import
         os.environ["HF_SWEEP_TRAIN"] = "1"
+    if args.gradient_checkpointing:
+        os.environ["HF_SWEEP_CHECKPOINTING"] = "1"
     if args.worker:
         worker(args.worker.split(","), args.progress)
         return
