@@ -76,6 +76,8 @@ class FrameCallback:
             return None
         if torch._C._functorch.peek_interpreter_stack() is not None:  # inside an eager vmap/grad: its arguments are
             return None  # functorch's wrapped tensors, which fake tensors cannot stand for
+        if _in_eager_checkpoint():
+            return None
         reason = skipfiles.capture_refusal(code)
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)
@@ -185,6 +187,16 @@ def user_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(_FRAMEJIT_DIR):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _in_eager_checkpoint() -> bool:
+    """Inside a checkpointed region that runs as Python (a break at its `checkpoint` call): its frames run as
+    Python too, uncached. Backward recomputes the region outside framejit's context, as plain Python; a compiled
+    frame in the forward may take another path (model code branches on `is_compiling()`: Mixtral's experts) and
+    save other tensors, which checkpoint refuses ("Recomputed values ... have different metadata")."""
+    hooks = torch._C._autograd._top_saved_tensors_default_hooks(True)
+    return hooks is not None and torch.is_grad_enabled() and \
+        getattr(hooks[0], "__module__", None) == "torch.utils.checkpoint"
 
 
 @contextlib.contextmanager

@@ -203,6 +203,37 @@ def test_a_checkpointed_batchnorm_in_training_runs_as_python_and_updates_its_sta
         torch.testing.assert_close(got, w)
 
 
+def test_frames_inside_a_checkpoint_that_runs_as_python_run_as_python():
+    # the region has a Python side effect, so checkpoint runs as Python; a frame it calls, compiled, would take
+    # the is_compiling() path, while backward recomputes the region as plain Python (checkpoint compares what
+    # both saved, and raised "Recomputed values ... have different metadata")
+    torch.manual_seed(0)
+    layer = nn.Linear(4, 4)
+    calls = []
+
+    def inner(x):
+        if torch.compiler.is_compiling():
+            return layer(x).sin().exp().log()
+        return layer(x).sin()
+
+    def region(x):
+        calls.append(1)
+        return inner(x).cos()
+
+    def f(x):
+        return checkpoint(region, x, use_reentrant=False).sum()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    want = f(x)
+    want.backward()
+    want_grad, x.grad = x.grad, None
+    got = framejit.optimize("aot_eager")(f)(x)
+    got.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, want_grad)
+    assert len(calls) == 4  # eager: a call and a recomputation; compiled: the same
+
+
 # ---------------------------------------------------------------------------------------------
 # functools.partial made in the trace; requires_grad_(True) on a tensor that already requires it
 
