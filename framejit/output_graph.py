@@ -29,7 +29,7 @@ from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written, keeping_versions, unversioned_inputs
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
-from framejit.side_effects import SideEffects
+from framejit.side_effects import TENSOR_WRITE, SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_views import eager_view_outputs
@@ -270,7 +270,7 @@ class OutputGraph:
         if behind_copy_slices is not None:
             node.meta["saves_behind_copy_slices"] = behind_copy_slices
         if not has_tensor or in_place_name(target, op_name(target)):
-            self.side_effects.note_write()
+            self.side_effects.note_write(TENSOR_WRITE)
         return self.wrap_result(tx, node, result)
 
     def wrap_result(self, tx: Translator, node: torch.fx.Node, result: Any) -> Variable:

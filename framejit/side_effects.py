@@ -21,6 +21,9 @@ class AttrWrite(NamedTuple):
     generic: bool  # object.__setattr__ (the class's own __setattr__, traced, asked for it): replayed the same way
 
 
+TENSOR_WRITE = -2  # the birth mark an in-place op of the graph logs: a write into some tensor, older or not
+
+
 class SideEffects:
     def __init__(self, f_globals: dict) -> None:
         self.f_globals = f_globals
@@ -56,10 +59,11 @@ class SideEffects:
     def checkpoint(self) -> tuple[int, int]:
         return len(self.write_log), birth_mark()
 
-    def wrote_older_state(self, checkpoint: tuple[int, int]) -> bool:
-        """Whether a write since `checkpoint` touched something that existed before it (a visible side effect)."""
+    def wrote_older_state(self, checkpoint: tuple[int, int], tensors: bool = True) -> bool:
+        """Whether a write since `checkpoint` touched something that existed before it (a visible side effect);
+        with `tensors=False`, in-place writes into tensors (TENSOR_WRITE) are left to the caller."""
         start, mark = checkpoint
-        return any(born < mark for born in self.write_log[start:])
+        return any(born < mark and (tensors or born != TENSOR_WRITE) for born in self.write_log[start:])
 
     def restore_exc_info(self, saved: Variable) -> None:
         self.exc_info = saved
@@ -79,7 +83,7 @@ class SideEffects:
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
             custom = lookup_class_attr(obj.cls, "__setattr__")[1] is not object.__setattr__
             self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, custom)
-            self.note_write()
+            self.note_write(obj.born)
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
             unsupported(f"setting attribute {name!r} on {obj}", BreakCode.SIDE_EFFECT)
@@ -101,7 +105,7 @@ class SideEffects:
         """del obj.name of an object made in the trace: its write is dropped (False if it has none)."""
         if self.attrs.pop((id(obj), name), None) is None:
             return False
-        self.note_write()
+        self.note_write(obj.born)
         return True
 
     def attribute_names(self, obj: Variable) -> list[str]:

@@ -131,7 +131,7 @@ def call_checkpointed(tx: Tracer, fn: Variable, args: Sequence[Variable], kwargs
     before = set(graph.nodes)
     side_effects = tx.output.side_effects.checkpoint()
     result = fn.call(tx, list(args), fn_kwargs)
-    if tx.output.side_effects.wrote_older_state(side_effects):
+    if tx.output.side_effects.wrote_older_state(side_effects, tensors=False):  # tensors: _refuse_outside_writes
         unsupported("checkpoint of a function with Python side effects (eager's backward runs it again)",
                     BreakCode.SIDE_EFFECT)
     region = [n for n in graph.nodes if n not in before and n.op not in ("placeholder", "get_attr", "output")]

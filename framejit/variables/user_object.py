@@ -15,7 +15,7 @@ from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, _born
 from framejit.variables.mappings import DICT_READS, DictVariable, dict_key
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
@@ -370,6 +370,7 @@ class NewObjectVariable(Variable):
     def __init__(self, cls: type, cls_var: Variable) -> None:
         self.cls = cls
         self.cls_var = cls_var  # the class as the trace read it (with a source): guards name it
+        self.born = _born()  # its attribute writes are writes to state made in the trace
         # an instance of a dict subclass is also a dict: its items, set through dict's own methods
         self.dict_part = DictVariable({}, None, dict) if issubclass(cls, dict) else None
         self.list_part = ListVariable([]) if issubclass(cls, list) else None  # likewise for a list subclass

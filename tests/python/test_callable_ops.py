@@ -203,6 +203,46 @@ def test_a_checkpointed_batchnorm_in_training_runs_as_python_and_updates_its_sta
         torch.testing.assert_close(got, w)
 
 
+def test_in_place_writes_into_the_regions_own_tensors_stay_in_the_graph():
+    def region(x):
+        y = x * 2
+        y.add_(1)
+        total = torch.zeros_like(y)
+        total.index_add_(0, torch.tensor([1, 0, 1]), y)  # as an MoE block sums its experts' outputs
+        return total.sin()
+
+    def f(x):
+        return checkpoint(region, x, use_reentrant=False).sum()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    want = f(x)
+    want.backward()
+    want_grad, x.grad = x.grad, None
+    cnt = CompileCounterWithBackend("aot_eager")
+    got = framejit.optimize(cnt, nopython=True)(f)(x)
+    got.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, want_grad)
+    assert cnt.frame_count == 1
+
+
+def test_a_write_into_a_view_of_a_tensor_from_outside_the_region_breaks():
+    def f(x):
+        y = x.clone()
+
+        def region(t):
+            t[0].add_(1)  # eager's backward would add again when it recomputes
+            return t * 2
+        return checkpoint(region, y, use_reentrant=False).sum(), y
+
+    x = torch.randn(3, 4, requires_grad=True)
+    reasons = [r.reason for r in framejit.explain(f)(x).break_reasons]
+    assert any("writes in place into a tensor from outside it" in r for r in reasons), reasons
+    got, want = framejit.optimize("aot_eager")(f)(x), f(x)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
 def test_frames_inside_a_checkpoint_that_runs_as_python_run_as_python():
     # the region has a Python side effect, so checkpoint runs as Python; a frame it calls, compiled, would take
     # the is_compiling() path, while backward recomputes the region as plain Python (checkpoint compares what
