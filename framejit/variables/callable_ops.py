@@ -1,10 +1,11 @@
-"""torch functions that run a callable the program passes them (associative_scan's combine_fn): one graph node.
+"""torch functions that run a callable the program passes them: `associative_scan` (one graph node) and
+`torch.utils.checkpoint.checkpoint` (traced into the graph, its nodes tagged for recomputation).
 
-Such a function's own Python (a vmap of the callable, a recursive scan over slices) is torch-internal code that
-the trace does not read. Instead the node calls the real torch function with the callable made real, so eager's
-implementation is what runs: at trace time on fake tensors (for the result's metadata), then in the compiled
-graph, where AOTAutograd and inductor trace through it as through any Python op. Their contract asks for a pure
-callable; one that closes over a traced tensor, or has defaults that are not constants, is a graph break.
+associative_scan's own Python (a vmap of the combine function, a recursive scan over slices) is torch-internal
+code that the trace does not read. Instead the node calls the real function with the callable made real, so
+eager's implementation is what runs: at trace time on fake tensors (for the result's metadata), then in the
+compiled graph, where AOTAutograd and inductor trace through it as through any Python op. Its contract asks for a
+pure callable; one that closes over a traced tensor, or has defaults that are not constants, is a graph break.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import types
 from typing import Any, Callable, Sequence
 
 import torch
-
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, noop_context_fn
 
 from framejit.contracts import GuardKind, Tracer
