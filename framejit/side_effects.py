@@ -11,7 +11,7 @@ from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.containers import birth_mark
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
+from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
 
 
 class AttrWrite(NamedTuple):
@@ -21,6 +21,7 @@ class AttrWrite(NamedTuple):
     generic: bool  # object.__setattr__ (the class's own __setattr__, traced, asked for it): replayed the same way
 
 
+_ABSENT = object()
 TENSOR_WRITE = -2  # the birth mark an in-place op of the graph logs: a write into some tensor, older or not
 
 
@@ -100,6 +101,21 @@ class SideEffects:
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
         self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, generic)
         self.note_write()
+
+    def rewrites_held_value(self, obj: Variable, name: str, value: Variable) -> bool:
+        """Whether `obj.name = value` stores what obj's own __dict__ holds already (an int, str, bool or None of
+        the same type; no write pending, no descriptor): it changes nothing, so nothing need be replayed (a
+        checkpointed block that sets its window size on every call stays whole). The caller guards the value."""
+        real = obj.value if isinstance(obj, UserObjectVariable) else \
+            obj.module if isinstance(obj, NNModuleVariable) else None
+        if real is None or obj.source is None or not value.is_python_constant() or (id(obj), name) in self.attrs:
+            return False
+        new = value.as_python_constant()
+        held = instance_dict(real).get(name, _ABSENT)
+        descriptor = lookup_class_attr(type(real), name)[1]
+        # (not float: 0.0 == -0.0, and the guard could not tell them apart)
+        return type(new) in (bool, int, str, type(None)) and type(held) is type(new) and held == new \
+            and not hasattr(type(descriptor), "__set__")
 
     def delete_attr(self, obj: NewObjectVariable, name: str) -> bool:
         """del obj.name of an object made in the trace: its write is dropped (False if it has none)."""

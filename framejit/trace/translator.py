@@ -233,6 +233,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             if custom is not None:
                 custom.call(self, [ConstantVariable(name), value], {})
                 return
+        if self.output.side_effects.rewrites_held_value(obj, name, value):
+            self.output.guards.add(AttrSource(obj.source, name), GuardKind.EQUALS, value.as_python_constant())
+            return
         self.output.side_effects.store_attr(obj, name, value, generic)
 
     def frame_locals(self) -> dict[str, Variable]:

@@ -243,6 +243,27 @@ def test_a_write_into_a_view_of_a_tensor_from_outside_the_region_breaks():
         torch.testing.assert_close(a, b)
 
 
+def test_a_region_that_writes_the_value_an_attribute_holds_stays_one_graph():
+    from tests.python.test_module_state import WindowSetter  # sets self.window on every call, as Swin does
+
+    block = WindowSetter()
+    x = torch.randn(3, 4, requires_grad=True)
+    block(x)  # window is 3 from now on: the region's write changes nothing
+
+    def f(x):
+        return checkpoint(block, x, use_reentrant=False).sum()
+
+    want = f(x)
+    want.backward()
+    want_grad, x.grad = x.grad, None
+    cnt = CompileCounterWithBackend("aot_eager")
+    got = framejit.optimize(cnt, nopython=True)(f)(x)
+    got.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, want_grad)
+    assert cnt.frame_count == 1 and block.window == 3
+
+
 def test_frames_inside_a_checkpoint_that_runs_as_python_run_as_python():
     # the region has a Python side effect, so checkpoint runs as Python; a frame it calls, compiled, would take
     # the is_compiling() path, while backward recomputes the region as plain Python (checkpoint compares what

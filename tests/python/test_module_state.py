@@ -137,3 +137,45 @@ def test_self_mutations_across_a_graph_break_match_eager(capsys):
         assert (compiled_mod.counter, compiled_mod.steps) == (eager.counter, eager.steps)
         assert same(compiled_mod.cache, eager.cache) and same(compiled_mod.buf, eager.buf)
     assert capsys.readouterr().out == "".join(f"step {i}\nstep {i}\n" for i in range(1, 5))
+
+
+class WindowSetter(nn.Module):
+    """Sets its window to the input's length where that is smaller, on every call (as Swin's blocks do)."""
+
+    def __init__(self, window=7):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.window = window
+        self.mode = "fixed"
+
+    def forward(self, x):
+        if x.shape[0] <= self.window:
+            self.window = x.shape[0]
+        self.mode = "fixed"
+        return self.lin(x) * self.window
+
+
+def test_writing_the_value_an_attribute_holds_is_guarded_not_replayed():
+    model = WindowSetter()
+    x = torch.randn(3, 4)
+    model(x)  # window is 3 from now on
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = framejit.optimize(backend, nopython=True)(model)
+    reference = copy.deepcopy(model)
+    assert same(compiled(x), reference(x)) and model.window == reference.window == 3
+    model.window = reference.window = 9  # the guard on the value it held: the write is made again
+    assert same(compiled(x), reference(x)) and model.window == reference.window == 3
+    assert model.mode == "fixed" and len(graphs) == 2
+
+
+def test_a_write_that_changes_the_value_is_replayed():
+    model, reference = WindowSetter(), WindowSetter()
+    reference.load_state_dict(model.state_dict())
+    compiled = framejit.optimize("eager")(model)
+    x = torch.randn(3, 4)
+    assert same(compiled(x), reference(x)) and model.window == reference.window == 3
