@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dis
 import types
-import weakref
 from typing import Any
 
 import torch
@@ -31,11 +30,11 @@ from framejit.variables.builtins import BuiltinVariable
 from framejit.variables.containers import BoundMethod
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import GradModeVariable, WithExitVariable
+from framejit.weak_identity import WeakIdentityKeyDict
 
-_LIVENESS: "weakref.WeakKeyDictionary[types.CodeType, dict[int, frozenset[str]]]" = weakref.WeakKeyDictionary()
+_LIVENESS: "WeakIdentityKeyDict[types.CodeType, dict[int, frozenset[str]]]" = WeakIdentityKeyDict()
 # original code -> {(offset, stack NULL layout, live locals): continuation code}
-_RESUME_CODES: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = \
-    weakref.WeakKeyDictionary()
+_RESUME_CODES: "WeakIdentityKeyDict[types.CodeType, dict[tuple, types.CodeType]]" = WeakIdentityKeyDict()
 
 
 def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],

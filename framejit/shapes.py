@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-import weakref
 from typing import Any
 
 import torch
@@ -33,9 +32,10 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateful
 
 from framejit.exc import BreakCode, UserError
 from framejit.sources import Source
+from framejit.weak_identity import WeakIdentityKeyDict
 
 # code object -> {source name: sizes seen by earlier compiles, None in a dim that already changed}
-_SEEN_SIZES: "weakref.WeakKeyDictionary[Any, dict[str, tuple[int | None, ...]]]" = weakref.WeakKeyDictionary()
+_SEEN_SIZES: "WeakIdentityKeyDict[Any, dict[str, tuple[int | None, ...]]]" = WeakIdentityKeyDict()
 
 _DYNAMIC_ATTR = "_framejit_dynamic_dims"    # mark_dynamic: {dim: (min, max)}
 _MAYBE_DYNAMIC_ATTR = "_framejit_maybe_dynamic_dims"

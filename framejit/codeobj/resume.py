@@ -21,6 +21,7 @@ from bytecode import Bytecode, Instr, Label
 
 from framejit.codeobj.assemble import _assemble, cell_prologue
 from framejit.codeobj.names import stack_arg_name
+from framejit.weak_identity import WeakIdentityKeyDict
 
 _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS"})
 _DROPPED_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
@@ -30,8 +31,7 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 # resume code -> (the code it continues, {offset in the resume code: offset in that code}, label). The code it
 # continues is held weakly: it holds its continuations (graph_break._RESUME_CODES), and a strong reference back
 # would keep both alive for good, whatever dies.
-_ORIGINS: "weakref.WeakKeyDictionary[types.CodeType, tuple[weakref.ref, dict[int, int], str]]" = \
-    weakref.WeakKeyDictionary()
+_ORIGINS: "WeakIdentityKeyDict[types.CodeType, tuple[weakref.ref, dict[int, int], str]]" = WeakIdentityKeyDict()
 
 
 def original_location(code: types.CodeType, offset: int) -> tuple[types.CodeType, int]:

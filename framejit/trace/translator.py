@@ -11,7 +11,6 @@ import inspect
 import sys
 import traceback
 import types
-import weakref
 from typing import Any
 
 from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
@@ -33,8 +32,9 @@ from framejit.variables.callables import SuperVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import UserObjectVariable, has_custom_lookup, python_class_method
+from framejit.weak_identity import WeakIdentityKeyDict
 
-_INSTRUCTIONS: "weakref.WeakKeyDictionary[types.CodeType, list[Inst]]" = weakref.WeakKeyDictionary()
+_INSTRUCTIONS: "WeakIdentityKeyDict[types.CodeType, list[Inst]]" = WeakIdentityKeyDict()
 
 
 def instructions_of(code: types.CodeType) -> list[Inst]:

@@ -1,0 +1,56 @@
+"""A weak-keyed mapping that tells keys apart by identity: for per-code caches.
+
+`weakref.WeakKeyDictionary` looks keys up by equality, and code objects compare by value: two functions with
+the same body, name and first line in different files (transformers copies code between models) have equal
+code objects (`co_filename` is not compared), so a cache keyed by one answered for the other: after certain
+models had run in the process, vilt's list comprehension in a continuation saw a closure cell where its value
+belonged (the instructions and continuation origins cached per code). Entries here go when their key is freed.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+_MISSING = object()
+
+
+class WeakIdentityKeyDict(Generic[K, V]):
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, V]] = {}
+
+    def _forget(self, key_id: int) -> Callable[[weakref.ref], None]:
+        def forget(ref: weakref.ref) -> None:
+            entry = self._entries.get(key_id)
+            if entry is not None and entry[0] is ref:
+                del self._entries[key_id]
+        return forget
+
+    def get(self, key: K, default: Any = None) -> V | Any:
+        entry = self._entries.get(id(key))
+        return entry[1] if entry is not None and entry[0]() is key else default
+
+    def __getitem__(self, key: K) -> V:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._entries[id(key)] = (weakref.ref(key, self._forget(id(key))), value)
+
+    def __contains__(self, key: K) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def setdefault(self, key: K, default: V) -> V:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            self[key] = value = default
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
