@@ -13,7 +13,6 @@ from typing import Any, Callable, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
-_MISSING = object()
 
 
 class WeakIdentityKeyDict(Generic[K, V]):
@@ -27,27 +26,30 @@ class WeakIdentityKeyDict(Generic[K, V]):
                 del self._entries[key_id]
         return forget
 
+    # each method one frame, as WeakKeyDictionary's: some run at a frame's entry near the recursion limit
     def get(self, key: K, default: Any = None) -> V | Any:
         entry = self._entries.get(id(key))
         return entry[1] if entry is not None and entry[0]() is key else default
 
     def __getitem__(self, key: K) -> V:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
+        entry = self._entries.get(id(key))
+        if entry is None or entry[0]() is not key:
             raise KeyError(key)
-        return value
+        return entry[1]
 
     def __setitem__(self, key: K, value: V) -> None:
         self._entries[id(key)] = (weakref.ref(key, self._forget(id(key))), value)
 
     def __contains__(self, key: K) -> bool:
-        return self.get(key, _MISSING) is not _MISSING
+        entry = self._entries.get(id(key))
+        return entry is not None and entry[0]() is key
 
     def setdefault(self, key: K, default: V) -> V:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            self[key] = value = default
-        return value
+        entry = self._entries.get(id(key))
+        if entry is not None and entry[0]() is key:
+            return entry[1]
+        self._entries[id(key)] = (weakref.ref(key, self._forget(id(key))), default)
+        return default
 
     def clear(self) -> None:
         self._entries.clear()
