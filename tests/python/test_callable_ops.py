@@ -34,7 +34,7 @@ def inputs(requires_grad=False):
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
-def test_an_inner_combine_function_is_one_graph_with_eager_values_and_gradients(backend):
+def test_an_inner_combine_function_is_frames_compiled_matching_eagers(backend):
     a, b = inputs(requires_grad=True)
     w = torch.randn(4, 4)
     want = scan_with_an_inner_function(a, b, w)
@@ -203,6 +203,19 @@ def test_a_checkpointed_batchnorm_in_training_runs_as_python_and_updates_its_sta
         torch.testing.assert_close(got, w)
 
 
+def frames_compiled_matching_eager(f, x, nopython=True):
+    """f(x).backward() compiled (aot_eager) gives eager's value and x.grad; returns the frame count."""
+    want = f(x)
+    want.backward()
+    want_grad, x.grad = x.grad, None
+    cnt = CompileCounterWithBackend("aot_eager")
+    got = framejit.optimize(cnt, nopython=nopython)(f)(x)
+    got.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, want_grad)
+    return cnt.frame_count
+
+
 def test_in_place_writes_into_the_regions_own_tensors_stay_in_the_graph():
     def region(x):
         y = x * 2
@@ -215,15 +228,7 @@ def test_in_place_writes_into_the_regions_own_tensors_stay_in_the_graph():
         return checkpoint(region, x, use_reentrant=False).sum()
 
     x = torch.randn(3, 4, requires_grad=True)
-    want = f(x)
-    want.backward()
-    want_grad, x.grad = x.grad, None
-    cnt = CompileCounterWithBackend("aot_eager")
-    got = framejit.optimize(cnt, nopython=True)(f)(x)
-    got.backward()
-    torch.testing.assert_close(got, want)
-    torch.testing.assert_close(x.grad, want_grad)
-    assert cnt.frame_count == 1
+    assert frames_compiled_matching_eager(f, x) == 1
 
 
 def test_a_write_into_a_view_of_a_tensor_from_outside_the_region_breaks():
@@ -253,15 +258,7 @@ def test_a_region_that_writes_the_value_an_attribute_holds_stays_one_graph():
     def f(x):
         return checkpoint(block, x, use_reentrant=False).sum()
 
-    want = f(x)
-    want.backward()
-    want_grad, x.grad = x.grad, None
-    cnt = CompileCounterWithBackend("aot_eager")
-    got = framejit.optimize(cnt, nopython=True)(f)(x)
-    got.backward()
-    torch.testing.assert_close(got, want)
-    torch.testing.assert_close(x.grad, want_grad)
-    assert cnt.frame_count == 1 and block.window == 3
+    assert frames_compiled_matching_eager(f, x) == 1 and block.window == 3
 
 
 def test_frames_inside_a_checkpoint_that_runs_as_python_run_as_python():
@@ -285,13 +282,7 @@ def test_frames_inside_a_checkpoint_that_runs_as_python_run_as_python():
         return checkpoint(region, x, use_reentrant=False).sum()
 
     x = torch.randn(3, 4, requires_grad=True)
-    want = f(x)
-    want.backward()
-    want_grad, x.grad = x.grad, None
-    got = framejit.optimize("aot_eager")(f)(x)
-    got.backward()
-    torch.testing.assert_close(got, want)
-    torch.testing.assert_close(x.grad, want_grad)
+    frames_compiled_matching_eager(f, x, nopython=False)
     assert len(calls) == 4  # eager: a call and a recomputation; compiled: the same
 
 
