@@ -9,6 +9,10 @@ from framejit.codeobj import GRAPH_OUT, temp_name
 from framejit.variables.base import Variable
 
 _NO_ARG = object()
+# CPython 3.11's specialised PRECALL for C functions skips the CALL after it by a fixed length, so an EXTENDED_ARG
+# in front of that CALL sends the interpreter into CALL's inline cache: more arguments than fit in one byte go as a
+# tuple (CALL_FUNCTION_EX), as CPython's own compiler passes them
+MAX_CALL_ARGS = 255
 
 
 class PyCodegen:
@@ -37,9 +41,34 @@ class PyCodegen:
     def emit_const(self, value: Any) -> None:
         self.instructions.append(Instr("LOAD_CONST", value))
 
-    def call(self, nargs: int) -> None:
-        self.emit("PRECALL", nargs)
-        self.emit("CALL", nargs)
+    def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> None:
+        """Call the callable below `nargs` values, the last `len(kw_names)` of them by keyword. Past
+        MAX_CALL_ARGS the callable must sit on a NULL (PUSH_NULL, not LOAD_METHOD), as this module emits it."""
+        if nargs <= MAX_CALL_ARGS:
+            if kw_names:
+                self.emit("KW_NAMES", tuple(kw_names))
+            self.emit("PRECALL", nargs)
+            self.emit("CALL", nargs)
+            return
+        if kw_names:
+            self.emit_const(tuple(kw_names))
+            self.emit("BUILD_CONST_KEY_MAP", len(kw_names))
+            kwargs = self.new_temp()
+            self.emit("STORE_FAST", kwargs)
+        self.emit("BUILD_TUPLE", nargs - len(kw_names))
+        if kw_names:
+            self.emit("LOAD_FAST", kwargs)
+        self.emit("CALL_FUNCTION_EX", int(bool(kw_names)))
+
+    def load_method(self, name: str, nargs: int) -> None:
+        """`obj.name` for a call of `nargs` arguments, `obj` on the stack: LOAD_METHOD, or the bound method on a
+        NULL where `call` needs that layout."""
+        if nargs <= MAX_CALL_ARGS:
+            self.emit("LOAD_METHOD", name)
+        else:
+            self.emit("LOAD_ATTR", name)
+            self.emit("PUSH_NULL")
+            self.emit("SWAP", 2)
 
     def new_temp(self) -> str:
         name = temp_name(len(self.temps))

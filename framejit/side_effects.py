@@ -226,12 +226,10 @@ def _emit_report(cg: PyCodegen, call: Any) -> None:
         cg.emit_const(call.target)
     else:
         cg.load(call.target)
-        cg.emit("LOAD_METHOD", call.method)
+        cg.load_method(call.method, len(call.args) + len(call.kwargs))
     for value in (*call.args, *call.kwargs.values()):
         cg.emit_const(value)
-    if call.kwargs:
-        cg.emit("KW_NAMES", tuple(call.kwargs))
-    cg.call(len(call.args) + len(call.kwargs))
+    cg.call(len(call.args) + len(call.kwargs), tuple(call.kwargs))
     cg.emit("POP_TOP")
     for instruction in cg.instructions[start:]:
         instruction.lineno = call.lineno

@@ -306,9 +306,7 @@ class PartialVariable(Variable):
         cg.emit_const(functools.partial)
         for item in (self.fn, *self.args, *self.keywords.values()):
             cg.load(item)
-        if self.keywords:
-            cg.emit("KW_NAMES", tuple(self.keywords))
-        cg.call(1 + len(self.args) + len(self.keywords))
+        cg.call(1 + len(self.args) + len(self.keywords), tuple(self.keywords))
 
     def __repr__(self) -> str:
         return f"PartialVariable({self.fn})"

@@ -321,8 +321,6 @@ class NewModuleVariable(NNModuleVariable):
         cg.emit_const(type(self.module))
         for value in (*self.args, *self.kwargs.values()):
             cg.emit_const(value)
-        if self.kwargs:
-            cg.emit("KW_NAMES", tuple(self.kwargs))
-        cg.call(len(self.args) + len(self.kwargs))
+        cg.call(len(self.args) + len(self.kwargs), tuple(self.kwargs))
 
 
