@@ -75,6 +75,7 @@ class GuardSet:
         self.constants: dict[str, Any] = {}
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
         self.dynamic_dims: dict[str, frozenset[int]] = {}  # tensor source name -> its symbolic dims
+        self.dynamic_strides: dict[str, frozenset[int]] = {}  # tensor source name -> the dims of its symbolic strides
         self._by_id: dict[int, str] = {}
 
     def _const(self, value: Any) -> str:
@@ -84,9 +85,12 @@ class GuardSet:
             self._by_id[id(value)] = name
         return self._by_id[id(value)]
 
-    def add(self, source: Source, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset()) -> None:
+    def add(self, source: Source, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset(),
+            dynamic_strides: frozenset[int] = frozenset()) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source; for TENSOR_MATCH, `dynamic_dims` are
-        the dims whose size is symbolic (the shape guards cover them and the strides)."""
+        the dims whose size is symbolic and `dynamic_strides` those whose stride is (the shape guards cover
+        them). Every other size and stride of the trace's fake was a plain number the trace may have read
+        (`is_contiguous()` reads them all): each is checked by value."""
         name = source.name()
         if issubclass(type(value), Source):  # not isinstance(): it may run a user __getattribute__
             key = (name, f"{kind} {value.name()}")
@@ -101,12 +105,14 @@ class GuardSet:
             self.constants.setdefault("K", {})[id(root.value)] = root.value
         if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
             self.watched.append(value)
-        checks = tuple(self._checks(kind, value, dynamic_dims))
+        checks = tuple(self._checks(kind, value, dynamic_dims, dynamic_strides))
         code = tuple(c.text(name, _readable) for c in checks)
         self.records[key] = _Record(source, kind, value, Guard(name=name, kind=kind, code_list=code,
                                                                source_kind=source.kind, checks=checks))
         if dynamic_dims:
             self.dynamic_dims[name] = dynamic_dims
+        if dynamic_strides:
+            self.dynamic_strides[name] = dynamic_strides
 
     def watch(self, value: Any) -> None:
         """Tie the entry's life to `value` (a module guarded by type): when it dies the entry is dropped, as one
@@ -126,7 +132,8 @@ class GuardSet:
                 continue
             record = self.records.pop((name, GuardKind.TENSOR_MATCH))
             self.dynamic_dims.pop(name, None)
-            self.add(record.source, GuardKind.TENSOR_MATCH, record.value, dims)
+            strides = self.dynamic_strides.pop(name, frozenset()) if dims else frozenset()
+            self.add(record.source, GuardKind.TENSOR_MATCH, record.value, dims, strides)
 
     def add_shape_guards(self, exprs: list[str], tokens: dict[str, Source]) -> None:
         """The shape environment's guards on the symbolic sizes (shapes.TraceShapes.guards), written over
@@ -167,11 +174,12 @@ class GuardSet:
     def _equal(self, expr: str, expected: Any, field: str = "") -> Check:
         return Check(expr, op="==", expected=expected, expected_text=self._const(expected), field=field)
 
-    def _checks(self, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset()) -> list[Check]:
+    def _checks(self, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset(),
+                dynamic_strides: frozenset[int] = frozenset()) -> list[Check]:
         """The checks of one guard, over the guarded value written X."""
         match kind:
             case GuardKind.TENSOR_MATCH:
-                return self._tensor_checks(value, dynamic_dims)
+                return self._tensor_checks(value, dynamic_dims, dynamic_strides)
             case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH:
                 return [_literal(f"id({X})", "==", id(value))] if _weakrefable(value) else [self._is(X, value)]
             case GuardKind.EQUALS:
@@ -202,11 +210,14 @@ class GuardSet:
                 return [Check(X, op="is not", expected=value, expected_text=None)]
         raise AssertionError(f"unknown guard kind {kind}")
 
-    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int]) -> list[Check]:
-        if dynamic_dims:  # the static dims one by one; strides are the shape guards' business
+    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int], dynamic_strides: frozenset[int]
+                       ) -> list[Check]:
+        if dynamic_dims:  # the static sizes and strides one by one; symbolic ones are the shape guards' business
             layout = [_literal(f"{X}.dim()", "==", t.dim(), "shape")]
             layout += [_literal(f"{X}.size({d})", "==", n, "shape") for d, n in enumerate(t.shape)
                        if d not in dynamic_dims]
+            layout += [_literal(f"{X}.stride({d})", "==", n, "stride") for d, n in enumerate(t.stride())
+                       if d not in dynamic_strides]
         else:
             layout = [_literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
                       _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride")]
@@ -324,7 +335,8 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     done = {id(r) for r in first}
     if tensors:
         dynamic = [sorted(guard_set.dynamic_dims.get(r.source.name(), ())) for r in tensors]
-        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic))
+        strides = [sorted(guard_set.dynamic_strides.get(r.source.name(), ())) for r in tensors]
+        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
         if r.kind == GuardKind.TENSOR_MATCH or id(r) in done:

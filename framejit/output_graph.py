@@ -28,7 +28,7 @@ from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written, keeping_versions, unversioned_inputs
-from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic
+from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic, symbolic_strides
 from framejit.side_effects import TENSOR_WRITE, SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
@@ -161,7 +161,7 @@ class OutputGraph:
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         self.inputs.append(GraphInput(source, value, node))
-        self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims)
+        self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims, symbolic_strides(fake))
         return TensorVariable(node, fake, source, type(value))
 
     def add_constant_tensor(self, tx: Translator, value: torch.Tensor) -> TensorVariable:

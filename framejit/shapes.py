@@ -201,6 +201,11 @@ def is_symbolic(value: Any) -> bool:
     return isinstance(value, SYMBOLIC_TYPES) and not value.node.expr.is_number
 
 
+def symbolic_strides(fake: torch.Tensor) -> frozenset[int]:
+    """The dims of `fake` whose stride is symbolic (the shape guards cover them; the rest are guarded by value)."""
+    return frozenset(d for d, stride in enumerate(fake.stride()) if is_symbolic(stride))
+
+
 _TOKEN = re.compile(r"___shape\d+")
 
 

@@ -17,7 +17,7 @@ struct TensorSpec {
   c10::Device device;
   bool requires_grad;
   std::vector<int64_t> sizes;    // -1: a dynamic dim, any size (the shape guards check it)
-  std::vector<int64_t> strides;  // empty when some dim is dynamic: not checked here
+  std::vector<int64_t> strides;  // -1: a symbolic stride, any (the shape guards check it)
   int64_t storage_offset;
 };
 
@@ -40,7 +40,7 @@ bool matches(const TensorSpec& s, PyObject* obj) {
     if (s.sizes[i] >= 0 && sizes[i] != s.sizes[i]) return false;
   }
   for (size_t i = 0; i < s.strides.size(); ++i) {
-    if (strides[i] != s.strides[i]) return false;
+    if (s.strides[i] >= 0 && strides[i] != s.strides[i]) return false;
   }
   return true;
 }
@@ -49,13 +49,35 @@ void free_spec(PyObject* capsule) {
   delete static_cast<Spec*>(PyCapsule_GetPointer(capsule, "framejit.TensorSpec"));
 }
 
-// make_spec(examples, dynamic_dims=None): dynamic_dims[i] lists the dynamic dims of examples[i].
+// Sets entries[d] = -1 for each dim d listed in dims[i] (a list per example, or None for no list at all).
+bool mark_any(PyObject* dims_per_example, Py_ssize_t i, std::vector<int64_t>& entries) {
+  PyObject* dims = dims_per_example == Py_None ? nullptr : PyList_GET_ITEM(dims_per_example, i);
+  if (dims == nullptr || !PyList_Check(dims)) return true;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(dims); ++k) {
+    int64_t d = PyLong_AsLongLong(PyList_GET_ITEM(dims, k));
+    if (d < 0 || d >= static_cast<int64_t>(entries.size())) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "make_spec: dynamic dim out of range");
+      return false;
+    }
+    entries[d] = -1;
+  }
+  return true;
+}
+
+bool per_example(PyObject* lists, PyObject* examples) {
+  return lists == Py_None || (PyList_Check(lists) && PyList_GET_SIZE(lists) == PyList_GET_SIZE(examples));
+}
+
+// make_spec(examples, dynamic_dims=None, dynamic_strides=None): dynamic_dims[i] lists the dims of examples[i]
+// whose size is symbolic, dynamic_strides[i] those whose stride is; every other size and stride is checked.
 PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* examples = nargs > 0 ? args[0] : nullptr;
   PyObject* dynamic = nargs > 1 ? args[1] : Py_None;
-  if (nargs < 1 || nargs > 2 || !PyList_Check(examples) ||
-      (dynamic != Py_None && (!PyList_Check(dynamic) || PyList_GET_SIZE(dynamic) != PyList_GET_SIZE(examples)))) {
-    PyErr_SetString(PyExc_TypeError, "make_spec(list of tensors, list of dynamic dims per tensor or None)");
+  PyObject* dynamic_strides = nargs > 2 ? args[2] : Py_None;
+  if (nargs < 1 || nargs > 3 || !PyList_Check(examples) || !per_example(dynamic, examples) ||
+      !per_example(dynamic_strides, examples)) {
+    PyErr_SetString(PyExc_TypeError, "make_spec(list of tensors, dynamic dims per tensor or None, dynamic strides "
+                    "per tensor or None)");
     return nullptr;
   }
   auto spec = new Spec();
@@ -69,18 +91,9 @@ PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const at::Tensor& t = THPVariable_Unpack(obj);
     TensorSpec ts{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
                   t.sizes().vec(), t.strides().vec(), t.storage_offset()};
-    PyObject* dims = dynamic == Py_None ? nullptr : PyList_GET_ITEM(dynamic, i);
-    if (dims != nullptr && PyList_Check(dims) && PyList_GET_SIZE(dims) > 0) {
-      for (Py_ssize_t k = 0; k < PyList_GET_SIZE(dims); ++k) {
-        int64_t d = PyLong_AsLongLong(PyList_GET_ITEM(dims, k));
-        if (d < 0 || d >= static_cast<int64_t>(ts.sizes.size())) {
-          delete spec;
-          if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "make_spec: dynamic dim out of range");
-          return nullptr;
-        }
-        ts.sizes[d] = -1;
-      }
-      ts.strides.clear();
+    if (!mark_any(dynamic, i, ts.sizes) || !mark_any(dynamic_strides, i, ts.strides)) {
+      delete spec;
+      return nullptr;
     }
     spec->push_back(std::move(ts));
   }
@@ -106,7 +119,7 @@ PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 PyMethodDef methods[] = {
     {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
-     "make_spec(list of example tensors, dynamic dims of each or None) -> spec"},
+     "make_spec(list of example tensors, dynamic dims of each or None, dynamic strides of each or None) -> spec"},
     {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
      METH_FASTCALL, "check_tensors(spec, *tensors) -> bool: every tensor matches its example"},
     {nullptr, nullptr, 0, nullptr}};
