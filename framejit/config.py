@@ -21,12 +21,14 @@ cache_size_limit: int = 8       # compiled entries per code object (and per modu
                                 #   other objects guarded by identity, e.g. other nn.Linear, do not count)
 accumulated_cache_size_limit: int = 256  # compiled entries per code object for all objects together
 suppress_errors: bool = False   # backend failures warn and fall back instead of raising
+warn_on_fallback: bool = True   # warn (exc.BackendFallbackWarning) when a backend runs a graph as its torch ops
 inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
 instruction_budget: int = 100_000  # symbolic instructions per compiled frame (inlined calls included)
 
 _NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "automatic_dynamic_shapes",
           "cache_size_limit",
-          "accumulated_cache_size_limit", "suppress_errors", "inline_depth_limit", "instruction_budget")
+          "accumulated_cache_size_limit", "suppress_errors", "warn_on_fallback", "inline_depth_limit",
+          "instruction_budget")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Options:
     log_level: int
     output_code: bool
     suppress_errors: bool
+    warn_on_fallback: bool
     inline_depth_limit: int
     instruction_budget: int
     dynamic_shapes: bool

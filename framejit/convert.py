@@ -10,6 +10,7 @@ import torch
 
 from framejit import logs, tracebacks
 from framejit._C import _hook
+from framejit.backends import fate
 from framejit.backends.common import check_outputs
 from framejit.codeobj import (arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code,
                               is_continuation, passed_cells)
@@ -30,7 +31,7 @@ class GraphCompiler:
 
     backend: Callable
     backend_name: str
-    on_graph: Callable[[torch.fx.GraphModule, Callable], None] | None = None
+    on_graph: Callable[[torch.fx.GraphModule, Callable, fate.GraphFate], None] | None = None
     on_break: Callable[[Unsupported], None] | None = None
     dynamic: bool | None = None  # as asked of compile(): None follows config (shapes.py)
 
@@ -76,6 +77,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code,
                                                               data_dependent=nopython))
     graph_names: list[str] = []
+    graph_fates: list[fate.GraphFate] = []
     graphs: list[torch.fx.GraphModule] = []
     const_names: dict[int, str] = {}
 
@@ -85,13 +87,17 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
             print(f"TRACED GRAPH\n {name}")
             gm.print_readable()
         try:
-            with logs.output_code(name, gm, options.output_code):
+            with logs.output_code(name, gm, options.output_code), fate.recording(compiler.backend_name) as record:
                 compiled = compiler.backend(gm, example_inputs)
         except Exception as e:
             raise BackendCompilerFailed(compiler.backend_name, e) from e
         if compiled is None:  # the backend declined this graph (a composing backend would try the next)
-            logs.log.warning("backend %r declined %s; running that graph eagerly", compiler.backend_name, name)
+            record.torch_ops.append("the backend declined it (returned None)")
             compiled = gm.forward
+        elif not record.compiled_by and not record.torch_ops:  # a backend that reports nothing compiled it whole
+            record.compiled_by.append(compiler.backend_name)
+        if logs.enabled("graph", options.debug):
+            print(f" {name}: {record}")
         if not callable(compiled):
             message = (f"backend {compiler.backend_name!r} returned {compiled!r} (type {type(compiled).__name__}) for "
                        f"{name}, not a callable; a backend returns a function that runs the graph "
@@ -99,10 +105,11 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
             raise BackendCompilerFailed(compiler.backend_name, TypeError(message), message)
         compiled = check_outputs(compiled, gm, compiler.backend, compiler.backend_name, name)
         graph_names.append(name)
+        graph_fates.append(record)
         graphs.append(gm)
         const_names[id(compiled)] = name
         if compiler.on_graph is not None:
-            compiler.on_graph(gm, compiled)
+            compiler.on_graph(gm, compiled, record)
         return compiled, name
 
     try:
@@ -149,7 +156,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     if logs.enabled("guards", options.debug):
         print("GUARDS:\n" + "\n".join(f" - {g}" for g in guards) + "\n")
     return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
-                         graph_names=tuple(graph_names), constants=dict(output.guards.constants),
+                         graph_names=tuple(graph_names), graph_fates=tuple(graph_fates), constants=dict(output.guards.constants),
                          watched=tuple(output.guards.watched), passthrough=finished is None,
                          reads_tensors=any(g.kind == GuardKind.TENSOR_MATCH for g in guards),
                          identity=output.guards.identity())

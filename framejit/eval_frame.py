@@ -19,7 +19,8 @@ from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
 from framejit.convert import GraphCompiler, convert_frame_with_breaks
-from framejit.exc import CacheLimitExceeded, FramejitError, InternalError, Unsupported, fullgraph_error
+from framejit.exc import (BackendFallbackWarning, BreakCode, CacheLimitExceeded, FramejitError, InternalError,
+                          NothingCompiledWarning, Unsupported, fullgraph_error)
 from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.trace import skipfiles
@@ -30,6 +31,7 @@ _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _compile_lock = threading.RLock()
 _fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes that now always run as Python
 _warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+_warned_fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
 
 
 def reset() -> None:
@@ -40,6 +42,7 @@ def reset() -> None:
         shapes.reset()
         _fallback.clear()
         _warned_limit.clear()
+        _warned_fallback.clear()
 
 
 def snapshot_state() -> tuple:
@@ -67,6 +70,7 @@ class FrameCallback:
         self.nopython = nopython
         self.guard_fail_fn = guard_fail_fn
         self.guard_export_fn = guard_export_fn
+        self.graph_count = 0  # graphs compiled so far
 
     def __call__(self, fn: types.FunctionType, args: tuple) -> Callable | None:
         code = fn.__code__
@@ -158,6 +162,9 @@ class FrameCallback:
                                 and not is_continuation(code)):
             self._give_up(code, has_entries, nothing_to_compile=True)  # a plain Python helper: skip it
             return None
+        if options.warn_on_fallback:
+            _warn_fallback(code, compiled.graph_fates)
+        self.graph_count += len(compiled.graph_names)
         entry = cache.install(code, compiled, self)
         if self.guard_export_fn is not None:
             self.guard_export_fn(list(compiled.guards))
@@ -171,6 +178,19 @@ class FrameCallback:
             cache.mark_skip(code)
         else:
             _fallback.add(code)
+
+
+def _warn_fallback(code: types.CodeType, fates: tuple) -> None:
+    """Once per frame: the graphs of it that the backend did not compile, and why."""
+    fell_back = [f for f in fates if f.fell_back]
+    if not fell_back or code in _warned_fallback:
+        return
+    _warned_fallback.add(code)
+    reasons = "; ".join(dict.fromkeys(r for f in fell_back for r in f.torch_ops))
+    warnings.warn(f"framejit: backend {fell_back[0].backend!r} did not compile {len(fell_back)} of the "
+                  f"{len(fates)} graph(s) of {frame_label(code)}: they run as their torch ops ({reasons}); results "
+                  f"are as eager's (config.warn_on_fallback = False silences this)", BackendFallbackWarning,
+                  stacklevel=user_stacklevel())
 
 
 def frame_label(code: types.CodeType) -> str:
@@ -265,17 +285,39 @@ class _Context:
             raise TypeError(f"framejit expects a function or nn.Module, got {type(fn).__name__}")
         if isinstance(fn, type):
             raise TypeError(f"framejit expects a function or nn.Module instance, got the class {fn.__name__}")
+        return self.wrap(fn, _code_of(fn))
+
+    def wrap(self, fn: Any, entry: types.CodeType | None) -> Any:
+        """`fn` run under this context; `entry` is the code of the frame the user handed over (a function's own,
+        a module's forward), which the first call checks was captured (`_check_entry`)."""
         callback, call = self.callback, _hook.call_with_callback
+        unchecked = [isinstance(callback, FrameCallback) and entry is not None]
 
         @functools.wraps(fn)
         def framejit_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:  # (free in CPython 3.11 unless it raises)
+                if unchecked[0]:
+                    unchecked[0] = False
+                    return _first_call(entry, callback, fn, args, kwargs)
                 return call(callback, fn, *args, **kwargs)
             except Exception as e:
                 add_user_line_note(e)
                 raise
         framejit_wrapper._framejit_orig = fn  # type: ignore[attr-defined]
+        framejit_wrapper._framejit_context = self  # type: ignore[attr-defined]
         return framejit_wrapper
+
+
+def unwrap(fn: Any) -> tuple[Any, GraphCompiler | None]:
+    """What a framejit wrapper (a compiled function or OptimizedModule) runs, and the compiler it runs it with;
+    anything else as it is, with None."""
+    if isinstance(fn, OptimizedModule):
+        return fn._orig_mod, unwrap(fn.forward)[1]
+    context = getattr(fn, "_framejit_context", None)
+    callback = getattr(context, "callback", None)
+    if isinstance(callback, FrameCallback):
+        return fn._framejit_orig, callback.compiler
+    return fn, None
 
 
 class OptimizedModule(nn.Module):
@@ -288,7 +330,7 @@ class OptimizedModule(nn.Module):
         forward = getattr(type(mod).forward, "__code__", None)
         if forward is not None and skipfiles.capture_refusal(forward):
             skipfiles.forced_capture.add(forward)  # e.g. optimize(nn.Linear(...)): capture its forward
-        self.forward = ctx(mod.__call__)
+        self.forward = ctx.wrap(mod.__call__, forward)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -298,6 +340,32 @@ class OptimizedModule(nn.Module):
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
+
+
+def _code_of(fn: Any) -> types.CodeType | None:
+    """The code of the frame a call of `fn` runs first (a bound method's function's), if it is Python code."""
+    return getattr(getattr(fn, "__func__", fn), "__code__", None)
+
+
+def _first_call(entry: types.CodeType, callback: FrameCallback, fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The first call of a function or module handed to framejit, which says so when nothing gets compiled: a frame
+    framejit will not capture is an error under fullgraph=True and otherwise a warning, and so is a call that
+    compiled no graph anywhere. Never a silent run as plain Python."""
+    reason = skipfiles.capture_refusal(entry)
+    if reason is not None:
+        message = (f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, "
+                   f"which framejit runs as Python (what it calls is still captured where it is user code)")
+        if callback.nopython:
+            raise Unsupported(f"fullgraph=True: {message}", code=BreakCode.SKIPPED_FILE)
+        warnings.warn(message, NothingCompiledWarning, stacklevel=user_stacklevel())
+    graphs = callback.graph_count
+    result = _hook.call_with_callback(callback, fn, *args, **kwargs)
+    if reason is None and callback.graph_count == graphs and \
+            not any(frame.graph_names for frame in cache.compiled_frames(entry)):
+        warnings.warn(f"framejit compiled no graph in the first call of {frame_label(entry)}: no frame it ran had "
+                      f"torch ops framejit could capture (FRAMEJIT_LOGS=breaks says where it broke)",
+                      NothingCompiledWarning, stacklevel=user_stacklevel())
+    return result
 
 
 _callbacks: "weakref.WeakValueDictionary[tuple, FrameCallback]" = weakref.WeakValueDictionary()

@@ -34,6 +34,8 @@ class BreakCode(enum.StrEnum):
                   "the compiled function.")
     SKIPPED_FILE = ("skipped_file", "framejit does not trace into this library's code; call it outside the "
                     "compiled function, or use framejit.allow_in_graph if it only does tensor ops.")
+    DISTRIBUTED = ("distributed", "framejit does not trace torch.distributed yet; call it outside the compiled "
+                   "function (each rank then runs it as Python).")
     DYNAMIC_CONSTRAINT = ("dynamic_constraint", "Use framejit.maybe_mark_dynamic for a size the code may need as a "
                           "number, or keep the size in tensor ops (no int(), range() or Python branches on it).")
     GENERATOR = "generator"
@@ -173,6 +175,19 @@ class CacheLimitExceeded(FramejitError):
 
 class InternalError(FramejitError):
     """A bug in framejit met while tracing; the frame runs as plain Python instead."""
+
+
+class FramejitWarning(UserWarning):
+    """What framejit tells a user without stopping the program: filter it as any warning."""
+
+
+class BackendFallbackWarning(FramejitWarning):
+    """The backend asked for did not compile all of a graph: part of it runs as its torch ops (the message says
+    which frame, which backend and why). `framejit.config.warn_on_fallback = False` silences it."""
+
+
+class NothingCompiledWarning(FramejitWarning):
+    """A function or module handed to framejit compiled no graph in its own frame (the message says why)."""
 
 
 def format_user_stack(stack: list) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from framejit import eval_frame
+from framejit.backends.fate import GraphFate
 from framejit.contracts import Guard
 from framejit.exc import Unsupported
 
@@ -35,6 +36,7 @@ class ExplainOutput:
     ops_per_graph: list[list[Any]]
     out_guards: list[Guard]
     compile_times: str
+    graph_fates: list[GraphFate] = dataclasses.field(default_factory=list)  # what the backend made of each graph
 
     def __str__(self) -> str:
         lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
@@ -44,7 +46,8 @@ class ExplainOutput:
             lines += [f"      <FrameSummary file {f.filename}, line {f.lineno} in {f.name}>" for f in br.user_stack]
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph, 1):
-            lines.append(f"  Ops {i}:")
+            fate = f" ({self.graph_fates[i - 1]})" if i <= len(self.graph_fates) else ""
+            lines.append(f"  Ops {i}:{fate}")
             lines += [f"    {op}" for op in ops]
         lines.append("Out Guards:")
         for i, guard in enumerate(self.out_guards, 1):
@@ -59,7 +62,10 @@ def _ops(gm: torch.fx.GraphModule) -> list[Any]:
 
 
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """`explain(fn)(*args, **kwargs)` (or `explain(fn, *args, **kwargs)`) -> ExplainOutput."""
+    """`explain(fn)(*args, **kwargs)` (or `explain(fn, *args, **kwargs)`) -> ExplainOutput.
+
+    A plain function or module is captured without compiling its graphs. One that framejit.compile/optimize made
+    is captured with its backend and options, which compile each graph: `graph_fates` says what became of each."""
     if args or kwargs:
         return _explain(fn, args, kwargs)
     return lambda *a, **kw: _explain(fn, a, kw)
@@ -69,15 +75,20 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     graphs: list[torch.fx.GraphModule] = []
     breaks: list[BreakReason] = []
     guards: list[Guard] = []
+    fates: list[GraphFate] = []
+    fn, compiler = eval_frame.unwrap(fn)
 
     def record(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         graphs.append(gm)
-        return gm.forward
+        return gm.forward if compiler is None else compiler.backend(gm, example_inputs)
 
     def on_break(reason: Unsupported) -> None:
         breaks.append(BreakReason(reason=reason.msg, user_stack=list(reason.user_stack)))
 
-    ctx = eval_frame.make_context(record, "explain", guard_export_fn=guards.extend, on_break=on_break)
+    ctx = eval_frame.make_context(record, "explain" if compiler is None else compiler.backend_name,
+                                  dynamic=None if compiler is None else compiler.dynamic,
+                                  guard_export_fn=guards.extend, on_break=on_break,
+                                  on_graph=lambda gm, compiled, fate: fates.append(fate))
     saved = eval_frame.snapshot_state()
     start = time.perf_counter()
     try:
@@ -88,4 +99,5 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     ops = [_ops(gm) for gm in graphs]
     return ExplainOutput(graphs=graphs, graph_count=len(graphs), graph_break_count=len(breaks),
                          break_reasons=breaks, op_count=sum(map(len, ops)), ops_per_graph=ops,
-                         out_guards=guards, compile_times=f"{time.perf_counter() - start:.4f} s in total")
+                         out_guards=guards, compile_times=f"{time.perf_counter() - start:.4f} s in total",
+                         graph_fates=fates)

@@ -6,19 +6,18 @@ in much of torch (TorchDynamo's utilities among them, which AOTAutograd itself u
 should not."""
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 import torch
 
+from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import autograd_needs_eager_ops
+from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops
 from framejit.backends.registry import register_backend
 from framejit.contracts import Backend
 
 AOTCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
-log = logging.getLogger(__name__)
 
 
 def make_boxed_func(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
@@ -67,7 +66,7 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
 
 
 def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, decompositions: dict | None, *,
-                 ops_when_nothing_saved: bool, **kwargs: Any) -> Backend:
+                 ops_when_nothing_saved: bool, name: str | None = None, **kwargs: Any) -> Backend:
     """aot_autograd's backend; with `ops_when_nothing_saved`, a training graph that saves no tensor for backward
     runs as its torch ops (a built-in backend's choice: a user's compiler expects to see every graph)."""
     if not callable(fw_compiler):
@@ -79,8 +78,7 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         if autograd_needs_eager_ops(gm, example_inputs):
-            log.info("AOTAutograd would record another history than eager for a write in place (into an input "
-                     "autograd tracks, or under no_grad into a value that requires grad); it runs as eager torch ops")
+            fate.ran_as_torch_ops(EAGER_HISTORY)
             return gm
         return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
 
@@ -89,46 +87,48 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
         # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
         return compiled_or_own_ops(lambda noting: aot_module_simplified(
             gm, example_inputs, fw_compiler=noting(fw), bw_compiler=noting(bw), decompositions=decompositions,
-            **kwargs), gm, example_inputs)
+            **kwargs), gm, example_inputs, name)
 
-    compile_with_aot.__name__ = f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
+    name = name or f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
+    compile_with_aot.__name__ = name
     return compile_with_aot
 
 
 def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]], Callable[..., Any]],
-                        gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+                        gm: torch.fx.GraphModule, example_inputs: list[Any], name: str) -> Callable[..., Any]:
     """What `compile(noting)` returns (it runs AOTAutograd, with each compiler it hands it wrapped by `noting`), or
     `gm` itself, run as its torch ops, where AOTAutograd refused the graph but its forward runs.
 
     In training, only the backward can't be derived then (an input of a differentiated op modified in place, an op
     without a derivative): eager raises that in `backward()`, if the program ever calls it. Without grad,
     AOTAutograd's own checks refused the inputs (aliased inputs it cannot classify). Either way the graph's torch
-    ops, run as they are, do exactly what eager does, and autograd records them. A compiler's own failure, noted,
-    is never mistaken for the graph's."""
-    raised: list[BaseException] = []
+    ops, run as they are, do exactly what eager does, and autograd records them. Once AOTAutograd reached a
+    compiler, the graph was accepted: any failure from then on (the compiler's, or a call of it that does not fit)
+    is raised, never taken for the graph's."""
+    entered: list[AOTCompiler] = []
 
     def noting(compiler: AOTCompiler) -> AOTCompiler:
-        def compile_noting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-            try:
-                return compiler(gm, example_inputs)
-            except BaseException as e:
-                raised.append(e)
-                raise
+        # (*args, **kwargs: AOTAutograd and inductor pass keywords of their own, which vary between torch releases)
+        def compile_noting(*args: Any, **kwargs: Any) -> Callable[..., Any]:
+            entered.append(compiler)
+            return compiler(*args, **kwargs)
 
         compile_noting.__name__ = getattr(compiler, "__name__", "compiler")
         return compile_noting
 
     training = torch.is_grad_enabled()
     try:
-        return compile(noting)
+        compiled = compile(noting)
     except Exception as e:
         # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
         torch._C._set_grad_enabled(training)
-        if raised or not _forward_alone_runs(gm, example_inputs):
+        if entered or not _forward_alone_runs(gm, example_inputs):
             raise
-        log.info("AOTAutograd cannot compile a graph%s (%s: %s); it runs as eager torch ops",
-                 "'s backward" if training else "", type(e).__name__, e)
+        fate.ran_as_torch_ops(f"AOTAutograd cannot compile it{'s backward' if training else ''} "
+                              f"({type(e).__name__}: {e})")
         return gm
+    fate.compiled_by(name)
+    return compiled
 
 
 def _forward_alone_runs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
@@ -159,4 +159,4 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     # too) decides what the backward saves; the default one refuses a random op's (tuple) result it would save.
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     return _aot_backend(boxed_nop, None, None, ops_when_nothing_saved=True, keep_inference_input_mutations=True,
-                        partition_fn=min_cut_rematerialization_partition)(gm, example_inputs)
+                        partition_fn=min_cut_rematerialization_partition, name="aot_eager")(gm, example_inputs)

@@ -33,9 +33,10 @@ from typing import Any, Callable
 
 import torch
 
+from framejit.backends import fate
 from framejit.backends.common import log
-from framejit.backends.mutation import (autograd_needs_eager_ops, batch_norm_stats_written, grad_fn_of, grad_modes,
-                                        node_storage, op_name, requires_grad, writes_into_first_argument)
+from framejit.backends.mutation import (EAGER_HISTORY, autograd_needs_eager_ops, batch_norm_stats_written, grad_fn_of,
+                                        grad_modes, node_storage, op_name, requires_grad, writes_into_first_argument)
 from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.rerun import RANDOM_OP
 from framejit.unused_grads import output_dependencies
@@ -408,7 +409,11 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         part_examples = [examples[s] for s in in_slots]
         # (a part may write into a value an earlier part computed: an input of its own, which AOTAutograd would
         # give another history than eager's ops, as for a whole graph)
-        fn = module if autograd_needs_eager_ops(module, part_examples) else compile_one(module, part_examples)
+        if autograd_needs_eager_ops(module, part_examples):
+            fate.ran_as_torch_ops(EAGER_HISTORY)
+            fn = module
+        else:
+            fn = compile_one(module, part_examples)
         runs.append((fn, in_slots, [slot[n] for n in out_nodes], detached))
     result_slots = [slot[r] for r in results]
     n_slots = len(examples)
@@ -458,8 +463,8 @@ def _eager_ops_where_nothing_saved(compile_one: Compile) -> Compile:
     run of the graph's ops up to the first save, on fake tensors."""
     def compile_or_run_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         if saves_no_tensor(gm, example_inputs):
-            log.info("a training graph saves no tensor for backward; it runs as eager torch ops, whose backward "
-                     "runs again after a first one freed the graph")
+            fate.ran_as_torch_ops("a training graph that saves no tensor for backward: its torch ops' backward "
+                                  "runs again after a first backward freed the graph, as eager's does")
             return gm
         return compile_one(gm, example_inputs)
     return compile_or_run_ops

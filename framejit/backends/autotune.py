@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
+from framejit.backends import fate
 from framejit.backends.common import needs_autograd
 from framejit.backends.registry import BACKENDS, lookup_backend, register_backend
 
@@ -171,11 +172,13 @@ def _close(got: Any, want: Any) -> bool:
 
 
 def _compile_checked(name: str, gm: torch.fx.GraphModule, example_inputs: list[Any], training: bool, want: Any,
-                     decision: Decision) -> Callable[..., Any] | None:
-    """The candidate's compiled graph if it compiles and matches eager, else None (and why, in decision)."""
+                     decision: Decision, fates: dict[str, fate.GraphFate]) -> Callable[..., Any] | None:
+    """The candidate's compiled graph if it compiles and matches eager, else None (and why, in decision); what the
+    candidate made of the graph goes in `fates`."""
     try:
         # a copy each: some compilers rewrite the graph they are given
-        fn = gm.forward if name == "eager" else lookup_backend(name)(copy.deepcopy(gm), _clone(example_inputs))
+        with fate.recording(name) as fates[name]:
+            fn = gm.forward if name == "eager" else lookup_backend(name)(copy.deepcopy(gm), _clone(example_inputs))
         if fn is None:
             decision.rejected[name] = "returned None (cannot compile this graph)"
             return None
@@ -214,11 +217,12 @@ def _tune(gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, trainin
     want = _run(copy.deepcopy(gm).forward, _clone(example_inputs), training)
     decision = Decision(key=key, backend="eager", reused=False)
     compiled: dict[str, Callable[..., Any]] = {}
+    fates: dict[str, fate.GraphFate] = {}
     names = candidates(training)
     # candidates that leave busy threads behind go last, so that they cannot slow down the others' timing
     for group in ([n for n in names if n not in AFTER_EFFECTS], [n for n in names if n in AFTER_EFFECTS]):
         fns = {name: fn for name in group
-               if (fn := _compile_checked(name, gm, example_inputs, training, want, decision)) is not None}
+               if (fn := _compile_checked(name, gm, example_inputs, training, want, decision, fates)) is not None}
         if "eager" in group and "eager" not in fns:  # eager itself failed: nothing to compare with
             return "eager", gm.forward, decision
         decision.times_ms.update(_time_ms(fns, example_inputs, training))
@@ -227,6 +231,7 @@ def _tune(gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, trainin
     if decision.times_ms[best] > decision.times_ms["eager"] * (1 - MIN_GAIN):
         best = "eager"
     decision.backend = best
+    fate.adopt(fates[best])
     return best, compiled[best], decision
 
 

@@ -8,10 +8,11 @@ from typing import Any, Callable
 
 import torch
 
+from framejit.backends import fate
 from framejit.backends.aot import compiled_or_own_ops
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import autograd_needs_eager_ops
+from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops
 from framejit.backends.registry import register_backend
 
 def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
@@ -42,14 +43,15 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     AOTAutograd itself)."""
     from torch._inductor.compile_fx import compile_fx
     patches = inductor_config_patches(mode, options)
-    if autograd_needs_eager_ops(gm, example_inputs):  # AOTAutograd would change what autograd records
+    if autograd_needs_eager_ops(gm, example_inputs):
+        fate.ran_as_torch_ops(EAGER_HISTORY)
         return gm
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compiled_or_own_ops(
         lambda noting: compile_fx(torch.fx.GraphModule(part, copy.deepcopy(part.graph)), inputs,
                                   config_patches=patches, inner_compile=noting(_compile_inner_without_capture)),
-        part, inputs), ops_when_nothing_saved=True)
+        part, inputs, "inductor"), ops_when_nothing_saved=True)
 
 
 def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:

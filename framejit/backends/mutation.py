@@ -101,6 +101,10 @@ def requires_grad(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.requires_grad
 
 
+EAGER_HISTORY = ("AOTAutograd would record another history than eager for a write in place (into an input autograd "
+                 "tracks, or under no_grad into a value that requires grad)")
+
+
 def autograd_needs_eager_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     """True when AOTAutograd would record another autograd history than eager's ops do, so that a training graph
     must run as its torch ops: it writes into an input autograd tracks (`mutates_input_under_autograd`), or writes,

@@ -12,6 +12,7 @@ from torch import nn
 
 import framejit
 from framejit import eval_frame
+from framejit.backends.fate import GraphFate
 from framejit.exc import Unsupported
 from framejit.testing import CompileCounterWithBackend
 
@@ -47,10 +48,12 @@ class FramejitJit:
         self.backend = backend
         self.counter = CompileCounterWithBackend(backend)
         self.breaks: list[Unsupported] = []
+        self.fates: list[GraphFate] = []
 
     def wrap(self, module: nn.Module) -> Callable[..., Any]:
-        # make_context rather than framejit.compile: it takes the on_break hook that counts breaks
-        return eval_frame.make_context(self.counter, self.backend, on_break=self.breaks.append)(module)
+        # make_context rather than framejit.compile: it takes the hooks that count breaks and graphs' fates
+        return eval_frame.make_context(self.counter, self.backend, on_break=self.breaks.append,
+                                       on_graph=lambda gm, compiled, fate: self.fates.append(fate))(module)
 
     def counts(self) -> tuple[int | None, int | None, list[str]]:
         notes = []
@@ -58,7 +61,12 @@ class FramejitJit:
             where = b.user_stack[-1] if b.user_stack else None
             place = f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})" if where else ""
             notes.append(f"graph break{place}: {b.msg}")
+        notes += [f"graph {i}: {fate}" for i, fate in enumerate(self.fates, 1) if fate.fell_back]
         return self.counter.frame_count, len(self.breaks), notes
+
+    def compiled(self) -> str | None:
+        """How many graphs the backend compiled whole, of all it was handed: "3/3"."""
+        return f"{sum(not f.fell_back for f in self.fates)}/{len(self.fates)}"
 
 
 class FallbackWatch:
@@ -102,6 +110,9 @@ class TorchJit:
         breaks = counters.get("graph_break", {})
         notes = [f"graph break: {reason} (x{n})" for reason, n in breaks.items()]
         return self.counter.frame_count, sum(breaks.values()), notes
+
+    def compiled(self) -> str | None:
+        return None  # torch.compile does not say
 
 
 def torch_backend(name: str) -> Callable[..., Any]:

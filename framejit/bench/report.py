@@ -12,9 +12,9 @@ from typing import Any, Iterable, TextIO
 from tabulate import tabulate
 
 # the CSV/JSON columns, in table order
-COLUMNS = ("model", "mode", "backend", "jit", "graphs", "breaks", "first_call_s", "eager_ms", "compiled_ms",
+COLUMNS = ("model", "mode", "backend", "jit", "graphs", "breaks", "compiled", "first_call_s", "eager_ms", "compiled_ms",
            "speedup", "max_error", "busy", "status", "error")
-HEADERS = ("model", "mode", "backend", "jit", "graphs", "breaks", "first call s", "eager ms", "compiled ms",
+HEADERS = ("model", "mode", "backend", "jit", "graphs", "breaks", "compiled", "first call s", "eager ms", "compiled ms",
            "speedup", "max error", "busy", "status")
 
 
@@ -28,6 +28,7 @@ class Result:
     jit: str                        # "framejit" or "torch.compile"
     graphs: int | None = None
     breaks: int | None = None
+    compiled: str | None = None     # graphs the backend compiled whole / graphs handed to it ("3/3"; framejit only)
     first_call_s: float | None = None
     eager_ms: float | None = None
     compiled_ms: float | None = None
@@ -54,7 +55,7 @@ def table_rows(results: Iterable[Result]) -> list[list[str]]:
     rows = []
     for r in results:
         status = r.status if r.status == "ok" else f"{r.status}: {r.error}"[:90]
-        rows.append([r.model, r.mode, r.backend, r.jit, _fmt(r.graphs, 0), _fmt(r.breaks, 0),
+        rows.append([r.model, r.mode, r.backend, r.jit, _fmt(r.graphs, 0), _fmt(r.breaks, 0), _fmt(r.compiled, 0),
                      _fmt(r.first_call_s, 2), _fmt(r.eager_ms, 3), _fmt(r.compiled_ms, 3),
                      _fmt(r.speedup, 2) + ("x" if r.speedup is not None else ""), _fmt(r.max_error, -1),
                      "-" if r.busy is None else f"{r.busy:.0%}", status])

@@ -150,6 +150,7 @@ def run_one(name: str, build: Callable[[bool], models.Case], mode: str, backend:
     finally:
         if jit is not None:
             result.graphs, result.breaks, notes = _safe_counts(jit)
+            result.compiled = jit.compiled()
             result.notes = notes + result.notes
         result.notes.extend(watch.messages)
         if backend == "autotune":

@@ -24,6 +24,7 @@ _FRAMEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os
 _USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"),
                                                                    ("bench", "hf_models.py")))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+TORCH_DISTRIBUTED_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
 _TORCH_TRACED_DIRS = tuple(os.path.join(_TORCH_DIR, *sub) + os.sep
                            for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha")))
 # torch files traced when user code calls into them (never captured as frames): the wrapper that

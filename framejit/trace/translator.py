@@ -164,8 +164,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                     closure: Any, fn_source: Source | None, fn_name: str) -> Variable:
         """Trace a call to user code inside this frame and return its result Variable."""
         reason = skipfiles.inline_refusal(code)
-        if reason:
-            unsupported(f"call to {fn_name}: {reason}", BreakCode.SKIPPED_FILE)
+        if reason:  # (torch.distributed's: no advice to allow it in the graph, which would not make it a collective)
+            unsupported(f"call to {fn_name}: {reason}", BreakCode.DISTRIBUTED
+                        if code.co_filename.startswith(skipfiles.TORCH_DISTRIBUTED_DIR) else BreakCode.SKIPPED_FILE)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unsupported(f"call to coroutine function {fn_name}", BreakCode.GENERATOR)
         if self.depth + 1 > self.output.options.inline_depth_limit:

@@ -92,12 +92,14 @@ def _functional_aten(target: Any) -> bool:
 
 
 def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
-    """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs);
-    raises Unsupported unless its result is a pure function of guarded metadata."""
+    """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs, or it is a
+    function allowed in the graph); raises Unsupported unless its result is a pure function of guarded metadata."""
     name = op_name(target)
-    if in_place_name(target, name) or target is operator.setitem or "out" in kwargs:
+    # a function allowed in the graph that returns no tensor was put there for what it does: it runs there
+    if in_place_name(target, name) or target is operator.setitem or "out" in kwargs or \
+            policy.is_allowed_in_graph(target):
         return True
-    if name in PURE_QUERIES or policy.is_allowed_in_graph(target) or (
+    if name in PURE_QUERIES or (
             name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
         # F's private helpers (_canonical_mask(None), ...) only check and convert their arguments
         return False

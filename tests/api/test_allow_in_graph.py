@@ -6,7 +6,7 @@ import torch
 
 import framejit
 from framejit import cache
-from framejit.testing import CompileCounter, same
+from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
 from tests.helpers import graph_targets
 
@@ -98,3 +98,45 @@ def test_assume_constant_result():
     assert cnt.frame_count == 1
     assert len(calls) == n_calls, "the constant's function is not called again on a cache hit"
     assert magic not in graph_targets(cnt)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 29, item 5: a function allowed in the graph for what it does stays there and runs
+
+
+def _adds_one_in_place(t):
+    t.add_(1)  # returns None: it is there for its write
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_an_allowed_function_that_returns_none_runs_in_the_graph(backend):
+    framejit.allow_in_graph(_adds_one_in_place)
+    try:
+        def fn(x):
+            _adds_one_in_place(x)
+            return x * 2
+
+        counter = CompileCounterWithBackend(backend)
+        compiled = framejit.compile(fn, backend=counter, fullgraph=True)
+        for _ in range(3):
+            x, want_x = torch.zeros(3), torch.zeros(3)
+            assert same(compiled(x), fn(want_x))
+            assert same(x, want_x)
+        assert counter.frame_count == 1
+        assert _adds_one_in_place in graph_targets(counter)
+    finally:
+        framejit.disallow_in_graph(_adds_one_in_place)
+
+
+def test_a_torch_distributed_call_breaks_without_suggesting_allow_in_graph():
+    import torch.distributed as dist
+
+    def fn(x):
+        dist.all_reduce(x)
+        return x * 2
+
+    with pytest.raises(framejit.exc.Unsupported) as info:
+        framejit.compile(fn, backend="eager", fullgraph=True)(torch.randn(3))
+    message = str(info.value).split("from user code:")[0]  # (the user stack names this file)
+    assert "all_reduce" in message and "torch.distributed" in message
+    assert "allow_in_graph" not in message
