@@ -28,6 +28,7 @@ from framejit.tracebacks import add_user_line_note
 
 log = logs.log
 _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _compile_lock = threading.RLock()
 _fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes that now always run as Python
 _warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
@@ -201,10 +202,10 @@ def frame_label(code: types.CodeType) -> str:
 
 
 def user_stacklevel() -> int:
-    """The `stacklevel` that makes a warning point at the innermost frame outside framejit: the user's call
-    of the function being compiled."""
+    """The `stacklevel` that makes a warning point at the innermost frame outside framejit and torch: the user's
+    call of the function or module being compiled."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_FRAMEJIT_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith((_FRAMEJIT_DIR, _TORCH_DIR)):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -289,7 +290,7 @@ class _Context:
 
     def wrap(self, fn: Any, entry: types.CodeType | None) -> Any:
         """`fn` run under this context; `entry` is the code of the frame the user handed over (a function's own,
-        a module's forward), which the first call checks was captured (`_check_entry`)."""
+        a module's forward), whose first call says so if nothing gets compiled (`_first_call`)."""
         callback, call = self.callback, _hook.call_with_callback
         unchecked = [isinstance(callback, FrameCallback) and entry is not None]
 

@@ -170,3 +170,36 @@ def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
     assert torch.nn.Module.__init__ is init  # torch.compile's wrapping of it is undone
     expected, grads = sweep.step(sweep.build_model("bert"), lambda **kw: None, {})
     assert expected is None and grads and all(g is None for g in grads)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", list(models.SUITE))
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_the_backend_compiles_every_graph_of_every_bench_model(tmp_path, backend, model):
+    """Issue 29: no silent slow path. Every framejit graph of the suite is compiled whole by the backend asked
+    for, in inference and training, and inductor generates kernels for each model."""
+    from torch._inductor import metrics
+    metrics.reset()
+    assert main(["bench", "--quick", "--models", model, "--backend", backend, "--iters", "1", "--warmup", "0",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
+    rows = _rows(tmp_path)
+    assert [r["mode"] for r in rows] == ["infer", "train"]
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert int(r["graphs"]) >= 1 and r["compiled"] == f"{r['graphs']}/{r['graphs']}", r
+    if backend == "inductor":
+        assert metrics.generated_kernel_count > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend,names", [("aot_eager", None), ("inductor", "bert,gpt2,vit")])
+def test_the_backend_compiles_every_graph_of_the_hf_suite(tmp_path, backend, names):
+    from framejit.bench import hf_models
+    args = ["bench", "--suite", "hf", "--quick", "--backend", backend, "--iters", "1", "--warmup", "0",
+            "--no-progress", "--out", str(tmp_path)]
+    assert main(args + (["--models", names] if names else [])) == 0
+    rows = _rows(tmp_path)
+    assert len(rows) == 2 * (len(names.split(",")) if names else len(hf_models.HF_SUITE))
+    for r in rows:
+        assert r["status"] == "ok", r
+        assert int(r["graphs"]) >= 1 and r["compiled"] == f"{r['graphs']}/{r['graphs']}", r
