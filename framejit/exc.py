@@ -126,6 +126,9 @@ class Unsupported(FramejitError):
         self.break_budget: int | None = None  # the trace's instruction budget left after it started it
         # what eager raises at that instruction where running it again at the break would not (see OutputGraph)
         self.raise_instead: BaseException | None = None
+        # no break within the frame that met it can keep Python's behaviour: that frame runs as Python (a frame
+        # that called it inline breaks at the call instead)
+        self.frame_runs_as_python = False
 
     def __str__(self) -> str:
         text = self.msg if not self.user_stack else \

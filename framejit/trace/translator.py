@@ -107,7 +107,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         """`e` with the user's stack (of the innermost frame) and, in the captured frame, the failing instruction."""
         if not e.user_stack:
             e.user_stack = self.user_stack()
-        if self.parent is None:
+        if self.parent is not None:
+            e.frame_runs_as_python = False  # met in an inlined frame: the caller breaks at the call
+        elif self.parent is None and not e.frame_runs_as_python:
             e.break_index = self.ip - 1  # the root instruction during which it happened
             e.break_budget = self.output.budget  # ...and which time it ran (a loop runs it again)
         return e

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from framejit.contracts import Emitter, Tracer
-from framejit.exc import BreakCode, raise_observed, unsupported
+from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 
@@ -311,15 +311,15 @@ class IteratorVariable(Variable):
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
         self.live = live      # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
-        self.over_dict: DictVariable | None = None  # iter(a dict): its size may not change meanwhile
-        self._dict_size = 0
+        self.over_dict: DictVariable | None = None  # iter(a dict): its keys may not change meanwhile
+        self._dict_keys: tuple = ()
 
     @classmethod
     def over(cls, tx: Tracer, dict_var: "DictVariable", items: list[Variable] | None = None) -> "IteratorVariable":
         """Iteration over a dict's keys, or `items` of one of its views (snapshot); changing the dict's size
         meanwhile is Python's error."""
         iterator = cls(dict_var.unpack(tx) if items is None else items)
-        iterator.over_dict, iterator._dict_size = dict_var, len(dict_var.items)
+        iterator.over_dict, iterator._dict_keys = dict_var, tuple(dict_var.items)
         return iterator
 
     @property
@@ -355,8 +355,15 @@ class IteratorVariable(Variable):
         return items
 
     def next(self) -> Variable | None:
-        if self.over_dict is not None and len(self.over_dict.items) != self._dict_size:
+        if self.over_dict is not None and len(self.over_dict.items) != len(self._dict_keys):
             unsupported("dictionary changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
+        if self.over_dict is not None and tuple(self.over_dict.items) != self._dict_keys:
+            # as many keys, other ones: whether Python raises "keys changed", yields the new key or stops early
+            # depends on where the dict's table put them, which the trace does not know
+            error = Unsupported("dictionary keys changed during iteration: this frame runs as Python, where the "
+                                "dict's own iterator decides what happens", code=BreakCode.ITER)
+            error.frame_runs_as_python = True
+            raise error
         items = self._all()
         if self._exhausted or self._next >= len(items):
             self._exhausted = True  # stays exhausted even if the list grows later
