@@ -32,7 +32,7 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _compile_lock = threading.RLock()
 _fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes that now always run as Python
 _warned_limit: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
-_warned_fallback: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+_warned_frames: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # told that (part of) it runs as Python
 
 
 def reset() -> None:
@@ -43,7 +43,7 @@ def reset() -> None:
         shapes.reset()
         _fallback.clear()
         _warned_limit.clear()
-        _warned_fallback.clear()
+        _warned_frames.clear()
 
 
 def snapshot_state() -> tuple:
@@ -155,6 +155,7 @@ class FrameCallback:
                 raise error from e
             warnings.warn(f"framejit: {error}; running {frame_label(code)} as Python (config.suppress_errors)",
                           stacklevel=user_stacklevel())
+            _warned_frames.add(code)
             if options.verbose:
                 log.warning("framejit: what made %s run as Python:", frame_label(code), exc_info=e)
             self._give_up(code, has_entries)
@@ -184,9 +185,9 @@ class FrameCallback:
 def _warn_fallback(code: types.CodeType, fates: tuple) -> None:
     """Once per frame: the graphs of it that the backend did not compile, and why."""
     fell_back = [f for f in fates if f.fell_back]
-    if not fell_back or code in _warned_fallback:
+    if not fell_back or code in _warned_frames:
         return
-    _warned_fallback.add(code)
+    _warned_frames.add(code)
     reasons = "; ".join(dict.fromkeys(r for f in fell_back for r in f.torch_ops))
     warnings.warn(f"framejit: backend {fell_back[0].backend!r} did not compile {len(fell_back)} of the "
                   f"{len(fates)} graph(s) of {frame_label(code)}: they run as their torch ops ({reasons}); results "
@@ -290,16 +291,19 @@ class _Context:
 
     def wrap(self, fn: Any, entry: types.CodeType | None) -> Any:
         """`fn` run under this context; `entry` is the code of the frame the user handed over (a function's own,
-        a module's forward), whose first call says so if nothing gets compiled (`_first_call`)."""
+        a module's forward), whose first call says so if nothing gets compiled (`_before_first_call`)."""
         callback, call = self.callback, _hook.call_with_callback
         unchecked = [isinstance(callback, FrameCallback) and entry is not None]
 
         @functools.wraps(fn)
         def framejit_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:  # (free in CPython 3.11 unless it raises)
-                if unchecked[0]:
+                if unchecked[0]:  # (the call itself stays here: a frame of ours would deepen the user's stack)
                     unchecked[0] = False
-                    return _first_call(entry, callback, fn, args, kwargs)
+                    graphs = _before_first_call(entry, callback)
+                    result = call(callback, fn, *args, **kwargs)
+                    _after_first_call(entry, callback, graphs)
+                    return result
                 return call(callback, fn, *args, **kwargs)
             except Exception as e:
                 add_user_line_note(e)
@@ -348,25 +352,29 @@ def _code_of(fn: Any) -> types.CodeType | None:
     return getattr(getattr(fn, "__func__", fn), "__code__", None)
 
 
-def _first_call(entry: types.CodeType, callback: FrameCallback, fn: Any, args: tuple, kwargs: dict) -> Any:
-    """The first call of a function or module handed to framejit, which says so when nothing gets compiled: a frame
-    framejit will not capture is an error under fullgraph=True and otherwise a warning, and so is a call that
-    compiled no graph anywhere. Never a silent run as plain Python."""
+def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | None:
+    """Before the first call of a function or module handed to framejit: a frame framejit will not capture is an
+    error under fullgraph=True, and otherwise a warning (never a silent run as plain Python). The number of graphs
+    compiled so far, or None where that was said."""
     reason = skipfiles.capture_refusal(entry)
-    if reason is not None:
-        message = (f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, "
-                   f"which framejit runs as Python (what it calls is still captured where it is user code)")
-        if callback.nopython:
-            raise Unsupported(f"fullgraph=True: {message}", code=BreakCode.SKIPPED_FILE)
-        warnings.warn(message, NothingCompiledWarning, stacklevel=user_stacklevel())
-    graphs = callback.graph_count
-    result = _hook.call_with_callback(callback, fn, *args, **kwargs)
-    if reason is None and callback.graph_count == graphs and \
-            not any(frame.graph_names for frame in cache.compiled_frames(entry)):
-        warnings.warn(f"framejit compiled no graph in the first call of {frame_label(entry)}: no frame it ran had "
-                      f"torch ops framejit could capture (FRAMEJIT_LOGS=breaks says where it broke)",
-                      NothingCompiledWarning, stacklevel=user_stacklevel())
-    return result
+    if reason is None:
+        return callback.graph_count
+    message = (f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "
+               f"framejit runs as Python (what it calls is still captured where it is user code)")
+    if callback.nopython:
+        raise Unsupported(f"fullgraph=True: {message}", code=BreakCode.SKIPPED_FILE)
+    warnings.warn(message, NothingCompiledWarning, stacklevel=user_stacklevel())
+    return None
+
+
+def _after_first_call(entry: types.CodeType, callback: FrameCallback, graphs_before: int | None) -> None:
+    """After it: a first call that compiled no graph anywhere, and has none for its frame, warns."""
+    if graphs_before is None or callback.graph_count != graphs_before or entry in _warned_frames or \
+            any(frame.graph_names for frame in cache.compiled_frames(entry)):
+        return
+    warnings.warn(f"framejit compiled no graph in the first call of {frame_label(entry)}: no frame it ran had torch "
+                  f"ops framejit could capture (FRAMEJIT_LOGS=breaks says where it broke)", NothingCompiledWarning,
+                  stacklevel=user_stacklevel())
 
 
 _callbacks: "weakref.WeakValueDictionary[tuple, FrameCallback]" = weakref.WeakValueDictionary()

@@ -260,6 +260,9 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
                   (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)} - {None}
         found = False
         for entry in held:
+            # a counter the graph's call set back (inductor restores batch norm statistics' versions after writing
+            # them, as eager's kernel never moves them) is noted as the program receives it
+            entry[1] = min(entry[1], entry[0]._version)
             if _storage(entry[0]) in copied:
                 entry[0] = entry[0].detach().clone()
                 entry[1], found = entry[0]._version, True

@@ -12,7 +12,7 @@ from framejit.backends import fate
 from framejit.backends.aot import compiled_or_own_ops
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops
+from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, statistics_read_then_written
 from framejit.backends.registry import register_backend
 
 def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
@@ -45,6 +45,10 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     patches = inductor_config_patches(mode, options)
     if autograd_needs_eager_ops(gm, example_inputs):
         fate.ran_as_torch_ops(EAGER_HISTORY)
+        return gm
+    if torch.is_grad_enabled() and statistics_read_then_written(gm.graph):
+        fate.ran_as_torch_ops("a batch norm in eval mode saves running statistics that a later train-mode batch "
+                              "norm writes: eager's backward reads the written values, inductor's the saved ones")
         return gm
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.

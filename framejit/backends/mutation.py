@@ -53,6 +53,19 @@ def batch_norm_stats_written(node: torch.fx.Node) -> list[torch.fx.Node]:
     return [a for a in node.args[stats] if isinstance(a, torch.fx.Node)]
 
 
+def statistics_read_then_written(graph: torch.fx.Graph) -> bool:
+    """Whether a batch_norm in eval mode saves running statistics that a later train-mode batch_norm of the graph
+    writes (without moving their versions): eager's backward of the first then reads the written values."""
+    read: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if read.intersection(batch_norm_stats_written(node)):
+            return True
+        stats = _BATCH_NORM_STATS.get(node.target) if node.op == "call_function" else None
+        if stats is not None and len(node.args) > 5 and node.args[5] is False:
+            read.update(a for a in node.args[stats] if isinstance(a, torch.fx.Node))
+    return False
+
+
 def is_view(node: torch.fx.Node) -> bool:
     return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
         (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
