@@ -98,23 +98,14 @@ def _leaf_or_not(changed, n):
 
 
 @contextlib.contextmanager
-def _deterministic(on):
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(on)
+def _setting(get, set_, value):
+    """A global setting changed for the block (`set_(value)`), then put back."""
+    before = get()
+    set_(value)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(before)
-
-
-@contextlib.contextmanager
-def _default_dtype(dtype):
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
+        set_(before)
 
 
 PROPS = [
@@ -139,9 +130,11 @@ PROPS = [
     Prop("autocast", reads_autocast, lambda changed, n: (_t(n, 4),),
          state=lambda changed: torch.autocast("cpu") if changed else contextlib.nullcontext()),
     Prop("default dtype", reads_default_dtype, lambda changed, n: (_t(n, 4),),
-         state=lambda changed: _default_dtype(torch.float64 if changed else torch.float32)),
+         state=lambda changed: _setting(torch.get_default_dtype, torch.set_default_dtype,
+                                        torch.float64 if changed else torch.float32)),
     Prop("deterministic algorithms", reads_deterministic, lambda changed, n: (_t(n, 4),),
-         state=_deterministic),
+         state=lambda changed: _setting(torch.are_deterministic_algorithms_enabled,
+                                        torch.use_deterministic_algorithms, changed)),
 ]
 
 POLICIES = ["static", "automatic", "dynamic=True", "mark_dynamic"]
