@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from framejit import eval_frame
+from framejit.backends import fate
 from framejit.backends.fate import GraphFate
 from framejit.contracts import Guard
 from framejit.exc import Unsupported
@@ -46,8 +47,8 @@ class ExplainOutput:
             lines += [f"      <FrameSummary file {f.filename}, line {f.lineno} in {f.name}>" for f in br.user_stack]
         lines.append("Ops per Graph:")
         for i, ops in enumerate(self.ops_per_graph, 1):
-            fate = f" ({self.graph_fates[i - 1]})" if i <= len(self.graph_fates) else ""
-            lines.append(f"  Ops {i}:{fate}")
+            how = f" ({self.graph_fates[i - 1]})" if i <= len(self.graph_fates) else ""
+            lines.append(f"  Ops {i}:{how}")
             lines += [f"    {op}" for op in ops]
         lines.append("Out Guards:")
         for i, guard in enumerate(self.out_guards, 1):
@@ -80,7 +81,10 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
 
     def record(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         graphs.append(gm)
-        return gm.forward if compiler is None else compiler.backend(gm, example_inputs)
+        if compiler is not None:
+            return compiler.backend(gm, example_inputs)
+        fate.compiled_by("no backend (explain of a function framejit.compile did not make)")
+        return gm.forward
 
     def on_break(reason: Unsupported) -> None:
         breaks.append(BreakReason(reason=reason.msg, user_stack=list(reason.user_stack)))
@@ -88,7 +92,7 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     ctx = eval_frame.make_context(record, "explain" if compiler is None else compiler.backend_name,
                                   dynamic=None if compiler is None else compiler.dynamic,
                                   guard_export_fn=guards.extend, on_break=on_break,
-                                  on_graph=lambda gm, compiled, fate: fates.append(fate))
+                                  on_graph=lambda gm, compiled, record: fates.append(record))
     saved = eval_frame.snapshot_state()
     start = time.perf_counter()
     try:
