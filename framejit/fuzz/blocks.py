@@ -170,7 +170,7 @@ class CompoundStatements:
         kind = self.rng.weighted([("lambda", 1), ("closure", 2), ("counter", 1)])
         if kind == "lambda":
             scale, _ = self.ex.number(sc, "float")
-            like = T(arg.shape, arg.dtype)
+            like = T(arg.shape, arg.dtype, False)  # the body never `.view`s its argument
             return self.bind(w, sc, name, f"lambda a: (a * {scale}).relu() + 1", FnV(like, like))
         if kind == "counter":
             count = self.prog.fresh("count")
@@ -193,5 +193,5 @@ class CompoundStatements:
         for line in fn.header():
             w.line("    " + line)
         w.lines.extend(body.lines)
-        sc.bind(name, FnV(T(arg.shape, arg.dtype), T(rt.shape, rt.dtype)))
+        sc.bind(name, FnV(T(arg.shape, arg.dtype, arg.contig), T(rt.shape, rt.dtype)))
         return True

@@ -27,6 +27,7 @@ _LAYERS = {  # kind -> (constructor, weight expression, input reshape, output si
                lambda f, h: 3 * (f // 2)),
     "conv2d": ("torch.nn.Conv2d(2, 2, 3, padding=1)", "self.layer.weight", "{a}.reshape({a}.shape[0], 2, 2, {f4})",
                lambda f, h: f),
+    "conv_img": ("torch.nn.Conv2d(2, 2, 3, padding=1)", "self.layer.weight", "{a}", lambda f, h: f),  # (N, 2, H, f)
     "batchnorm": ("torch.nn.BatchNorm1d({f})", "self.layer.weight", "{a}", lambda f, h: f),
     "layernorm": ("torch.nn.LayerNorm({f})", "self.layer.weight", "{a}", lambda f, h: f),
 }
@@ -94,8 +95,10 @@ class Components:
         self._emit_def(f"def {name}(a{', b' if p1 else ''}{kw}):", fn, w)
 
         def render(sc: Scope) -> tuple[str, T] | None:
-            a = self._arg(sc, lambda t: t == p0 or (t.shape, t.dtype) == (p0.shape, p0.dtype))
-            b = self._arg(sc, lambda t: (t.shape, t.dtype) == (p1.shape, p1.dtype)) if p1 else ("", None)
+            # a tensor not known contiguous may not go where the body may `.view` it
+            a = self._arg(sc, lambda t: (t.shape, t.dtype) == (p0.shape, p0.dtype) and (t.contig or not p0.contig))
+            b = self._arg(sc, lambda t: (t.shape, t.dtype) == (p1.shape, p1.dtype) and (t.contig or not p1.contig)) \
+                if p1 else ("", None)
             if a is None or b is None:
                 return None
             scale, _ = self.ex.number(sc, "float")
@@ -185,6 +188,8 @@ class Components:
         f = self.prog.feat
         kinds = ["linear", "mlp", "batchnorm", "layernorm"] + (["conv1d"] if f % 2 == 0 else []) + \
             (["conv2d"] if f % 4 == 0 else [])
+        if any(t.ndim == 4 for t in self.prog.arg_tensor_types()):  # an image argument: convolve it as it is laid out
+            kinds += ["conv_img"] * 2
         kind = self.rng.pick(kinds)
         ctor, weight, reshape, out_size = _LAYERS[kind]
         h = self.rng.pick([3, 5])
@@ -198,7 +203,7 @@ class Components:
         if cast:
             fwd.append(f"        a = a.to({weight}.dtype)")
         fwd.append(f"        h = self.layer({reshape.format(a='a', f2=f // 2, f4=f // 4)})")
-        if kind.startswith("conv"):
+        if kind in ("conv1d", "conv2d"):
             fwd.append("        h = h.flatten(1)")
         extras = [("        if self.calls % 2 == 0:\n            h = h * 2", None),
                   ("        self.last = h.detach()", None),
@@ -218,13 +223,15 @@ class Components:
 
         def render(sc: Scope) -> tuple[str, T] | None:
             a = self._arg(sc, lambda t: is_float(t.dtype) and t.ndim >= 1 and t.shape[-1] == f
-                          and (not two_d or (t.ndim == 2 and dim_min(t.shape[0]) >= 2)))
+                          and (not two_d or (t.ndim == 2 and dim_min(t.shape[0]) >= 2))
+                          and (kind != "conv_img" or (t.ndim == 4 and t.shape[1] == 2)))
             if a is None:
                 return None
             shape = a[1].shape[:-1] + (out,)
             dtype = "f32" if cast else promote(a[1].dtype, "f32")
+            out_t = T(shape, dtype, a[1].contig)  # a layer may keep its input's layout (a convolution does)
             if kind == "batchnorm" and self.rng.chance(0.1):
-                return f"{inst}.train({inst}.calls % 2 == 0)({a[0]})", T(shape, dtype)
-            return f"{inst}({a[0]})", T(shape, dtype)
+                return f"{inst}.train({inst}.calls % 2 == 0)({a[0]})", out_t
+            return f"{inst}({a[0]})", out_t
         self.callees.append(Callee(inst, render))
 

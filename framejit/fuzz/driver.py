@@ -52,9 +52,12 @@ def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, work
 
 def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: int = 1, timeout: float = 30.0,
          backend: str | None = None, minimise: bool = True, per_signature: int = 1, verbose: bool = True,
-         sources: Sequence[str] | None = None, only: Sequence[int] | None = None, reference: bool = False) -> dict:
-    """Generate programs 0..n-1 (or only those indices; or take `sources`), check them, (with `reference`)
-    check the failures again under torch.compile, minimise failures, write repros; returns a summary dict."""
+         sources: Sequence[str] | None = None, only: Sequence[int] | None = None, reference: bool = False,
+         inductor_share: float = 0.0) -> dict:
+    """Generate programs 0..n-1 (or only those indices; or take `sources`), about `inductor_share` of them
+    compiling with inductor (chosen by each program's seed), check them ( `backend` overrides every program's
+    own), (with `reference`) check the failures again under torch.compile, minimise failures, write repros;
+    returns a summary dict."""
     out = out or tempfile.mkdtemp(prefix="framejit-fuzz-")
     os.makedirs(out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="work-", dir=out)
@@ -62,7 +65,7 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
     if sources is not None:
         sources = dict(enumerate(sources))
     else:
-        sources = {i: generate(seed + i) for i in (only if only is not None else range(n))}
+        sources = {i: generate(seed + i, inductor_share) for i in (only if only is not None else range(n))}
     say = print if verbose else (lambda *a, **k: None)
     done = [0]
 
@@ -128,6 +131,9 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
         say(f"{name:24s} {counts.get(name, 0)}")
     rate = len(results) / max(elapsed, 1e-9)
     say(f"{'total':24s} {len(results)} programs in {elapsed:.1f} s ({rate:.1f} programs/s)")
+    backends = collections.Counter(r.verdict.get("backend", "-") for r in results)
+    failing_on = collections.Counter(r.verdict.get("backend", "-") for r in results if r.outcome in FAILURES)
+    say("by backend: " + ", ".join(f"{b} {k} ({failing_on[b]} failing)" for b, k in sorted(backends.items())))
     say(f"ok with every call returning: {complete} ({100 * complete / n:.0f}%); programs with an internal-error "
         f"fallback: {len(internal)}; graphs compiled: {sum(r.verdict.get('graphs', 0) for r in results)}")
     if groups:
@@ -144,6 +150,6 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
         say("\ninternal-error fallbacks (framejit gave up on a frame and ran it as Python):")
         for message, idx in sorted(fallbacks.items(), key=lambda kv: -len(kv[1])):
             say(f"  {len(idx):4d}  {message[:160]}   programs {idx[:8]}{' ...' if len(idx) > 8 else ''}")
-    return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups),
+    return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups), "backends": dict(backends),
             "internal_errors": {m: idx for m, idx in fallbacks.items()},
             "failures": {r.index: r.verdict for r in results if r.outcome in FAILURES}}

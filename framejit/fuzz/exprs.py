@@ -30,7 +30,7 @@ class Exprs:
         self.builders: list[tuple[Callable[[Scope, int], Any], float]] = [
             (self.var, 6), (self.unary, 4), (self.binary, 4), (self.reduce, 3), (self.view, 2.5),
             (self.index, 2), (self.matmul, 1.2), (self.cat, 1), (self.dtype_change, 1), (self.where, 1),
-            (self.create, 0.8), (self.misc, 1.5)]
+            (self.create, 0.8), (self.misc, 1.5), (self.layout_read, 0.8)]
 
     # -- entry points ---------------------------------------------------------------------------------------
     def tensor(self, sc: Scope, depth: int = 2, want: Callable[[T], bool] | None = None) -> tuple[str, T]:
@@ -131,7 +131,7 @@ class Exprs:
             src = f"{src}.{op}({dim_text}{keep_text})"
         shape = tuple(1 if i == dim else d for i, d in enumerate(t.shape)) if keep else \
             tuple(d for i, d in enumerate(t.shape) if i != dim)
-        return src, T(shape, t.dtype)
+        return src, T(shape, t.dtype, t.contig)  # a reduction may keep its operand's layout (channels_last)
 
     def view(self, sc: Scope, depth: int) -> Built:
         src, t = self.tensor(sc, depth - 1, lambda t: t.ndim >= 1)
@@ -144,11 +144,14 @@ class Exprs:
         if t.ndim >= 2:
             s = t.shape
             opts += [(f"{src}.transpose(0, 1)", T((s[1], s[0]) + s[2:], t.dtype, False)),
-                     (f"{src}.flatten(1)", T((s[0], numel(s[1:])), t.dtype)) if numel(s[1:]) else None]
+                     (f"{src}.flatten(1)", T((s[0], numel(s[1:])), t.dtype, t.contig)) if numel(s[1:]) else None]
             if t.ndim == 2:
                 opts += [(f"{src}.t()", T((s[1], s[0]), t.dtype, False)), (f"{src}.T", T((s[1], s[0]), t.dtype, False))]
             if t.ndim == 3:
                 opts.append((f"{src}.permute(2, 0, 1)", T((s[2], s[0], s[1]), t.dtype, False)))
+            if t.ndim == 4:
+                opts += [(f"{src}.permute(0, 2, 3, 1)", T((s[0], s[2], s[3], s[1]), t.dtype, False)),
+                         (f"{src}.contiguous(memory_format=torch.channels_last)", T(s, t.dtype, False))]
         last = t.shape[-1]
         if isinstance(last, int) and last % 2 == 0 and last > 2:
             meth = "view" if t.contig else "reshape"
@@ -172,8 +175,8 @@ class Exprs:
         if dim_min(d0) >= 3:
             opts += [(f"{src}[1:]", T((_minus(d0, 1),) + s[1:], t.dtype, t.contig)),
                      (f"{src}[:2]", T((2,) + s[1:], t.dtype, t.contig)),
-                     (f"{src}[torch.tensor([0, 2])]", T((2,) + s[1:], t.dtype)),
-                     (f"{src}[[1, 0]]", T((2,) + s[1:], t.dtype))]
+                     (f"{src}[torch.tensor([0, 2])]", T((2,) + s[1:], t.dtype, t.contig)),
+                     (f"{src}[[1, 0]]", T((2,) + s[1:], t.dtype, t.contig))]
         if isinstance(s[-1], int) and s[-1] >= 3:
             opts += [(f"{src}[..., ::2]", T(s[:-1] + ((s[-1] + 1) // 2,), t.dtype, False)),
                      (f"{src}[..., 1:3]", T(s[:-1] + (2,), t.dtype, False))]
@@ -182,7 +185,7 @@ class Exprs:
                                                                                                 t.dtype, t.contig))]
         if t.dtype != "bool":
             opts.append((f"{src}[{src} > 0].sum()", T((), t.dtype)))
-            opts.append((f"{src}.masked_fill({src} < 0, 0)", T(s, t.dtype)))
+            opts.append((f"{src}.masked_fill({src} < 0, 0)", T(s, t.dtype, t.contig)))
         return self.rng.pick(opts)
 
     def matmul(self, sc: Scope, depth: int) -> Built:
@@ -204,13 +207,13 @@ class Exprs:
         b_src, b = self.tensor(sc, depth - 1, lambda t: t.shape == a.shape)
         if b.shape != a.shape:
             b_src, b = a_src, a
-        dtype = promote(a.dtype, b.dtype)
+        dtype, contig = promote(a.dtype, b.dtype), a.contig and b.contig  # cat keeps its operands' layout
         if self.rng.chance(0.35):
-            return f"torch.stack([{a_src}, {b_src}])", T((2,) + a.shape, dtype)
+            return f"torch.stack([{a_src}, {b_src}])", T((2,) + a.shape, dtype, contig)
         dim = self.rng.pick([0, a.ndim - 1])
         size = dim_add(a.shape[dim], b.shape[dim])
         shape = a.shape[:dim] + (size,) + a.shape[dim + 1:]
-        return f"torch.cat([{a_src}, {b_src}], dim={dim})", T(shape, dtype)
+        return f"torch.cat([{a_src}, {b_src}], dim={dim})", T(shape, dtype, contig)
 
     def dtype_change(self, sc: Scope, depth: int) -> Built:
         src, t = self.tensor(sc, depth - 1)
@@ -225,7 +228,7 @@ class Exprs:
         if broadcast(b.shape, a.shape) != a.shape:
             b_src, b = f"torch.zeros_like({a_src})", a
         cond = self.rng.pick(["({} > 0)", "({} < {})"]).format(a_src, b_src)
-        return f"torch.where({cond}, {a_src}, {b_src})", T(a.shape, promote(a.dtype, b.dtype))
+        return f"torch.where({cond}, {a_src}, {b_src})", T(a.shape, promote(a.dtype, b.dtype), a.contig and b.contig)
 
     def create(self, sc: Scope, depth: int) -> Built:
         f = self.feat
@@ -236,7 +239,7 @@ class Exprs:
         if names:
             name = self.rng.pick(names)
             t = sc.vars[name]
-            like = T(t.shape, t.dtype)
+            like = T(t.shape, t.dtype, t.contig)  # *_like keeps the layout
             opts += [(f"torch.zeros_like({name})", like), (f"torch.ones_like({name})", like),
                      (f"torch.full_like({name}, 2)", like), (f"{name}.new_ones({f})", T((f,), t.dtype))]
         return self.rng.pick(opts)
@@ -245,16 +248,35 @@ class Exprs:
         src, t = self.tensor(sc, depth - 1, lambda t: t.ndim >= 1 and t.dtype != "bool")
         last = t.shape[-1]
         fl = t.dtype if is_float(t.dtype) else "f32"
-        opts = [(f"{src}.cumsum(-1)", T(t.shape, t.dtype if t.dtype != "bool" else "i64")),
-                (f"torch.flip({src}, [0])", T(t.shape, t.dtype)), (f"{src}.roll(1, 0)", T(t.shape, t.dtype)),
-                (f"torch.sort({src}, dim=-1).values", T(t.shape, t.dtype))]
+        c = t.contig  # these may keep their operand's layout
+        opts = [(f"{src}.cumsum(-1)", T(t.shape, t.dtype if t.dtype != "bool" else "i64", c)),
+                (f"torch.flip({src}, [0])", T(t.shape, t.dtype, c)), (f"{src}.roll(1, 0)", T(t.shape, t.dtype, c)),
+                (f"torch.sort({src}, dim=-1).values", T(t.shape, t.dtype, c))]
         if is_float(t.dtype):
-            opts += [(f"torch.softmax({src}, dim=-1)", T(t.shape, fl)),
-                     (f"torch.nn.functional.normalize({src}, dim=-1)", T(t.shape, fl)),
-                     (f"{src}.tanh().cumprod(0)", T(t.shape, fl))]
+            opts += [(f"torch.softmax({src}, dim=-1)", T(t.shape, fl, c)),
+                     (f"torch.nn.functional.normalize({src}, dim=-1)", T(t.shape, fl, c)),
+                     (f"{src}.tanh().cumprod(0)", T(t.shape, fl, c))]
         if dim_min(last) >= 2:
-            opts.append((f"torch.topk({src}, 2, dim=-1).values", T(t.shape[:-1] + (2,), t.dtype)))
+            opts.append((f"torch.topk({src}, 2, dim=-1).values", T(t.shape[:-1] + (2,), t.dtype, c)))
         return self.rng.pick(opts)
+
+    def layout_read(self, sc: Scope, depth: int) -> Built:
+        """A tensor scaled or shifted by a layout property of (mostly) an argument, whose layout changes between
+        calls: a value that guards must tell apart (a stride, the storage offset, contiguity)."""
+        names = sc.tensors(lambda t: t.ndim >= 1)
+        args = [n for n in names if n in sc.fn.params]
+        if not names:
+            return None
+        name = self.rng.pick(args if args and self.rng.chance(0.8) else names)
+        ndim = sc.vars[name].ndim
+        reads = [f"{name}.stride(0)", f"{name}.stride(-1)", f"{name}.storage_offset()",
+                 f"int({name}.is_contiguous())"] + ([f"{name}.stride(1)"] if ndim >= 2 else []) \
+            + ([f"int({name}.is_contiguous(memory_format=torch.channels_last))"] * 2 if ndim == 4 else [])
+        src, t = self.tensor(sc, depth - 1, lambda t: t.dtype != "bool")
+        if t.dtype == "bool":
+            return None
+        form = self.rng.pick(["({} * {})", "({} + {})", "({} - {})"])
+        return form.format(src, self.rng.pick(reads)), T(t.shape, t.dtype, t.contig)
 
     # -- Python values --------------------------------------------------------------------------------------
     def number(self, sc: Scope, kind: str = "float") -> tuple[str, PyNum]:
@@ -266,24 +288,34 @@ class Exprs:
             tens = sc.tensors(lambda t: t.ndim >= 1)
             if tens and self.rng.chance(0.4):
                 name = self.rng.pick(tens)
-                forms = [f"{name}.shape[0]", f"{name}.size(-1)", f"len({name})", f"{name}.dim()"]
+                forms = [f"{name}.shape[0]", f"{name}.size(-1)", f"len({name})", f"{name}.dim()",
+                         f"{name}.stride(-1)", f"{name}.storage_offset()"]
                 return self.rng.pick(forms), PyNum("int")
             return str(self.rng.int(1, 3)), PyNum("int")
         return self.rng.pick(["0.5", "2.0", "-1.5", "0.25"]), PyNum("float")
 
     def condition(self, sc: Scope) -> str:
-        """A Python condition: on tensor values (a graph break), sizes, dtypes, numbers, containers, grad mode."""
-        kind = self.rng.weighted([("tensor", 4), ("size", 1.5), ("number", 1.5), ("container", 1), ("misc", 1)])
+        """A Python condition: on tensor values (a graph break), sizes, dtypes, layouts (mostly of arguments,
+        whose layouts change between calls), numbers, containers, grad mode."""
+        kind = self.rng.weighted([("tensor", 4), ("size", 1.5), ("layout", 1.5), ("number", 1.5), ("container", 1),
+                                  ("misc", 1)])
         if kind == "tensor":
             src, t = self.tensor(sc, 1, lambda t: t.dtype != "bool")
             return self.rng.pick([f"{src}.sum() > 0", f"({src} > 0).any()", f"{src}.max() > 1",
                                   f"bool({src}.min() < 0)", f"{src}.abs().sum() > 2"])
-        if kind == "size":
-            names = sc.tensors(lambda t: t.ndim >= 1)
-            if names:
-                name = self.rng.pick(names)
-                return self.rng.pick([f"{name}.shape[0] > {N_MIN}", f"{name}.dim() == 2", f"{name}.numel() > 8",
-                                      f"{name}.dtype == torch.float64", f"{name}.is_floating_point()"])
+        names = sc.tensors(lambda t: t.ndim >= 1)
+        if kind == "size" and names:
+            name = self.rng.pick(names)
+            return self.rng.pick([f"{name}.shape[0] > {N_MIN}", f"{name}.dim() == 2", f"{name}.numel() > 8",
+                                  f"{name}.dtype == torch.float64", f"{name}.is_floating_point()"])
+        if kind == "layout" and names:
+            args = [n for n in names if n in sc.fn.params]
+            name = self.rng.pick(args if args and self.rng.chance(0.75) else names)
+            forms = [f"{name}.is_contiguous()", f"{name}.stride(-1) == 1", f"{name}.storage_offset() > 0",
+                     f"{name}.stride(0) > {name}.shape[-1]"]
+            if sc.vars[name].ndim == 4:
+                forms += [f"{name}.is_contiguous(memory_format=torch.channels_last)"] * 2
+            return self.rng.pick(forms)
         if kind == "number":
             src, _ = self.number(sc, self.rng.pick(["int", "float"]))
             return f"{src} > {self.rng.pick([0, 1, 2])}"

@@ -1,6 +1,7 @@
 """Random programs as Python source, deterministic given a seed: a module with globals, helpers, small
-nn.Modules and an entry function `program(...)`, plus `INPUTS` (how the runner builds the arguments) and
-`TRAIN` (whether the runner also checks gradients)."""
+nn.Modules and an entry function `program(...)`, plus `INPUTS` (how the runner builds the arguments), `TRAIN`
+(whether the runner also checks gradients), `CALLS` (batch size, dtype, values and argument layouts per call)
+and `COMPILE` (backend and shape policy); plan.py draws the last two."""
 from __future__ import annotations
 
 import itertools
@@ -8,8 +9,10 @@ from typing import Any
 
 from framejit.fuzz.components import Components
 from framejit.fuzz.exprs import Exprs
+from framejit.fuzz.plan import PlanDraw, render
 from framejit.fuzz.stmts import Stmts
 from framejit.fuzz.symbols import N, BoxV, FnCtx, PyNum, Rng, Scope, T, TDict, TList, Writer
+from framejit.fuzz.writes import written_arguments
 
 BOX_CLASS = ["class Box:", "    def __init__(self, t, n):", "        self.t = t", "        self.n = n", ""]
 
@@ -17,9 +20,12 @@ BOX_CLASS = ["class Box:", "    def __init__(self, t, n):", "        self.t = t"
 class ProgramGen:
     """One program: its random draws, feature size, names, globals, module-level components and statements."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, inductor_share: float = 0.0) -> None:
         self.seed = seed
         self.rng = Rng(seed)
+        self.plan = PlanDraw(seed)
+        self.inductor_share = inductor_share
+        self.varies: set[str] = set()  # tensor arguments whose layout may change between calls
         self.feat = self.rng.pick([4, 6, 8])
         self.train = self.rng.chance(0.25)
         self.ex = Exprs(self.rng, self.feat)
@@ -45,7 +51,9 @@ class ProgramGen:
         row, vec = ("N", f), (f,)
         for name in ["x", "y", "z"][:self.rng.weighted([(1, 2), (2, 3), (3, 1)])]:
             spec = vec if name != "x" and self.rng.chance(0.3) else row
-            self.params.append((name, T((N, f) if spec == row else (f,)), ("tensor", spec)))
+            self.params.append((name, self._arg_tensor(name, (N, f) if spec == row else (f,)), ("tensor", spec)))
+        if self.rng.chance(0.3):  # an image batch: channels_last is one of its layouts
+            self.params.append(("img", self._arg_tensor("img", (N, 2, 3, f)), ("tensor", ("N", 2, 3, f))))
         if self.rng.chance(0.5):
             self.params.append(("k", PyNum("int"), ("int", self.rng.int(1, 3))))
         if self.rng.chance(0.3):
@@ -56,6 +64,13 @@ class ProgramGen:
             self.params.append(("d", TDict(T((N, f), "F", False), frozenset("ab")), ("dict", ("a", "b"), row)))
         if self.rng.chance(0.2):
             self.params.append(("obj", BoxV(T((N, f), "F", False)), ("box", row, 1)))
+
+    def _arg_tensor(self, name: str, shape: tuple) -> T:
+        """A tensor argument; one whose layout varies is not known contiguous (never `.view`ed)."""
+        if self.plan.varies():
+            self.varies.add(name)
+            return T(shape, "F", False)
+        return T(shape)
 
     def _components(self) -> None:
         self.comps.add_globals()
@@ -106,12 +121,16 @@ class ProgramGen:
         program = self._program()
         head = ["import torch"] + (["import framejit"] if self.comps.uses_framejit else []) + [""]
         inputs = "INPUTS = [" + ", ".join(repr(spec) for _, _, spec in self.params) + "]"
-        head += [inputs, f"TRAIN = {self.train}", ""]
-        if any(spec[0] == "box" for _, _, spec in self.params):
-            head += BOX_CLASS
-        return "\n".join(head + self.comps.text + program) + "\n"
+        head += [inputs, f"TRAIN = {self.train}"]
+        body = ([""] + BOX_CLASS if any(spec[0] == "box" for _, _, spec in self.params) else [""]) \
+            + self.comps.text + program
+        written = written_arguments("\n".join(head + body) + "\n")
+        calls, policy = self.plan.draw([(name, spec) for name, _, spec in self.params], self.varies, written,
+                                       self.train, self.inductor_share)
+        return "\n".join(head + render(calls, policy) + body) + "\n"
 
 
-def generate(seed: int) -> str:
-    """The source of program number `seed`."""
-    return ProgramGen(seed).generate()
+def generate(seed: int, inductor_share: float = 0.0) -> str:
+    """The source of program number `seed`; about `inductor_share` of programs compile with inductor (the draw
+    is made whatever the share, so the rest of the program does not depend on it)."""
+    return ProgramGen(seed, inductor_share).generate()

@@ -12,9 +12,11 @@ import textwrap
 import time
 from typing import Callable, Iterator, Sequence
 
+from framejit.fuzz.plan import drop_argument, simpler_plans
 from framejit.fuzz.remote import Result, Worker, blank, signature
 
-_KEEP = ("INPUTS", "TRAIN", "Box", "program")  # module-level names a candidate cannot lose and still run
+# module-level names a candidate cannot lose and still run
+_KEEP = ("INPUTS", "TRAIN", "CALLS", "COMPILE", "Box", "program")
 
 
 def _protected(stmt: ast.stmt, module_level: bool) -> bool:
@@ -100,12 +102,45 @@ def _param_count(source: str) -> int:
 
 
 def _without_param(source: str, j: int) -> str:
-    """The program without its j-th parameter and the INPUTS entry that builds it."""
+    """The program without its j-th parameter, the INPUTS entry that builds it, and its part of the plan
+    (layouts, aliases of it, marks)."""
     tree = ast.parse(source)
     program, inputs = _program_and_inputs(tree)
+    name = program.args.args[j].arg
     del program.args.args[j]
     del inputs.elts[j]
+    found = _plan(tree)
+    if found is not None:
+        _set_plan(tree, *drop_argument(*found, name))
     return ast.unparse(tree) + "\n"
+
+
+def _plan_nodes(tree: ast.Module) -> dict[str, ast.Assign]:
+    return {n.targets[0].id: n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id in ("CALLS", "COMPILE")}
+
+
+def _plan(tree: ast.Module) -> tuple[list, dict] | None:
+    """The program's CALLS and COMPILE (plan.py), if it has both."""
+    nodes = _plan_nodes(tree)
+    if len(nodes) != 2:
+        return None
+    return ast.literal_eval(nodes["CALLS"].value), ast.literal_eval(nodes["COMPILE"].value)
+
+
+def _set_plan(tree: ast.Module, calls: list, policy: dict) -> None:
+    nodes = _plan_nodes(tree)
+    nodes["CALLS"].value = ast.parse(repr(calls), mode="eval").body
+    nodes["COMPILE"].value = ast.parse(repr(policy), mode="eval").body
+
+
+def _plainer_plans(source: str) -> Iterator[str]:
+    """The program with a plainer plan (plan.simpler_plans: fewer calls, layouts, marks; float32)."""
+    found = _plan(ast.parse(source))
+    for calls, policy in simpler_plans(*found) if found else []:
+        tree = ast.parse(source)
+        _set_plan(tree, calls, policy)
+        yield ast.unparse(tree) + "\n"
 
 
 def _unwrapped(stmt: ast.stmt, use_else: bool) -> list[ast.stmt] | None:
@@ -128,18 +163,19 @@ def _unwrapped(stmt: ast.stmt, use_else: bool) -> list[ast.stmt] | None:
 
 def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float = 240.0,
              max_checks: int = 600) -> tuple[str, int]:
-    """Passes until one changes nothing (or the budget runs out): drop parameters, then try changes of each
-    statement from the last to the first. Slots are in ast.walk order, so a change at slot k leaves the slots
-    before k where they were and a pass goes on at k - 1. Returns (smallest program, checks made)."""
+    """Passes until one changes nothing (or the budget runs out): drop parameters, make the plan plainer (one
+    change at a time, while one holds), then try changes of each statement from the last to the first. Slots
+    are in ast.walk order, so a change at slot k leaves the slots before k where they were and a pass goes on at
+    k - 1. Returns (smallest program, checks made)."""
     start = time.perf_counter()
     current = ast.unparse(ast.parse(source)) + "\n"
     checks = 0
 
-    def accept(candidate: str) -> bool | None:  # None: out of budget
+    def accept(candidate: str, shorter: bool = True) -> bool | None:  # None: out of budget
         nonlocal checks
         if time.perf_counter() - start > budget_s or checks >= max_checks:
             return None
-        if len(candidate) >= len(current):  # e.g. deleting a `pass` that comes back as `pass`
+        if shorter and len(candidate) >= len(current):  # e.g. deleting a `pass` that comes back as `pass`
             return False
         checks += 1
         return still_fails(candidate)
@@ -153,6 +189,16 @@ def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float
                 return current, checks
             if verdict:
                 current, changed = candidate, True
+        plainer = True
+        while plainer:  # each plainer plan only removes something or makes a dtype float32: this ends
+            plainer = False
+            for candidate in _plainer_plans(current):
+                verdict = accept(candidate, shorter=False)
+                if verdict is None:
+                    return current, checks
+                if verdict:
+                    current, changed, plainer = candidate, True, True
+                    break
         for k in reversed(range(len(_slots(ast.parse(current))))):
             for candidate in _changes_at(current, k):
                 verdict = accept(candidate)
@@ -230,8 +276,9 @@ def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str |
         what += f"\ntorch.compile on the same program: {verdict['reference']}"
     text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in what.splitlines())
     head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
-            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (backend `eager`, or\n"
-            "`aot_eager` when TRAIN is set, with a gradient check) and fails while they disagree"
+            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (the calls, argument layouts,\n"
+            "dtypes, backend and shape policy its CALLS and COMPILE name; with a gradient check when TRAIN is set)\n"
+            "and fails while they disagree"
             f"{' or framejit falls back on an internal error' if internal else ''}.\n" + '"""\n')
     args = "".join([f", backend={backend!r}" if backend else "", ", internal_errors=True" if internal else ""])
     foot = ('\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'

@@ -283,8 +283,10 @@ class Stmts(CompoundStatements):
         if local_fns and (got is None or self.rng.chance(0.5)):
             fn = self.rng.pick(local_fns)
             want = sc.vars[fn].arg
-            arg, t = self.ex.tensor(sc, 1, lambda t: (t.shape, t.dtype) == (want.shape, want.dtype))
-            if (t.shape, t.dtype) != (want.shape, want.dtype):
+            def fits(t: T) -> bool:  # a tensor not known contiguous may not go where the body may `.view` it
+                return (t.shape, t.dtype) == (want.shape, want.dtype) and (t.contig or not want.contig)
+            arg, t = self.ex.tensor(sc, 1, fits)
+            if not fits(t):
                 return False
             got = f"{fn}({arg})", sc.vars[fn].ret
         if got is None:

@@ -1,6 +1,8 @@
 """The differential fuzzer: a fixed-seed sample of generated programs must agree eagerly and compiled, and the
-fuzzer itself must catch a planted wrong backend, survive crashing and hanging programs, shrink a failing
-program, and generate the same source from the same seed."""
+fuzzer itself must catch a planted wrong backend (one that reads strided inputs as contiguous too), survive
+crashing and hanging programs, shrink a failing program and its plan, and generate the same source and plan
+(layouts, dtypes, shape policy, backend) from the same seed; the runner must build equal layouts for both
+sides and pass an expanded tensor only where the program never writes it."""
 from __future__ import annotations
 
 import ast
@@ -14,7 +16,8 @@ import torch
 from framejit.fuzz.driver import fuzz, run_programs
 from framejit.fuzz.remote import FAILURES
 from framejit.fuzz.generate import generate
-from framejit.fuzz.runner import run_side
+from framejit.fuzz.runner import build_inputs, check_program, load_module, run_side
+from framejit.fuzz.writes import written_arguments
 
 CI_SEED = 0
 CI_N = 300  # about 85 s with 2 workers on this project's 2-core machine, torch.compile re-checks included
@@ -131,3 +134,186 @@ def test_values_are_compared_at_each_elements_scale_or_at_the_tensors() -> None:
     flipped = eager.clone()
     flipped[3] = -float("inf")
     assert diff(snap(eager), snap(flipped))[0] == "value"
+
+
+# -- varied calls: layouts, aliases, dtypes, shape policy, backend ------------------------------------------------
+def _plan(src: str) -> tuple[list, dict, list]:
+    """CALLS, COMPILE and INPUTS of a program's source."""
+    tree = ast.parse(src)
+    found = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+             and isinstance(n.targets[0], ast.Name) and n.targets[0].id in ("CALLS", "COMPILE", "INPUTS")}
+    return found["CALLS"], found["COMPILE"], found["INPUTS"]
+
+
+def test_a_pinned_seed_has_strided_channels_last_and_aliased_inputs() -> None:
+    # pinned: update the seed if the drawing rules in framejit/fuzz/plan.py change
+    calls, policy, inputs = _plan(generate(1))
+    assert inputs[2] == ("tensor", ("N", 2, 3, 4))
+    assert calls[0]["layouts"] == {"y": ("row", "x"), "img": "sliced_rows"}
+    assert calls[2]["layouts"] == {"x": "offset", "y": "sliced", "img": "channels_last"}
+    assert calls[3]["layouts"] == {"y": "offset", "img": "channels_last"}
+    assert calls[0]["dtype"] == "float16" and policy == {"backend": "eager", "mark_dynamic": ["img"]}
+    assert _plan(generate(1)) == (calls, policy, inputs)
+
+
+def test_plans_cover_every_layout_alias_dtype_and_policy() -> None:
+    layouts, dtypes, policies, backends = set(), set(), set(), set()
+    for seed in range(150):
+        calls, policy, _ = _plan(generate(seed, inductor_share=0.2))
+        for call in calls:
+            dtypes.add(call.get("dtype"))
+            layouts.update(v if isinstance(v, str) else v[0] for v in call.get("layouts", {}).values())
+        policies.update(k for k in policy if k != "backend")
+        backends.add(policy["backend"])
+    assert layouts == {"transposed", "sliced", "sliced_rows", "offset", "expanded", "channels_last", "same", "view",
+                       "row"}, layouts
+    assert {"float32", "float64", "float16", "bfloat16"} <= dtypes
+    assert policies == {"dynamic", "mark_dynamic"} and backends == {"eager", "aot_eager", "inductor"}
+    # the inductor share changes the backend only: the rest of the program is the same
+    a, b = generate(7), generate(7, inductor_share=1.0)
+    assert a.replace("'backend': 'eager'", "'backend': 'inductor'") == b
+
+
+def test_expanded_inputs_only_where_nothing_writes_them(tmp_path: "os.PathLike[str]") -> None:
+    assert written_arguments("def h(a):\n    a.add_(1)\n    return a\n\ndef program(x, y):\n    t = h(x[0])\n"
+                             "    return t + y\n") == {"x"}
+    assert written_arguments("def program(x, y, obj):\n    lst = [x]\n    lst[0][1] = 2\n    obj.n += 1\n"
+                             "    y.sum().item()\n    return y.t() * 2\n") == {"x"}
+    expanded = 0
+    for seed in range(120):  # and, running them, no eager call writes an expanded tensor
+        src = generate(seed)
+        calls, _, _ = _plan(src)
+        labels = {label for call in calls for label, lay in call.get("layouts", {}).items() if lay == "expanded"}
+        assert not {label.split("[")[0].split(".")[0] for label in labels} & written_arguments(src), seed
+        if labels:
+            expanded += 1
+            path = tmp_path / f"p{seed}.py"
+            path.write_text(src)
+            for call in run_side(str(path))["calls"]:
+                assert not call["exc"] or "more than one element" not in call["exc"][1], (seed, call["exc"])
+    assert expanded >= 20, expanded
+
+
+_EVERY_LAYOUT = """CALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}, {'reuse': True},
+         {'n': 5, 'dtype': 'float32', 'seed': 2, 'layouts': {'x': 'transposed', 'img': 'channels_last',
+          'xs[0]': 'sliced', 'xs[1]': 'expanded', 'y': ('row', 'x')}},
+         {'n': 4, 'dtype': 'bfloat16', 'seed': 3, 'layouts': {'x': 'offset', 'img': 'sliced_rows',
+          'xs[0]': ('same', 'x'), 'xs[1]': ('view', 'x')}}]
+COMPILE = {'backend': 'eager'}
+"""
+_EVERY_LAYOUT_INPUTS = "[('tensor', ('N', 4)), ('tensor', (4,)), ('tensor', ('N', 2, 3, 4)), ('list', 2, ('N', 4))]"
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_runner_builds_equal_layouts_for_both_sides(tmp_path: "os.PathLike[str]", train: bool) -> None:
+    path = tmp_path / "p.py"
+    path.write_text(_program(_EVERY_LAYOUT + "\ndef program(x, y, img, xs):\n    return x\n",
+                             _EVERY_LAYOUT_INPUTS, train))
+    module = load_module(str(path))
+    from framejit.fuzz.plan import calls_of
+    calls = calls_of(module, train)
+    for call in calls:
+        one, two = build_inputs(module, call, train)[2], build_inputs(module, call, train)[2]
+        for label, t in one.items():  # equal values in equal layouts
+            u = two[label]
+            assert torch.equal(t, u) and t.stride() == u.stride() and t.storage_offset() == u.storage_offset()
+    built = build_inputs(module, calls[2], train)[2]
+    x, y, img, xs0, xs1 = (built[k] for k in ("x", "y", "img", "xs[0]", "xs[1]"))
+    assert x.shape == (5, 4) and x.stride() == (1, 5)
+    assert img.is_contiguous(memory_format=torch.channels_last) and not img.is_contiguous()
+    assert xs0.stride() == (8, 2) and xs1.stride() == (0, 1)
+    assert y.data_ptr() == x[-1].data_ptr() and y.stride() == x[-1].stride()
+    args, leaves, built = build_inputs(module, calls[3], train)
+    x = built["x"]
+    assert x.is_contiguous() and x.storage_offset() == 3 and x.dtype == torch.bfloat16
+    base = x._base if x._base is not None else x
+    assert built["img"].stride()[0] == 2 * 2 * 3 * 4 and args[3][0] is x and args[3][1]._base is base
+    if train:
+        assert set(leaves) == {"x", "y", "img"} and all(t.requires_grad and t.is_leaf for t in leaves.values())
+
+
+def test_planted_stride_blind_backend_is_caught_by_layouts_alone(tmp_path: "os.PathLike[str]") -> None:
+    body = "def program(x, y):\n    return (x * 2 + y).sum(0), y.t() @ x\n"
+    inputs = "[('tensor', ('N', 4)), ('tensor', ('N', 4))]"
+    plain = _program(body, inputs)
+    strided = plain.replace("TRAIN = False\n", "TRAIN = False\nCALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}, "
+                            "{'n': 3, 'dtype': 'float32', 'seed': 2, 'layouts': {'x': 'transposed'}}]\n"
+                            "COMPILE = {'backend': 'eager', 'dynamic': True}\n")
+    results = run_programs([plain, strided], 0, str(tmp_path), backend=f"{PLANTED}:ignore_strides")
+    assert results[0].outcome == "ok", results[0].verdict
+    assert results[1].outcome == "mismatch", results[1].verdict
+    assert results[1].verdict["detail"].startswith("call 1 (N=3, float32, x transposed)")
+
+
+@pytest.mark.parametrize("policy, symbolic", [("{}", [False, True]), ("{'dynamic': True}", [True]),
+                                              ("{'mark_dynamic': ['x']}", [True])])
+def test_shape_policy_reaches_the_compiler(tmp_path: "os.PathLike[str]", policy: str, symbolic: list) -> None:
+    from tests.fuzz import planted
+    calls = "[{'n': 3, 'dtype': 'float32', 'seed': 1}, {'n': 5, 'dtype': 'float32', 'seed': 2}]"
+    path = tmp_path / "p.py"
+    path.write_text(_program(f"CALLS = {calls}\nCOMPILE = {policy}\n\ndef program(x):\n    return x * 2\n"))
+    planted.SYMBOLIC_DIM0.clear()
+    side = run_side(str(path), f"{PLANTED}:record_dim0")
+    assert planted.SYMBOLIC_DIM0 == symbolic and side["graphs"] == len(symbolic)
+
+
+def test_a_program_without_a_plan_gets_the_old_calls(tmp_path: "os.PathLike[str]") -> None:
+    path = tmp_path / "p.py"
+    path.write_text(_program("def program(x):\n    return x.cos()\n"))
+    assert run_side(str(path))["described"] == ["call 0 (N=3, float32)", "call 1 (same argument objects again)",
+                                                "call 2 (N=5, float32)", "call 3 (N=3, float64)"]
+
+
+def test_minimiser_keeps_the_plan_in_step_with_the_arguments() -> None:
+    from framejit.fuzz.minimise import _plainer_plans, _without_param
+    src = _program(_EVERY_LAYOUT.replace("COMPILE = {'backend': 'eager'}", "COMPILE = {'backend': 'eager', "
+                                         "'mark_dynamic': ['x', 'img']}")
+                   + "\ndef program(x, y, img, xs):\n    return x\n", _EVERY_LAYOUT_INPUTS)
+    calls, policy, inputs = _plan(_without_param(src, 0))  # x goes, and with it its layouts and its aliases
+    assert calls[2]["layouts"] == {"img": "channels_last", "xs[0]": "sliced", "xs[1]": "expanded"}
+    assert calls[3]["layouts"] == {"img": "sliced_rows"} and policy["mark_dynamic"] == ["img"] and len(inputs) == 3
+    calls, policy, _ = _plan(src)
+    plainer = [_plan(c)[:2] for c in _plainer_plans(src)]
+    assert plainer[0] == (calls[:3], policy)  # first the last call dropped, then one change at a time
+    assert (calls[:3] + [{**calls[3], "dtype": "float32"}], policy) in plainer
+    assert (calls, {"backend": "eager"}) in plainer and len(plainer) == 1 + 5 + 4 + 1 + 1
+
+
+def test_inductor_programs_compile_with_inductor(tmp_path: "os.PathLike[str]") -> None:
+    src = generate(11, inductor_share=1.0)
+    assert "'backend': 'inductor'" in src
+    path = tmp_path / "p.py"
+    path.write_text(src)
+    verdict = check_program(str(path))
+    assert verdict["outcome"] == "ok" and verdict["backend"] == "inductor" and verdict["graphs"] > 0, verdict
+
+
+def test_floats_printed_and_returned_compare_as_numbers_for_inductor() -> None:
+    from framejit.fuzz.compare import printed_alike
+    assert printed_alike("sum 3767698.0\n", "sum 3767696.75\n", torch.float32)  # a float32 sum, summed otherwise
+    assert printed_alike("max=1.234\n", "max=1.235\n", torch.float32)  # one unit of the last digit
+    assert printed_alike("tensor([0.2500, 1.1641])", "tensor([0.2510, 1.1641])", torch.bfloat16)
+    assert not printed_alike("max=1.234\n", "max=1.238\n", torch.float32)
+    assert not printed_alike("n 3\n", "n 4\n", torch.float32) and not printed_alike("a 1.0", "b 1.0", torch.float32)
+    from framejit.fuzz.compare import Loosened, diff, reordered_tolerance, snap
+    eager, reordered = snap(-0.1220291256904602), snap(-0.1220288872718811)  # a float32 .item() of a sum
+    assert diff(eager, reordered)[0] == "value"
+    loose = Loosened(floats=reordered_tolerance(torch.float32))
+    assert diff(eager, reordered, loose=loose) is None and diff(eager, snap(-0.1221), loose=loose)[0] == "value"
+    exp_chain = torch.tensor([396073376.0, 1.5, float("inf")])  # g.exp_() each call, then a product of rows
+    vectorised = torch.tensor([396072640.0, 1.5, float("inf")])
+    assert diff(snap(exp_chain), snap(vectorised))[0] == "value"
+    assert diff(snap(exp_chain), snap(vectorised), loose=Loosened(tensors=4.0)) is None
+    from_half = torch.tensor([15.06836223602295, 1.0])  # float32, from a float16 softmax one unit off
+    summed = snap(torch.tensor([15.068118095397949, 1.0]))
+    assert diff(snap(from_half), summed, loose=Loosened(tensors=4.0))[0] == "value"
+    assert diff(snap(from_half), summed, loose=Loosened(tensors=4.0, at_least=torch.float16)) is None
+
+
+def test_low_precision_gradients_get_a_few_units_in_the_last_place() -> None:
+    from framejit.fuzz.compare import Loosened, diff, snap
+    eager = torch.tensor([0.1478271484375, 0.01], dtype=torch.float16)
+    summed_otherwise = torch.tensor([0.147583007812, 0.01], dtype=torch.float16)  # 2 units off (float16 grads)
+    assert diff(snap(eager), snap(summed_otherwise))[0] == "value"
+    assert diff(snap(eager), snap(summed_otherwise), loose=Loosened(low_precision=4.0)) is None
+    assert diff(snap(eager), snap(eager + 0.01), loose=Loosened(low_precision=4.0))[0] == "value"
