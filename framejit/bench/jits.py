@@ -122,9 +122,16 @@ def torch_backend(name: str) -> Callable[..., Any]:
     return torch._dynamo.lookup_backend(name)
 
 
-def torch_compile(fn: Callable[..., Any], backend: Callable[..., Any]) -> Callable[..., Any]:
+def torch_compile(fn: Callable[..., Any], backend: Callable[..., Any], dynamic: bool | None = None
+                  ) -> Callable[..., Any]:
     import torch
-    return torch.compile(fn, backend=backend)
+    return torch.compile(fn, backend=backend, dynamic=dynamic)
+
+
+def torch_mark_dynamic(t: Any, dim: int) -> None:
+    """torch.compile's own mark of a dynamic dim (the fuzzer's reference marks what framejit's side marks)."""
+    import torch._dynamo
+    torch._dynamo.mark_dynamic(t, dim)
 
 
 def make_jit(kind: str, backend: str) -> FramejitJit | TorchJit:

@@ -146,7 +146,7 @@ def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | 
         backend = jits.torch_backend(spec.partition(":")[2])
 
         def compile_with(f: Callable, backend: Any) -> Callable:
-            return torch.compile(f, backend=backend, dynamic=dynamic)
+            return jits.torch_compile(f, backend, dynamic)
     else:
         backend = framejit.lookup_backend(resolve_backend(spec))
 
@@ -163,11 +163,13 @@ def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | 
 def _mark_dynamic(tensors: dict[str, torch.Tensor], labels: Sequence[str], torch_compile: bool) -> None:
     """Dim 0 of these arguments made dynamic before the call (torch.compile's own mark for the reference)."""
     if torch_compile:
-        import torch._dynamo
+        from framejit.bench.jits import torch_mark_dynamic as mark
+    else:
+        mark = framejit.mark_dynamic
     for label in labels:
         t = tensors.get(label)
         if t is not None and t.dim() >= 1:
-            (torch._dynamo.mark_dynamic if torch_compile else framejit.mark_dynamic)(t, 0)
+            mark(t, 0)
 
 
 def run_side(path: str, compile_with: str | None = None, progress: Callable[[str], None] = lambda s: None) -> dict:
