@@ -47,6 +47,7 @@ class GuardKind(enum.StrEnum):
     AUTOCAST = "AUTOCAST"
     GLOBAL_QUERY = "GLOBAL_QUERY"      # a query of global state folded to its answer
     SHAPE_ENV = "SHAPE_ENV"            # what the trace assumed of dynamic sizes (equalities, ranges...)
+    STORAGE_SHARING = "STORAGE_SHARING"  # which guarded tensors share storage (views of one another)
 
 
 GUARDED_VALUE = "\x00"

@@ -141,6 +141,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
                       code.co_firstlineno, broken)
     output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
+    output.guards.add_storage_sharing()
     tracebacks.remember_graph_lines(new_code, graphs)
     guard_fn, guard_source = compile_guard_fn(output.guards, code, argnames)
     guards = tuple(output.guards.ordered())

@@ -12,6 +12,7 @@ result with the value the check expects.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import operator
@@ -32,9 +33,17 @@ from framejit.codeobj import passed_cells
 from framejit.codeobj.reading import safe_repr
 
 _dispatch_keys = torch._C._dispatch_keys
+_has_storage = torch._C._has_storage
+_storage_id = torch._C._storage_id
 _get_default_device = torch._C._get_default_device
 _INLINE_TYPES = (int, str, bytes)
 _AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
+    """For each tensor, the position of the first one with the same storage (its own, where none is before)."""
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(_storage_id(t), i) if _has_storage(t) else i for i, t in enumerate(tensors))
 
 
 def _autocast_state() -> tuple[Any, ...]:
@@ -46,7 +55,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
                             "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
                             "___any_autocast": torch._C._is_any_autocast_enabled,
-                            "___autocast_state": _autocast_state, "___object_getattr": object.__getattribute__,
+                            "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing, "___object_getattr": object.__getattribute__,
                             "___dict_getitem": dict.__getitem__}
 
 
@@ -144,6 +153,16 @@ class GuardSet:
         checks = tuple(Check(e, field="shape") for e in readable)
         self.records[("", "SHAPE_ENV")] = _Record(None, GuardKind.SHAPE_ENV, (tuple(exprs), tokens), Guard(
             name="", kind=GuardKind.SHAPE_ENV, code_list=tuple(readable), source_kind="global", checks=checks))
+
+    def add_storage_sharing(self) -> None:
+        """Which guarded tensors share storage, as when traced: the trace's fakes share storage as the examples did,
+        and what was compiled relies on it (a write through one input is seen through the others, or not).
+        The fast path is the TENSOR_MATCH C++ call; this record explains a miss."""
+        tensors = [r for r in self.records.values() if r.kind == GuardKind.TENSOR_MATCH]
+        if len(tensors) > 1:
+            call = f"___storage_sharing({', '.join(_readable(r.source) for r in tensors)})"
+            self._add_global("STORAGE_SHARING", GuardKind.STORAGE_SHARING, "",
+                             _literal(call, "==", _storage_sharing(*(r.value for r in tensors))))
 
     def add_global_state(self) -> None:
         device = _get_default_device()
@@ -339,7 +358,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     for r in records:
-        if r.kind == GuardKind.TENSOR_MATCH or id(r) in done:
+        if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
             continue
         if r.kind == GuardKind.SHAPE_ENV:
             shape_exprs, tokens = r.value
@@ -409,6 +428,10 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
             return f"default device changed to {actual!r}"
         case GuardKind.SHAPE_ENV:
             return f"a dynamic size no longer satisfies `{text}`"
+        case GuardKind.STORAGE_SHARING:
+            names = [ast.unparse(a) for a in ast.parse(check.expr, mode="eval").body.args]
+            return (f"other tensors share storage (are views of one another) than when compiled: now "
+                    f"{_sharing(names, actual)}, then {_sharing(names, check.expected)}")
         case GuardKind.GLOBAL_QUERY:
             return f"{guard.name} now returns {safe_repr(actual)}"
         case GuardKind.AUTOCAST:
@@ -434,3 +457,12 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
                 return f"{guard.name}: value changed to {safe_repr(value)} (failed `{text}`)"
             return f"{guard.name}: a different object ({type(value).__name__}) than when compiled"
     return f"{guard.name}: failed `{text}`"
+
+
+def _sharing(names: list[str], groups: tuple[int, ...]) -> str:
+    """The groups of more than one tensor in `_storage_sharing`'s answer `groups`, by name."""
+    members: dict[int, list[str]] = {}
+    for name, first in zip(names, groups):
+        members.setdefault(first, []).append(name)
+    shared = [f"({', '.join(m)})" for m in members.values() if len(m) > 1]
+    return " and ".join(shared) or "none"

@@ -262,6 +262,25 @@ def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):
         assert type(compiled(torch.randn(4, 3, requires_grad=True)).grad_fn).__name__ != "CompiledFunctionBackward"
 
 
+def _exp_between_matmuls(x, w):
+    return ((x @ w).exp() @ w).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_retain_graph_after_a_plain_backward_as_in_eager(backend):
+    # a backward compiled to reuse its saved tensors as scratch ("donated buffers") would refuse every later
+    # retain_graph=True backward of the graph (torch.compile does); eager runs it
+    compiled = framejit.compile(_exp_between_matmuls, backend=backend)
+    x, w = _leaves((4, 4), (4, 4))
+    compiled(x, w).backward()
+    got, want = compiled(x, w), _exp_between_matmuls(x, w)
+    for _ in range(2):
+        torch.testing.assert_close(torch.autograd.grad(got, w, retain_graph=True),
+                                   torch.autograd.grad(want, w, retain_graph=True))
+    got.backward()
+    assert type(got.grad_fn).__name__ == "CompiledFunctionBackward"
+
+
 def _kept_in_a_list_and_written_again(x, log):
     t = torch.softmax(x, dim=-1)
     log.insert(0, t.mean(0))

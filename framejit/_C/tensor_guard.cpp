@@ -2,10 +2,14 @@
 // The Python guard function calls check_tensors(spec, t0, t1, ...); a spec is made once per
 // entry from the example tensors (make_spec). Readable per-tensor checks for failure
 // messages stay in Python (framejit/guards.py); this is only the fast path.
+// Which tensors share storage is checked too: the same ones as among the examples (STORAGE_SHARING).
 #include <Python.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -19,9 +23,61 @@ struct TensorSpec {
   std::vector<int64_t> sizes;    // -1: a dynamic dim, any size (the shape guards check it)
   std::vector<int64_t> strides;  // -1: a symbolic stride, any (the shape guards check it)
   int64_t storage_offset;
+  int64_t shares_with;  // the first earlier example with the same storage, or -1 (none, or no storage)
 };
 
 using Spec = std::vector<TensorSpec>;
+
+// (unsafe_storage: a wrapper subclass's storage() throws; its own empty storage is distinct from any other)
+const void* storage_id(const at::Tensor& t) {
+  return t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+}
+
+// A set of storage ids, open addressing in a table of 2^k slots at least twice the count: one multiply and, as
+// allocators hand out distinct addresses, almost always one probe per insert.
+class StorageIdSet {
+ public:
+  explicit StorageIdSet(size_t count) {
+    size_t slots = 64;
+    while (slots < 2 * count) slots *= 2;
+    shift_ = 64 - __builtin_ctzll(slots);
+    table_ = slots <= kInline ? inline_ : (heap_ = std::vector<const void*>(slots)).data();
+    mask_ = slots - 1;
+    std::fill(table_, table_ + slots, nullptr);
+  }
+  // false where `id` is in the set already
+  bool insert(const void* id) {
+    size_t i = (reinterpret_cast<uintptr_t>(id) * 0x9E3779B97F4A7C15ull) >> shift_;
+    for (; table_[i] != nullptr; i = (i + 1) & mask_) {
+      if (table_[i] == id) return false;
+    }
+    table_[i] = id;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kInline = 1024;
+  const void* inline_[kInline];
+  std::vector<const void*> heap_;
+  const void** table_;
+  size_t mask_;
+  int shift_;
+};
+
+// Each tensor shares storage with its example's `shares_with`, and the others' storages are all distinct.
+bool same_storage_sharing(const Spec& spec, PyObject* const* tensors) {
+  StorageIdSet alone(spec.size());
+  for (size_t i = 0; i < spec.size(); ++i) {
+    const void* id = storage_id(THPVariable_Unpack(tensors[i]));
+    int64_t with = spec[i].shares_with;
+    if (with >= 0) {
+      if (id == nullptr || id != storage_id(THPVariable_Unpack(tensors[with]))) return false;
+    } else if (id != nullptr && !alone.insert(id)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 c10::DispatchKeySet effective_keys(const at::Tensor& t) {
   auto tls = c10::impl::tls_local_dispatch_key_set();
@@ -81,6 +137,7 @@ PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   auto spec = new Spec();
+  std::unordered_map<const void*, Py_ssize_t> first_with_storage;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(examples); ++i) {
     PyObject* obj = PyList_GET_ITEM(examples, i);
     if (!THPVariable_Check(obj)) {
@@ -90,7 +147,11 @@ PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     const at::Tensor& t = THPVariable_Unpack(obj);
     TensorSpec ts{Py_TYPE(obj), effective_keys(t), t.scalar_type(), t.device(), t.requires_grad(),
-                  t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+                  t.sizes().vec(), t.strides().vec(), t.storage_offset(), -1};
+    if (const void* id = storage_id(t)) {
+      auto first = first_with_storage.emplace(id, i).first;
+      if (first->second != i) ts.shares_with = first->second;
+    }
     if (!mark_any(dynamic, i, ts.sizes) || !mark_any(dynamic_strides, i, ts.strides)) {
       delete spec;
       return nullptr;
@@ -114,6 +175,7 @@ PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   for (Py_ssize_t i = 1; i < nargs; ++i) {
     if (!matches((*spec)[i - 1], args[i])) Py_RETURN_FALSE;
   }
+  if (nargs > 2 && !same_storage_sharing(*spec, args + 1)) Py_RETURN_FALSE;
   Py_RETURN_TRUE;
 }
 
@@ -121,7 +183,8 @@ PyMethodDef methods[] = {
     {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
      "make_spec(list of example tensors, dynamic dims of each or None, dynamic strides of each or None) -> spec"},
     {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
-     METH_FASTCALL, "check_tensors(spec, *tensors) -> bool: every tensor matches its example"},
+     METH_FASTCALL,
+     "check_tensors(spec, *tensors) -> bool: every tensor matches its example and shares storage with the same others"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH guards in C++", -1, methods};

@@ -6,6 +6,7 @@ in much of torch (TorchDynamo's utilities among them, which AOTAutograd itself u
 should not."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import torch
@@ -13,7 +14,7 @@ import torch
 from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops
+from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, storage_of
 from framejit.backends.registry import register_backend
 from framejit.contracts import Backend
 
@@ -118,7 +119,8 @@ def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]]
 
     training = torch.is_grad_enabled()
     try:
-        compiled = compile(noting)
+        with _no_autograd_cache_if_inputs_share_storage(example_inputs), _no_donated_buffers():
+            compiled = compile(noting)
     except Exception as e:
         # a graph that switches grad mode leaves it switched where AOTAutograd's tracing stopped
         torch._C._set_grad_enabled(training)
@@ -129,6 +131,33 @@ def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]]
         return gm
     fate.compiled_by(name)
     return compiled
+
+
+def _no_autograd_cache_if_inputs_share_storage(example_inputs: list[Any]) -> Any:
+    """AOTAutograd's cache off for a graph whose inputs share storage: its key leaves out where in the storage
+    each input starts, while the compiled code it stores writes and views the inputs at the offsets of the first
+    compile (a graph for `x[3]` and `x` would write `x[2]`)."""
+    storages = [s for s in map(storage_of, example_inputs) if s is not None]
+    if len(set(storages)) == len(storages):
+        return contextlib.nullcontext()
+    import torch._functorch.config
+    return torch._functorch.config.patch(enable_autograd_cache=False)
+
+
+@contextlib.contextmanager
+def _no_donated_buffers() -> Any:
+    """AOTAutograd gives the backward no saved tensor to reuse as scratch (a "donated buffer"). One that does
+    destroys what it saved, and AOTAutograd then refuses every later `backward(retain_graph=True)` of the graph
+    ("compiled with non-empty donated buffers"), where eager runs it. The donated positions come from one
+    function; with none, the backward keeps its saved tensors and the refusal does not fire. (Turning
+    `config.donated_buffer` off does not do it: the check at run time reads that global flag.)"""
+    from torch._functorch._aot_autograd import graph_compile
+    collect = graph_compile.collect_bw_donated_buffer_idxs
+    graph_compile.collect_bw_donated_buffer_idxs = lambda *args, **kwargs: []
+    try:
+        yield
+    finally:
+        graph_compile.collect_bw_donated_buffer_idxs = collect
 
 
 def _forward_alone_runs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import torch
 import torch.fx
 
-from framejit.contracts import Tracer
+from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.sources import AttrSource
@@ -102,6 +102,8 @@ class TensorVariable(Variable):
                                            [self, ConstantVariable(name)], {})
         if name == "grad":
             unsupported("reading .grad of a tensor inside a graph", BreakCode.TENSOR_ATTR)
+        if name == "is_leaf":
+            return ConstantVariable(self._is_leaf(tx))
         if name == "__class__":  # its type (guarded with the tensor), not a method: callable() is true of classes
             return ObjectVariable(self.python_type(), AttrSource(self.source, name) if self.source else None)
         if callable(getattr(torch.Tensor, name, None)):
@@ -109,6 +111,15 @@ class TensorVariable(Variable):
         if not hasattr(torch.Tensor, name):
             unsupported(f"'Tensor' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
         unsupported(f"tensor attribute {name!r}", BreakCode.TENSOR_ATTR)
+
+    def _is_leaf(self, tx: Tracer) -> bool:
+        """A graph input's is the real tensor's, guarded (a later call may pass one an op computed); a value the
+        graph computes has its fake's (autograd records the trace's ops on fakes as on real tensors)."""
+        if self.node.op != "placeholder" or self.source is None:
+            return self.example.is_leaf
+        real = next(i.value for i in tx.output.inputs if i.node is self.node)
+        tx.output.guards.add(AttrSource(self.source, "is_leaf"), GuardKind.EQUALS, real.is_leaf)
+        return real.is_leaf
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
                     kwargs: dict[str, Variable]) -> Variable:

@@ -32,7 +32,11 @@ _STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "
 _GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
 _CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
                                            "get_autocast_cpu_dtype", "_is_any_autocast_enabled",
-                                           "_get_current_dispatch_mode_stack"}  # nn.MultiheadAttention asks it
+                                           "_get_current_dispatch_mode_stack",  # nn.MultiheadAttention asks it
+                                           "are_deterministic_algorithms_enabled",
+                                           "is_deterministic_algorithms_warn_only_enabled", "is_anomaly_enabled",
+                                           "is_anomaly_check_nan_enabled", "is_inference_mode_enabled",
+                                           "get_num_threads", "get_float32_matmul_precision"}
 # Usage telemetry (nn.Module.__init__ logs "python.nn_module"): nothing a graph computes depends on it, so a
 # module built inside the trace skips it.
 _TRACE_NOOPS = frozenset({"_log_api_usage_once"})

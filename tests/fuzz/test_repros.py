@@ -21,9 +21,6 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
                             "grad; eager's view keeps no history until something reads its grad_fn or is_leaf, so "
                             "its in-place write raises 'a leaf Variable'; the trace reads it (torch.compile fails "
                             "it too)",
-    "repro_4200000_29.py": "framejit under inductor with symbolic sizes: `for e in x:` with a graph break in the "
-                           "body, `y.copy_(x / x)` and a write into the row `e`: wrong values in x from N=5 "
-                           "(static shapes, backends eager/aot_eager and torch.compile with inductor agree)",
     "repro_4000000_5.py": "inductor, not framejit: `x[-1] = torch.flip(y, [0])` with y passed as x[-1]; the "
                           "compiled copy reads y while writing it (torch.compile with inductor fails it too; eager "
                           "and aot_eager agree)",

@@ -96,6 +96,50 @@ def test_grad_mode_change_recompiles():
     assert cnt.frame_count == 2
 
 
+def _writes_then_reads(row, x):
+    row.add_(1)
+    return x * 2
+
+
+def test_inputs_that_become_views_of_one_another_recompile_with_the_reason():
+    # AOTAutograd compiles for the inputs' aliasing: code for distinct tensors, run on a row and its matrix, would
+    # read the matrix before the write
+    failures = []
+    f = framejit.optimize("aot_eager", guard_fail_fn=failures.append)(_writes_then_reads)
+    for aliased in (False, True, False, True):
+        x = torch.zeros(3, 2)
+        row = x[0] if aliased else torch.zeros(2)  # storage offset 0 either way
+        want_x = x.clone()
+        want = _writes_then_reads(want_x[0] if aliased else row.clone(), want_x)
+        assert same(f(row, x), want)
+    assert len(failures) == 1, [f.reason for f in failures]
+    assert "share storage" in failures[0].reason and "(L['row'], L['x'])" in failures[0].reason, failures[0].reason
+
+
+def test_the_same_sharing_hits_the_cache():
+    cnt, f = _compiled(fn=_writes_then_reads)
+    for i in range(4):
+        x = torch.zeros(3, 2)
+        assert same(f(x[0], x), _writes_then_reads(*(lambda c: (c[0], c))(torch.zeros(3, 2))))
+    assert cnt.frame_count == 1
+
+
+def test_inductor_writes_the_row_it_is_given_under_symbolic_sizes():
+    # AOTAutograd's cache key leaves out the storage offsets of aliased inputs: a second row must not reuse the
+    # code compiled for the first
+    def write_row(row, x):
+        row[row > 0] = torch.sum(row)
+        return x * 2
+
+    f = framejit.compile(write_row, backend="inductor")
+    for n, i in [(3, 1), (5, 2), (5, 3), (5, 4)]:  # the second size makes dim 0 symbolic
+        x = torch.randn(n, 8)
+        want_x = x.clone()
+        want = write_row(want_x[i], want_x)
+        torch.testing.assert_close(f(x[i], x), want)
+        torch.testing.assert_close(x, want_x, msg=f"n={n}, row {i}")
+
+
 def _helper(x):
     return x + 1
 

@@ -5,7 +5,9 @@ Each property is a function whose result depends on that property alone, and two
 base one and one where the property differs. Each policy compiles the function anew and calls it with a sequence
 that changes sizes (so that automatic dynamic shapes make dims symbolic) and then the property, back and forth:
 each call's result must equal eager's. A guard that forgot the property would run the code compiled for the other
-value and give the other branch's result.
+value and give the other branch's result. The policies: static, automatic dynamic, dynamic=True, mark_dynamic,
+and "unbacked" (fullgraph, with a data-dependent size in the graph); each under eager and aot_eager, which
+compiles for the inputs' aliasing.
 """
 from __future__ import annotations
 
@@ -49,6 +51,14 @@ def channels_last(x):
 
 def is_float64(x):
     return x.dtype == torch.float64
+
+
+def on_cpu(x):
+    return x.device.type == "cpu"
+
+
+def densified_if_sparse(x):
+    return x.to_dense() * 2 if x.is_sparse else x * 2
 
 
 def requires_grad(x):
@@ -120,11 +130,17 @@ PROPS = [
          lambda changed, n: (_t(n, 3, 4, 4).to(memory_format=torch.channels_last) if changed else _t(n, 3, 4, 4),)),
     Prop("storage offset", plus_offset, lambda changed, n: (_t(n + 1, 4)[1:] if changed else _t(n, 4),)),
     Prop("dtype", _branch_on(is_float64), lambda changed, n: (_t(n, 4).double() if changed else _t(n, 4),)),
+    Prop("device", _branch_on(on_cpu), lambda changed, n: (_t(n, 4).to("meta") if changed else _t(n, 4),)),
+    Prop("layout", densified_if_sparse, lambda changed, n: (_t(n, 4).to_sparse() if changed else _t(n, 4),)),
     Prop("requires_grad", _branch_on(requires_grad),
          lambda changed, n: (_t(n, 4).requires_grad_(changed),)),
     Prop("is_leaf", _branch_on(is_leaf), _leaf_or_not),
     Prop("aliasing", writes_first,
          lambda changed, n: (lambda a: (a, a) if changed else (a, a.clone()))(_t(n, 4))),
+    Prop("aliasing of views", writes_first,  # the first argument a row of the second, or not
+         lambda changed, n: (lambda a: (a[0], a) if changed else (a[0].clone(), a))(_t(n, 4))),
+    Prop("which row an aliased view is", writes_first,  # the same aliasing, another storage offset
+         lambda changed, n: (lambda a: (a[2] if changed else a[1], a))(_t(n, 4))),
     Prop("grad mode", reads_grad_mode, lambda changed, n: (_t(n, 4),),
          state=lambda changed: torch.no_grad() if changed else contextlib.nullcontext()),
     Prop("autocast", reads_autocast, lambda changed, n: (_t(n, 4),),
@@ -137,9 +153,23 @@ PROPS = [
                                         torch.use_deterministic_algorithms, changed)),
 ]
 
-POLICIES = ["static", "automatic", "dynamic=True", "mark_dynamic"]
+POLICIES = ["static", "automatic", "dynamic=True", "mark_dynamic", "unbacked"]
 # (changed, size of dim 0): sizes change first, so automatic dynamic makes dim 0 symbolic before the property does
 CALLS = [(False, 3), (False, 5), (True, 5), (False, 6), (True, 7), (True, 3), (False, 3)]
+
+
+def _with_an_unbacked_size(fn):
+    """`fn` in a graph that also holds a data-dependent size (the "unbacked" policy compiles it fullgraph)."""
+    def with_unbacked(*args):
+        n = torch.arange(3).nonzero().shape[0]
+        return fn(*args) + torch.ones(n).sum() * 0
+    return with_unbacked
+
+
+def _compiled(fn, policy, backend):
+    if policy == "unbacked":
+        return framejit.compile(_with_an_unbacked_size(fn), backend=backend, fullgraph=True)
+    return framejit.compile(fn, backend=backend, dynamic={"static": False, "dynamic=True": True}.get(policy))
 
 
 def _arguments(prop, changed, n, policy):
@@ -152,10 +182,11 @@ def _arguments(prop, changed, n, policy):
     return args
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])  # AOTAutograd compiles for the inputs' aliasing
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("prop", PROPS, ids=[p.name for p in PROPS])
-def test_a_changed_property_recompiles_or_cannot_matter(prop, policy):
-    compiled = framejit.compile(prop.fn, backend="eager", dynamic={"static": False, "dynamic=True": True}.get(policy))
+def test_a_changed_property_recompiles_or_cannot_matter(prop, policy, backend):
+    compiled = _compiled(prop.fn, policy, backend)
     for i, (changed, n) in enumerate(CALLS):
         torch.manual_seed(i)
         args = _arguments(prop, changed, n, policy)
@@ -184,7 +215,7 @@ class _Flagged(nn.Module):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_module_training_flag_and_hooks(policy):
     model = _Flagged()
-    compiled = framejit.compile(model, backend="eager", dynamic={"static": False, "dynamic=True": True}.get(policy))
+    compiled = _compiled(model, policy, "eager")
     handle = None
     for i, (changed, n) in enumerate(CALLS):
         x = _arguments(Prop("", None, lambda c, n: (_t(n, 4),)), changed, n, policy)[0]
