@@ -192,6 +192,8 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _
 # the most elements of a tensor eager's ops save on some outputs' paths only that is copied (64 KiB of float32): a
 # decoder's key/value cache is one such tensor per layer, which a training step should not copy
 _SMALL = 16384
+# gm.meta key: the graph inputs the compiled node saves (itself or a view), found on its first call in grad mode
+_NODE_SAVES_INPUTS = "framejit_node_saves_inputs"
 
 
 def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
@@ -206,8 +208,10 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
       `x` and recomputes `y = x + x` in backward, where eager's op saved `y`) is copied before the graph returns
       (no program code ran since the save): the program may write into `x` after the graph, as eager allows.
       The first call finds out, under saved-tensor hooks of our own, whether the node saves any; a graph whose
-      node saves none runs without them from then on. Under them AOTAutograd's own version check is off, and
-      their unpack makes it for every saved tensor not copied.
+      node saves none runs without them from then on, and one whose node saves only inputs that the graph does not
+      write and nothing else shares (a causal mask buffer, a convolution's bias the partitioner keeps) is given
+      copies of those inputs instead (a copy per call, as under the hooks, without their cost per saved tensor). Under the hooks AOTAutograd's own version
+      check is off, and their unpack makes it for every saved tensor not copied.
     - A graph output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)` returned:
       logsumexp saves `t`) reaches the program as a clone, if small and nothing else shares its memory: the
       program may write into `t` after the graph and backward from `t` alone, which never runs logsumexp's
@@ -228,7 +232,10 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     cloned = _outputs_to_clone(gm, some_paths)
     cloned_keys = {("output", o) for o in cloned}
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
-    hooked: list[bool | None] = [None]  # unknown until the first call in grad mode
+    # unknown until the first call in grad mode; then False (the node saves nothing the program may write), the
+    # inputs it saves passed as copies from then on (a tuple of positions), or True (held under the hooks)
+    hooked: list[bool | tuple[int, ...] | None] = [None]
+    copyable = _inputs_passable_as_copies(gm)
 
     def cloning(results: Any) -> Any:
         if not cloned:
@@ -247,6 +254,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             return gm(*args)
         if hooked[0] is False:
             return cloning(graph_fn(*args))
+        if type(hooked[0]) is tuple:
+            args = list(args)
+            for i in hooked[0]:
+                args[i] = _clone_alike(args[i])
+            return cloning(graph_fn(*args))
         held: list[list] = []
 
         def pack(tensor: torch.Tensor) -> list:
@@ -256,20 +268,44 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
             results = graph_fn(*args)
         values = {("input", i): a for i, a in enumerate(args)} | {("output", o): r for o, r in enumerate(results)}
-        copied = {_storage(v) for key, v in values.items() if key not in cloned_keys and
-                  (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)} - {None}
-        found = False
+        copied = {_storage(v): key for key, v in values.items() if key not in cloned_keys and
+                  (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)}
+        copied.pop(None, None)
+        if hooked[0] is None:  # what the node saves of the inputs passed as they are checks their versions itself
+            saved = {_storage(entry[0]) for entry in held}
+            gm.meta[_NODE_SAVES_INPUTS] = frozenset(i for i, a in enumerate(args) if _storage(a) in saved)
+        found: set[Check] = set()
         for entry in held:
             # a counter the graph's call set back (inductor restores batch norm statistics' versions after writing
             # them, as eager's kernel never moves them) is noted as the program receives it
             entry[1] = min(entry[1], entry[0]._version)
-            if _storage(entry[0]) in copied:
+            if (key := copied.get(_storage(entry[0]))) is not None:
                 entry[0] = entry[0].detach().clone()
-                entry[1], found = entry[0]._version, True
+                entry[1] = entry[0]._version
+                found.add(key)
         if hooked[0] is None:
-            hooked[0] = found
+            inputs = tuple(sorted(i for kind, i in found if kind == "input"))
+            hooked[0] = bool(found) and (inputs if found == {("input", i) for i in inputs} and
+                                         copyable.issuperset(inputs) else True)
+            if type(hooked[0]) is tuple:
+                gm.meta[_NODE_SAVES_INPUTS] -= set(inputs)
         return cloning(results)
     return run
+
+
+def _inputs_passable_as_copies(gm: torch.fx.GraphModule) -> set[int]:
+    """The graph inputs a call may pass as copies, so that what the node saves of them is out of the program's reach:
+    no op of the graph writes into them, and no other input or output shares their memory (the storage-sharing
+    guard keeps it so). A gradient flows through the copy to the input, as autograd records the copy."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = [n for n in gm.graph.output_node().args[0] if isinstance(n, torch.fx.Node)]
+    storages = [s for n in (*placeholders, *out) if (s := node_storage(n)) is not None]
+    written = {s for n in gm.graph.nodes if writes_into_first_argument(n)
+               and isinstance(target := n.kwargs.get("out", n.args[0]), torch.fx.Node)
+               and (s := node_storage(target)) is not None}
+    written.update(s for n in gm.graph.nodes for a in batch_norm_stats_written(n) if (s := node_storage(a)) is not None)
+    return {i for i, p in enumerate(placeholders) if (s := node_storage(p)) is not None and storages.count(s) == 1
+            and s not in written}
 
 
 def _clone_alike(tensor: torch.Tensor) -> torch.Tensor:
@@ -343,9 +379,24 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         return graph_fn
     inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
     outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
+    narrowed = [False]
+
+    def narrow(node_saves: frozenset[int]) -> None:
+        """Leave to the node the checks of the inputs it saves: its own unpack raises as eager's op does (a view
+        shares the version counter); an output all of whose checks it makes needs no hook."""
+        nonlocal checks, inputs, outputs
+        checks = {o: kept for o, cs in checks.items()
+                  if (kept := [c for c in cs if not (c[0] == "input" and c[1] in node_saves)])}
+        inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
+        outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
+        narrowed[0] = True
 
     def run(*args: Any) -> Any:
         results = graph_fn(*args)
+        if not narrowed[0] and (node_saves := gm.meta.get(_NODE_SAVES_INPUTS)) is not None:
+            narrow(node_saves)
+        if not checks:
+            return results
         # (a backend may return other values than the graph's tensors: such outputs are not checked)
         noted = {("input", i): _noting(args[i]) for i in inputs}
         noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
