@@ -1,4 +1,5 @@
-"""Builds the two native parts: the PEP 523 hook (C) and the TENSOR_MATCH fast path (C++ against torch).
+"""Builds the native parts: the PEP 523 hook (C), the TENSOR_MATCH fast path and the snapshots of small inputs
+a graph writes (C++ against torch).
 
 Everything else is in pyproject.toml. torch must be installed first (pip --no-build-isolation),
 since the tensor guard compiles against its headers.
@@ -16,6 +17,11 @@ setup(
         CppExtension(
             "framejit._C._tensor_guard",
             sources=["framejit/_C/tensor_guard.cpp"],
+            extra_compile_args=["-O2"],
+        ),
+        CppExtension(
+            "framejit._C._tensor_state",
+            sources=["framejit/_C/tensor_state.cpp"],
             extra_compile_args=["-O2"],
         ),
     ],

@@ -25,7 +25,7 @@ from bytecode import Label, TryBegin, TryEnd
 from torch._C._autograd import CreationMeta
 
 from framejit import logs
-from framejit._C import _hook
+from framejit._C import _hook, _tensor_state
 from framejit.backends.mutation import batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
 from framejit.codegen import PyCodegen
 from framejit.codeobj import arg_slot_names, passed_cells
@@ -110,45 +110,91 @@ _SNAPSHOT_NUMEL = 16384
 def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
                     unversioned: frozenset[int]) -> Callable[..., Any]:
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
-    autograd (buffers; parameters under no_grad) are copied before the call (one `_foreach_copy_` into buffers
-    kept per thread) and put back; small inputs autograd tracks (written by a graph that runs as eager torch
-    ops) are cloned, history included, and put back by a `copy_` autograd records, so that their gradient flows
-    to the clone's history, which is the input's before the call. If another was written before the exception
-    (its version counter moved, or it is one of the `unversioned` positions, whose writes do not move it), the
-    exception is marked: running the frame again would write twice, so it is not rerun. (After a call that returns,
-    `keeping_versions` gave the `unversioned` positions back the versions they had.)"""
+    autograd (buffers; parameters under no_grad) are copied before the call and put back; small inputs autograd
+    tracks (written by a graph that runs as eager torch ops) are cloned, history included, and put back by a
+    `copy_` autograd records, so that their gradient flows to the clone's history, which is the input's before
+    the call. If another was written before the exception (its version counter moved, or it is one of the
+    `unversioned` positions, whose writes do not move it), the exception is marked: running the frame again would
+    write twice, so it is not rerun. (After a call that returns, `keeping_versions` gave the `unversioned`
+    positions back the versions they had.)
+
+    The copies of dense CPU tensors are one C++ call (`_C/tensor_state.cpp`: the bytes of all of them, and every
+    input's version); others (another device, a tensor subclass) take `_foreach_copy_` into buffers kept per
+    thread."""
     kept = threading.local()
 
     def run(*args: Any) -> Any:
         inputs = [args[i] for i in positions]
-        versions = [t._version for t in inputs]
         # without grad mode a write records no history: the values are all there is to put back
         grad_mode = torch.is_grad_enabled()
-        small = [t for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and not (grad_mode and t.requires_grad)]
+        native = _tensor_state.take(inputs, _SNAPSHOT_NUMEL, grad_mode)
+        snapshot = _NativeSnapshot(native, inputs) if native is not None else _TorchSnapshot(inputs, grad_mode, kept)
+        tracked = {k: inputs[k].clone() for k in snapshot.tracked()}
+        try:
+            return graph_fn(*args)
+        except Exception as e:
+            moved = set(snapshot.moved())
+            changed = [k for k, i in enumerate(positions) if k in moved or i in unversioned]
+            if any(not snapshot.has(k) and k not in tracked for k in changed) or \
+                    not _put_back([inputs[k] for k in changed if k in tracked],
+                                  {id(inputs[k]): c for k, c in tracked.items()}):
+                e._framejit_wrote_inputs = True
+                raise
+            for k in changed:
+                if snapshot.has(k):
+                    snapshot.put_back(k)
+            raise
+    return run
+
+
+class _NativeSnapshot:
+    def __init__(self, native: Any, inputs: list[torch.Tensor]) -> None:
+        self.native, self.inputs = native, inputs
+
+    def tracked(self) -> list[int]:
+        return _tensor_state.tracked(self.native)
+
+    def moved(self) -> list[int]:
+        return _tensor_state.moved(self.native, self.inputs)
+
+    def has(self, k: int) -> bool:
+        return self.inputs[k].numel() <= _SNAPSHOT_NUMEL and k not in self.tracked()
+
+    def put_back(self, k: int) -> None:
+        _tensor_state.restore(self.native, self.inputs, k)
+
+
+class _TorchSnapshot:
+    """The same with torch ops (any device, any tensor subclass)."""
+
+    def __init__(self, inputs: list[torch.Tensor], grad_mode: bool, kept: threading.local) -> None:
+        self.inputs = inputs
+        self.versions = [t._version for t in inputs]
+        self.small = [k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL
+                      and not (grad_mode and t.requires_grad)]
+        self._tracked = [k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL
+                         and grad_mode and t.requires_grad]
+        small = [inputs[k] for k in self.small]
         if small:
             with torch.no_grad():
                 try:  # dtypes and devices are guarded: only a dynamic size, or a first call on this thread, misfits
                     torch._foreach_copy_(kept.buffers, small)
                 except (AttributeError, RuntimeError):
                     kept.buffers = [t.clone() for t in small]
-        tracked = [(t, t.clone()) for t in inputs if t.numel() <= _SNAPSHOT_NUMEL and grad_mode and t.requires_grad]
-        try:
-            results = graph_fn(*args)
-        except Exception as e:
-            copies = {id(t): b for t, b in zip(small, kept.buffers)} if small else {}
-            clones = {id(t): c for t, c in tracked}
-            changed = [t for i, t, v in zip(positions, inputs, versions) if t._version != v or i in unversioned]
-            if any(id(t) not in copies and id(t) not in clones for t in changed) or \
-                    not _put_back([t for t in changed if id(t) in clones], clones):
-                e._framejit_wrote_inputs = True
-                raise
-            with torch.no_grad():
-                for t in changed:
-                    if id(t) in copies:
-                        t.copy_(copies[id(t)])
-            raise
-        return results
-    return run
+        self.buffers = dict(zip(self.small, kept.buffers)) if small else {}
+
+    def tracked(self) -> list[int]:
+        return self._tracked
+
+    def moved(self) -> list[int]:
+        return [k for k, (t, v) in enumerate(zip(self.inputs, self.versions)) if t._version != v]
+
+    def has(self, k: int) -> bool:
+        return k in self.buffers
+
+    def put_back(self, k: int) -> None:
+        with torch.no_grad():
+            self.inputs[k].copy_(self.buffers[k])
 
 
 def _put_back(tracked: list[torch.Tensor], clones: dict[int, torch.Tensor]) -> bool:

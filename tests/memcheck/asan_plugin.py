@@ -27,10 +27,12 @@ def _load(name: str) -> None:
 assert "framejit._C._hook" not in sys.modules, "framejit was imported before the ASan plugin"
 _load("_hook")
 _load("_tensor_guard")
+_load("_tensor_state")
 
 import framejit.guards  # noqa: E402
+import framejit.rerun  # noqa: E402
 
-for _module in (framejit._C._hook, framejit.guards._tensor_guard):
+for _module in (framejit._C._hook, framejit.guards._tensor_guard, framejit.rerun._tensor_state):
     assert _module.__file__.startswith(LIB), f"{_module.__name__} is not the ASan build: {_module.__file__}"
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Runs the tests that drive framejit's C extensions (framejit/_C/hook.c, framejit/_C/tensor_guard.cpp) under a
+"""Runs the tests that drive framejit's C extensions (framejit/_C/hook.c, tensor_guard.cpp, tensor_state.cpp) under a
 memory checker, and says what each checker found.
 
     python tests/memcheck/run_memcheck.py [debug|asan|valgrind|all ...] [--timeout S] [-- pytest paths/args]
@@ -10,7 +10,7 @@ debug     PYTHONMALLOC=debug python -X dev -m pytest DEBUG_SUBSET. CPython's deb
           around every PyMem/PyObject block (checked on free and realloc), freed memory filled with 0xDD
           (a use after free reads garbage and crashes), calls without the GIL and mismatched allocator
           families are fatal errors. About a minute.
-asan      The two extensions rebuilt with -fsanitize=address into a temporary directory (setup.py's own build,
+asan      The extensions rebuilt with -fsanitize=address into a temporary directory (setup.py's own build,
           the in-place .so files untouched) and loaded in their place by tests/memcheck/asan_plugin.py; python
           runs with LD_PRELOAD=libasan (and libstdc++), PYTHONMALLOC=malloc (Python objects in malloc'd blocks,
           so ASan sees a use after free of an object in our code) and ASAN_OPTIONS=detect_leaks=0 (CPython and
@@ -57,6 +57,7 @@ DEBUG_SUBSET = [
     "tests/graph_breaks/test_exceptions.py",
     "tests/graph_breaks/test_stack_and_calls.py",
     "tests/graph_breaks/test_loops.py",
+    "tests/reliability/test_rerun_on_graph_error.py",  # snapshots of what a graph writes (tensor_state.cpp)
 ]
 ASAN_SUBSET = DEBUG_SUBSET
 VALGRIND_SUBSET = ["tests/hook", "tests/reliability/test_many_arguments.py"]
@@ -65,7 +66,8 @@ VALGRIND_SUBSET = ["tests/hook", "tests/reliability/test_many_arguments.py"]
 DEBUG_ERRORS = re.compile(r"Fatal Python error|Debug memory block at address|bad (leading|trailing) pad byte|"
                           r"==\d+==ERROR: AddressSanitizer|AddressSanitizer:DEADLYSIGNAL|"
                           r"AddressSanitizer: CHECK failed")
-FRAMEJIT_FRAME = re.compile(r"framejit/_C/|\bhook\.c:|\btensor_guard\.cpp:|_hook\.cpython|_tensor_guard\.cpython")
+FRAMEJIT_FRAME = re.compile(r"framejit/_C/|\bhook\.c:|\btensor_(guard|state)\.cpp:|_hook\.cpython|"
+                            r"_tensor_(guard|state)\.cpython")
 
 
 @dataclass

@@ -340,3 +340,26 @@ def test_a_graph_that_raises_where_eager_does_not_gives_eagers_result_and_a_warn
         torch.testing.assert_close(compiled(x), fn(x))
     assert "raised ValueError: the backend's kernel failed; the frame ran as Python" in caplog.text
     assert backend.counter.frame_count == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(6.0),                              # dense: copied by the C++ snapshot
+    lambda: torch.arange(6.0).reshape(2, 3).t(),            # dense, not contiguous: one block of bytes all the same
+    lambda: torch.arange(12.0)[::2],                        # gaps: torch ops copy it
+    lambda: torch.arange(6, dtype=torch.int64),
+], ids=["contiguous", "transposed", "step-sliced", "int64"])
+def test_what_a_graph_wrote_before_it_raised_is_put_back_whatever_its_layout(make):
+    from framejit.rerun import checking_writes
+
+    def writes_then_raises(state, other):
+        state.add_(7)
+        other.mul_(3)
+        raise ValueError("only real data shows it")
+
+    state, other = make(), make()
+    before = (state.clone(), other.clone())
+    with pytest.raises(ValueError) as raised:
+        checking_writes(writes_then_raises, [0, 1], frozenset())(state, other)
+    assert not getattr(raised.value, "_framejit_wrote_inputs", False)  # all put back: the frame may run again
+    torch.testing.assert_close((state, other), before, rtol=0, atol=0)
+    assert state._version > 0  # a put-back moves the version as eager's copy_ would
