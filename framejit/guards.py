@@ -55,8 +55,8 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
                             "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
                             "___any_autocast": torch._C._is_any_autocast_enabled,
-                            "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing, "___object_getattr": object.__getattribute__,
-                            "___dict_getitem": dict.__getitem__}
+                            "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing,
+                            "___object_getattr": object.__getattribute__, "___dict_getitem": dict.__getitem__}
 
 
 @dataclasses.dataclass(frozen=True)

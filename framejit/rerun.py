@@ -148,6 +148,8 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
 
 
 class _NativeSnapshot:
+    """What `_tensor_state.take` kept: the bytes of the small dense CPU inputs, every input's version."""
+
     def __init__(self, native: Any, inputs: list[torch.Tensor]) -> None:
         self.native, self.inputs = native, inputs
 

@@ -210,8 +210,9 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
       The first call finds out, under saved-tensor hooks of our own, whether the node saves any; a graph whose
       node saves none runs without them from then on, and one whose node saves only inputs that the graph does not
       write and nothing else shares (a causal mask buffer, a convolution's bias the partitioner keeps) is given
-      copies of those inputs instead (a copy per call, as under the hooks, without their cost per saved tensor). Under the hooks AOTAutograd's own version
-      check is off, and their unpack makes it for every saved tensor not copied.
+      copies of those inputs instead (a copy per call, as under the hooks, without their cost per saved tensor).
+      Under the hooks AOTAutograd's own version check is off, and their unpack makes it for every saved tensor not
+      copied.
     - A graph output eager's ops save on the way from some outputs only (`t` and `t.logsumexp(0)` returned:
       logsumexp saves `t`) reaches the program as a clone, if small and nothing else shares its memory: the
       program may write into `t` after the graph and backward from `t` alone, which never runs logsumexp's
@@ -271,9 +272,7 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         copied = {_storage(v): key for key, v in values.items() if key not in cloned_keys and
                   (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)}
         copied.pop(None, None)
-        if hooked[0] is None:  # what the node saves of the inputs passed as they are checks their versions itself
-            saved = {_storage(entry[0]) for entry in held}
-            gm.meta[_NODE_SAVES_INPUTS] = frozenset(i for i, a in enumerate(args) if _storage(a) in saved)
+        saved = {_storage(entry[0]) for entry in held} if hooked[0] is None else set()
         found: set[Check] = set()
         for entry in held:
             # a counter the graph's call set back (inductor restores batch norm statistics' versions after writing
@@ -287,8 +286,9 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             inputs = tuple(sorted(i for kind, i in found if kind == "input"))
             hooked[0] = bool(found) and (inputs if found == {("input", i) for i in inputs} and
                                          copyable.issuperset(inputs) else True)
-            if type(hooked[0]) is tuple:
-                gm.meta[_NODE_SAVES_INPUTS] -= set(inputs)
+            # the node checks the versions of what it saves of the inputs as they are (not copies) itself
+            gm.meta[_NODE_SAVES_INPUTS] = frozenset(i for i, a in enumerate(args) if _storage(a) in saved
+                                                    and ("input", i) not in found)
         return cloning(results)
     return run
 
@@ -303,7 +303,8 @@ def _inputs_passable_as_copies(gm: torch.fx.GraphModule) -> set[int]:
     written = {s for n in gm.graph.nodes if writes_into_first_argument(n)
                and isinstance(target := n.kwargs.get("out", n.args[0]), torch.fx.Node)
                and (s := node_storage(target)) is not None}
-    written.update(s for n in gm.graph.nodes for a in batch_norm_stats_written(n) if (s := node_storage(a)) is not None)
+    written.update(s for n in gm.graph.nodes for a in batch_norm_stats_written(n)
+                   if (s := node_storage(a)) is not None)
     return {i for i, p in enumerate(placeholders) if (s := node_storage(p)) is not None and storages.count(s) == 1
             and s not in written}
 

@@ -68,7 +68,9 @@ def options_from(args: argparse.Namespace) -> BenchOptions:
                         iters=args.iters if args.iters is not None else (3 if args.quick else 20),
                         warmup=args.warmup if args.warmup is not None else (1 if args.quick else 3),
                         quick=args.quick, tol=args.tol, train_tol=args.train_tol, progress=not args.no_progress,
-                        cold=not args.warm_cache, prime=not (args.no_prime or args.quick),
+                        cold=not args.warm_cache,
+                        # (--quick alone is for tests: fast; side by side, one-time costs must not land on a row)
+                        prime=not args.no_prime and (args.compare_torch or not args.quick),
                         retries=0 if args.quick else 2)
 
 
