@@ -211,6 +211,8 @@ class GuardSet:
                 return [self._is(f"type({X})", type(value)), _literal(f"len({X})", "==", len(value))]
             case GuardKind.DICT_KEYS:
                 keys = list(value)  # written inline when every key is; else compared with the list it was
+                if not keys:  # (the global hook dicts of every module call: no list made)
+                    return [self._is(f"type({X})", type(value)), Check(f"not {X}")]
                 return [self._is(f"type({X})", type(value)), _literal(f"list({X})", "==", keys)
                         if all(map(written_inline, keys)) else self._equal(f"list({X})", keys)]
             case GuardKind.NO_HOOKS:  # a module called: still no hooks (nor an instance `forward`); one check

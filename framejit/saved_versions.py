@@ -192,8 +192,6 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _
 # the most elements of a tensor eager's ops save on some outputs' paths only that is copied (64 KiB of float32): a
 # decoder's key/value cache is one such tensor per layer, which a training step should not copy
 _SMALL = 16384
-# gm.meta key: the graph inputs the compiled node saves (itself or a view), found on its first call in grad mode
-_NODE_SAVES_INPUTS = "framejit_node_saves_inputs"
 
 
 def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
@@ -272,7 +270,6 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         copied = {_storage(v): key for key, v in values.items() if key not in cloned_keys and
                   (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)}
         copied.pop(None, None)
-        saved = {_storage(entry[0]) for entry in held} if hooked[0] is None else set()
         found: set[Check] = set()
         for entry in held:
             # a counter the graph's call set back (inductor restores batch norm statistics' versions after writing
@@ -286,9 +283,6 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             inputs = tuple(sorted(i for kind, i in found if kind == "input"))
             hooked[0] = bool(found) and (inputs if found == {("input", i) for i in inputs} and
                                          copyable.issuperset(inputs) else True)
-            # the node checks the versions of what it saves of the inputs as they are (not copies) itself
-            gm.meta[_NODE_SAVES_INPUTS] = frozenset(i for i, a in enumerate(args) if _storage(a) in saved
-                                                    and ("input", i) not in found)
         return cloning(results)
     return run
 
@@ -380,24 +374,9 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         return graph_fn
     inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
     outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
-    narrowed = [False]
-
-    def narrow(node_saves: frozenset[int]) -> None:
-        """Leave to the node the checks of the inputs it saves: its own unpack raises as eager's op does (a view
-        shares the version counter); an output all of whose checks it makes needs no hook."""
-        nonlocal checks, inputs, outputs
-        checks = {o: kept for o, cs in checks.items()
-                  if (kept := [c for c in cs if not (c[0] == "input" and c[1] in node_saves)])}
-        inputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "input"})
-        outputs = sorted({i for cs in checks.values() for kind, i in cs if kind == "output"})
-        narrowed[0] = True
 
     def run(*args: Any) -> Any:
         results = graph_fn(*args)
-        if not narrowed[0] and (node_saves := gm.meta.get(_NODE_SAVES_INPUTS)) is not None:
-            narrow(node_saves)
-        if not checks:
-            return results
         # (a backend may return other values than the graph's tensors: such outputs are not checked)
         noted = {("input", i): _noting(args[i]) for i in inputs}
         noted.update({("output", i): _noting(results[i]) for i in outputs if isinstance(results[i], torch.Tensor)})
