@@ -41,9 +41,18 @@ _AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
-    """For each tensor, the position of the first one with the same storage (its own, where none is before)."""
+    """For each tensor, the position of the first one with the same storage (its own, where none is before, or
+    where it has none to read: a sparse tensor, a subclass refusing access)."""
     first: dict[int, int] = {}
-    return tuple(first.setdefault(_storage_id(t), i) if _has_storage(t) else i for i, t in enumerate(tensors))
+    return tuple(first.setdefault(key, i) if (key := _storage_key(t)) is not None else i
+                 for i, t in enumerate(tensors))
+
+
+def _storage_key(tensor: torch.Tensor) -> int | None:
+    try:
+        return _storage_id(tensor) if _has_storage(tensor) else None
+    except RuntimeError:
+        return None
 
 
 def _autocast_state() -> tuple[Any, ...]:
