@@ -53,18 +53,22 @@ def _example(value: Any) -> list[torch.Tensor]:
 
 
 def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
-    """The positions of the graph inputs it writes into in place (the fake tensors of the trace share storage as
-    the real ones will), with the `unversioned` ones (`unversioned_inputs`); None if the graph draws random
-    numbers (a second run would draw others)."""
+    """The positions of the graph inputs it writes into in place, with the `unversioned` ones
+    (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others)."""
+    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n)) for n in graph.nodes):
+        return None
+    return sorted(inputs_written_in_place(graph) | unversioned)
+
+
+def inputs_written_in_place(graph: torch.fx.Graph) -> set[int]:
+    """The positions of the graph inputs its ops write into in place, as eager's version counters see it (the
+    fake tensors of the trace share storage as the real ones will)."""
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     written: set[int] = set()
     for node in graph.nodes:
-        if node.op not in ("call_function", "call_method"):
-            continue
-        if RANDOM_OP.fullmatch(op_name(node)):
-            return None
-        _note(_written(node), placeholders, written)
-    return sorted(written | unversioned)
+        if node.op in ("call_function", "call_method"):
+            _note(_written(node), placeholders, written)
+    return written
 
 
 def unversioned_inputs(graph: torch.fx.Graph) -> frozenset[int]:

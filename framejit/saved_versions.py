@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
+from collections import Counter
 from typing import Any, Callable
 
 import torch
@@ -26,6 +27,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, requires_grad,
                                         storage_of as _storage, writes_into_first_argument)
+from framejit.rerun import inputs_written_in_place, unversioned_inputs
 
 _MODIFIED = "modified by an inplace operation"
 
@@ -293,14 +295,10 @@ def _inputs_passable_as_copies(gm: torch.fx.GraphModule) -> set[int]:
     guard keeps it so). A gradient flows through the copy to the input, as autograd records the copy."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = [n for n in gm.graph.output_node().args[0] if isinstance(n, torch.fx.Node)]
-    storages = [s for n in (*placeholders, *out) if (s := node_storage(n)) is not None]
-    written = {s for n in gm.graph.nodes if writes_into_first_argument(n)
-               and isinstance(target := n.kwargs.get("out", n.args[0]), torch.fx.Node)
-               and (s := node_storage(target)) is not None}
-    written.update(s for n in gm.graph.nodes for a in batch_norm_stats_written(n)
-                   if (s := node_storage(a)) is not None)
-    return {i for i, p in enumerate(placeholders) if (s := node_storage(p)) is not None and storages.count(s) == 1
-            and s not in written}
+    sharing = Counter(s for n in (*placeholders, *out) if (s := node_storage(n)) is not None)
+    written = inputs_written_in_place(gm.graph) | unversioned_inputs(gm.graph)
+    return {i for i, p in enumerate(placeholders)
+            if i not in written and (s := node_storage(p)) is not None and sharing[s] == 1}
 
 
 def _clone_alike(tensor: torch.Tensor) -> torch.Tensor:
