@@ -115,6 +115,7 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
     for value in reversed(deep):  # autocast blocks end with the graph; the code after it enters them again
         if isinstance(value, WithExitVariable):
             value.ctx.exit_before_break(tx)
+    output.side_effects.drop_unreachable_objects([*local_values.values(), *deep, *cell_values.values(), *inputs])
     kept = [*local_values.values(), *deep, *cell_values.values(), *output.side_effects.values()]
     roots = [*kept, *inputs]
     cg = output.emit_graph_call(tx, roots, compile_graph, read_only=_data_read_only(inst, inputs, kept))

@@ -48,6 +48,10 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
                  for i, t in enumerate(tensors))
 
 
+def _all_distinct(*objects: Any) -> bool:
+    return len(set(map(id, objects))) == len(objects)
+
+
 def _storage_key(tensor: torch.Tensor) -> int | None:
     try:
         return _storage_id(tensor) if _has_storage(tensor) else None
@@ -65,6 +69,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
                             "___any_autocast": torch._C._is_any_autocast_enabled,
                             "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing,
+                            "___all_distinct": _all_distinct,
                             "___object_getattr": object.__getattribute__, "___dict_getitem": dict.__getitem__}
 
 
@@ -368,8 +373,14 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         strides = [sorted(guard_set.dynamic_strides.get(r.source.name(), ())) for r in tensors]
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
+    distinct = _distinct_groups(records)
     for r in records:
         if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
+            continue
+        group = distinct.get(id(r))
+        if group is not None:  # one check for a set of objects that must all stay distinct
+            exprs.append(f"___all_distinct({', '.join(render(s) for s in group.sources)})")
+            done.update(group.records)
             continue
         if r.kind == GuardKind.SHAPE_ENV:
             shape_exprs, tokens = r.value
@@ -383,6 +394,45 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     namespace = dict(_HELPERS, **guard_set.constants)
     exec(compile(source, f"<framejit guards for {code.co_name}>", "exec"), namespace)
     return namespace["___guard"], source
+
+
+@dataclasses.dataclass
+class _DistinctGroup:
+    sources: list[Source]
+    records: set[int]  # ids of its NOT_ALIAS records
+
+
+def _distinct_groups(records: list[_Record]) -> dict[int, _DistinctGroup]:
+    """Sets of three or more sources every two of which a NOT_ALIAS guard keeps apart (the builder guards each
+    object against every earlier one of its type: quadratic in them), by the id of each record a set covers;
+    the sets are grown greedily, in the order the sources were first guarded, and pairs left over stay pairs."""
+    pairs = [r for r in records if r.kind == GuardKind.NOT_ALIAS]
+    if len(pairs) < 3:
+        return {}
+    by_name: dict[str, Source] = {}
+    apart: dict[str, set[str]] = {}
+    for r in pairs:
+        a, b = r.source.name(), r.value.name()
+        by_name.setdefault(b, r.value)
+        by_name.setdefault(a, r.source)
+        apart.setdefault(a, set()).add(b)
+        apart.setdefault(b, set()).add(a)
+    cliques: list[list[str]] = []
+    for name in by_name:
+        home = next((c for c in cliques if apart[name].issuperset(c)), None)
+        if home is None:
+            cliques.append([name])
+        else:
+            home.append(name)
+    clique_of = {name: i for i, c in enumerate(cliques) if len(c) >= 3 for name in c}
+    groups = {i: _DistinctGroup([by_name[n] for n in cliques[i]], set()) for i in set(clique_of.values())}
+    found: dict[int, _DistinctGroup] = {}
+    for r in pairs:
+        i = clique_of.get(r.source.name())
+        if i is not None and i == clique_of.get(r.value.name()):
+            groups[i].records.add(id(r))
+            found[id(r)] = groups[i]
+    return found
 
 
 def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.FunctionType,

@@ -397,6 +397,7 @@ class OutputGraph:
 
     def finish(self, tx: Translator, return_value: Variable, compile_graph: CompileGraph) -> "FinishedTrace | None":
         """The frame returned: compile and generate the replacement body; None if nothing is worth compiling."""
+        self.side_effects.drop_unreachable_objects([return_value])
         if self.count_ops() == 0 and self.side_effects.is_empty():
             return None
         roots = [return_value, *self.side_effects.values()]

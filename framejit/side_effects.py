@@ -1,7 +1,7 @@
 """Writes the trace made to state outside the frame; the transformed code replays them after the graph."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 import torch
 
@@ -148,6 +148,37 @@ class SideEffects:
         `cell.cell_contents = value`."""
         self.closure_cells[cell_source.name()] = (cell_source, value)
         self.note_write()
+
+    def drop_unreachable_objects(self, live: Iterable[Variable]) -> None:
+        """Forget the attribute writes of objects made in the trace that nothing outliving the frame reaches, as
+        eager's collector forgets the objects: they are not made after the graph, and the tensors only they held
+        are no graph outputs (a model's cache or output record built and dropped inside the forward). `live`:
+        what the code after the graph uses; what the replay writes into older state is live too. An object of
+        a class with `__del__` is kept: eager runs it."""
+        writes_of: dict[int, list[Variable]] = {}
+        roots: list[Variable] = list(live)
+        for write in self.attrs.values():
+            if isinstance(write.obj, NewObjectVariable):
+                writes_of.setdefault(id(write.obj), []).append(write.value)
+                if lookup_class_attr(write.obj.cls, "__del__")[1] is not None:
+                    roots.append(write.obj)
+            else:
+                roots.append(write.value)
+        roots += [*self.containers.values(), *self.globals.values(), *self.cells.values(),
+                  *(value for _, value in self.closure_cells.values())]
+        if self.exc_info is not None:
+            roots.append(self.exc_info)
+        seen: set[int] = set()
+        while roots:
+            var = roots.pop()
+            if id(var) not in seen:
+                seen.add(id(var))
+                roots += var.children()
+                roots += writes_of.get(id(var), ())
+        for key, write in list(self.attrs.items()):
+            if isinstance(write.obj, NewObjectVariable) and id(write.obj) not in seen:
+                write.obj.dropped = True  # (loading it after all would be a bug: it errs rather than lose writes)
+                del self.attrs[key]
 
     def values(self) -> list[Variable]:
         """Every value the replay will need (to decide graph outputs)."""

@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
                    "inductor); `torch.compile` (or torch.compile:NAME) runs torch.compile instead of framejit")
     p.add_argument("--inductor-share", type=float, default=0.0, help="fraction of programs (chosen by each "
                    "program's seed) whose own backend is inductor; the rest of each program does not depend on it")
+    p.add_argument("--dynamic", action="store_true", help="every program compiles with dynamic=True (the other "
+                   "draws stay as they are, so program i is the same program but for its COMPILE)")
     p.add_argument("--no-minimise", dest="minimise", action="store_false", help="do not minimise failures")
     p.add_argument("--per-signature", type=int, default=1, help="failures minimised per failure signature")
     p.add_argument("--only", default=None, help="comma-separated program indices: check just these of the run")
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = fuzz(args.n, args.seed, out=args.out, batch=args.batch, jobs=args.jobs, timeout=args.timeout,
                    backend=args.backend, minimise=args.minimise, per_signature=args.per_signature,
                    only=[int(i) for i in args.only.split(",")] if args.only else None, reference=args.reference,
-                   inductor_share=args.inductor_share)
+                   inductor_share=args.inductor_share, dynamic=args.dynamic)
     return 1 if any(summary["counts"].get(k) for k in FAILURES) else 0
 
 

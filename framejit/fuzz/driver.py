@@ -53,9 +53,9 @@ def run_programs(programs: Sequence[str] | dict[int, str], first_seed: int, work
 def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: int = 1, timeout: float = 30.0,
          backend: str | None = None, minimise: bool = True, per_signature: int = 1, verbose: bool = True,
          sources: Sequence[str] | None = None, only: Sequence[int] | None = None, reference: bool = False,
-         inductor_share: float = 0.0) -> dict:
+         inductor_share: float = 0.0, dynamic: bool = False) -> dict:
     """Generate programs 0..n-1 (or only those indices; or take `sources`), about `inductor_share` of them
-    compiling with inductor (chosen by each program's seed), check them ( `backend` overrides every program's
+    compiling with inductor (chosen by each program's seed), all with dynamic=True if `dynamic`, check them ( `backend` overrides every program's
     own), (with `reference`) check the failures again under torch.compile, minimise failures, write repros;
     returns a summary dict."""
     out = out or tempfile.mkdtemp(prefix="framejit-fuzz-")
@@ -65,7 +65,7 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
     if sources is not None:
         sources = dict(enumerate(sources))
     else:
-        sources = {i: generate(seed + i, inductor_share) for i in (only if only is not None else range(n))}
+        sources = {i: generate(seed + i, inductor_share, dynamic) for i in (only if only is not None else range(n))}
     say = print if verbose else (lambda *a, **k: None)
     done = [0]
 

@@ -20,11 +20,12 @@ BOX_CLASS = ["class Box:", "    def __init__(self, t, n):", "        self.t = t"
 class ProgramGen:
     """One program: its random draws, feature size, names, globals, module-level components and statements."""
 
-    def __init__(self, seed: int, inductor_share: float = 0.0) -> None:
+    def __init__(self, seed: int, inductor_share: float = 0.0, dynamic: bool = False) -> None:
         self.seed = seed
         self.rng = Rng(seed)
         self.plan = PlanDraw(seed)
         self.inductor_share = inductor_share
+        self.dynamic = dynamic
         self.varies: set[str] = set()  # tensor arguments whose layout may change between calls
         self.feat = self.rng.pick([4, 6, 8])
         self.train = self.rng.chance(0.25)
@@ -126,11 +127,12 @@ class ProgramGen:
             + self.comps.text + program
         written = written_arguments("\n".join(head + body) + "\n")
         calls, policy = self.plan.draw([(name, spec) for name, _, spec in self.params], self.varies, written,
-                                       self.train, self.inductor_share)
+                                       self.train, self.inductor_share, self.dynamic)
         return "\n".join(head + render(calls, policy) + body) + "\n"
 
 
-def generate(seed: int, inductor_share: float = 0.0) -> str:
-    """The source of program number `seed`; about `inductor_share` of programs compile with inductor (the draw
-    is made whatever the share, so the rest of the program does not depend on it)."""
-    return ProgramGen(seed, inductor_share).generate()
+def generate(seed: int, inductor_share: float = 0.0, dynamic: bool = False) -> str:
+    """The source of program number `seed`; about `inductor_share` of programs compile with inductor, and all
+    with dynamic=True if `dynamic` (the draws are made whatever these say, so the rest of the program does not
+    depend on them)."""
+    return ProgramGen(seed, inductor_share, dynamic).generate()

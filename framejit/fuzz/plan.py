@@ -123,9 +123,10 @@ class PlanDraw:
         return self.r.random() < _VARY_P
 
     def draw(self, inputs: Sequence[tuple[str, tuple]], varies: set[str], written: set[str], train: bool,
-             inductor_share: float) -> tuple[list[dict], dict]:
+             inductor_share: float, dynamic: bool = False) -> tuple[list[dict], dict]:
         """CALLS and COMPILE for a program with these INPUTS entries (name, spec). `varies`: arguments the
-        generator knows may be non-contiguous; `written`: arguments it may write in place (never expanded)."""
+        generator knows may be non-contiguous; `written`: arguments it may write in place (never expanded);
+        `dynamic`: the policy is dynamic=True whatever is drawn."""
         labels = [(label, shape, root(label) in varies or name != label, root(label) not in written)
                   for name, spec in inputs for label, shape in tensor_labels(name, spec)]
         d0 = self._weighted(_DTYPE_WEIGHTS)
@@ -151,6 +152,9 @@ class PlanDraw:
                 [label for label, *_ in labels]
             if batch:
                 policy["mark_dynamic"] = sorted(self.r.sample(batch, self.r.randint(1, min(2, len(batch)))))
+        if dynamic:
+            policy.pop("mark_dynamic", None)
+            policy["dynamic"] = True
         return calls, policy
 
     def _layouts(self, labels: list[tuple[str, tuple, bool, bool]]) -> dict[str, Any]:

@@ -366,6 +366,7 @@ class NewObjectVariable(Variable):
     writes are replayed onto it. Class attributes and methods are read (and guarded) through its class."""
 
     rebuilt_once = True
+    dropped = False  # found unreachable after the trace (SideEffects.drop_unreachable_objects): its writes are gone
 
     def __init__(self, cls: type, cls_var: Variable) -> None:
         self.cls = cls
@@ -426,6 +427,9 @@ class NewObjectVariable(Variable):
         return [self.base_part] if self.base_part is not None else []
 
     def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
+        if self.dropped:
+            raise AssertionError(f"a {self.cls.__name__} made in the trace was found unreachable, yet is rebuilt "
+                                 f"(a Variable holding it does not list it in children())")
         cg.emit("PUSH_NULL")
         cg.emit_const(self.cls.__new__)  # object's, dict's or list's: none runs __init__
         cg.load(self.cls_var)

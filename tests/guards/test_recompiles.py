@@ -262,3 +262,24 @@ def test_cache_size_limit_warns_once_and_runs_python():
         x = torch.randn(3)
         assert same(f(x), fn(x))
         assert cnt.frame_count == 2
+
+
+class _Scale:
+    def __init__(self, k):
+        self.k = k
+
+
+def _scaled(x, a, b, c):
+    a.k = a.k + 1  # a write through one name is seen through the others when two are one object
+    return x * a.k + x * b.k + x * c.k
+
+
+def test_objects_of_one_type_kept_apart_by_one_check_and_an_alias_recompiles():
+    cnt, f = _compiled(fn=_scaled)
+    x = torch.randn(3)
+    assert same(f(x, _Scale(1), _Scale(2), _Scale(3)), _scaled(x, _Scale(1), _Scale(2), _Scale(3)))
+    entry = framejit.cache.compiled_frames(_scaled.__code__)[0]
+    assert entry.check_fn_source.count("___all_distinct(") == 1 and " is not " not in entry.check_fn_source
+    one, eager_one = _Scale(5), _Scale(5)
+    assert same(f(x, one, one, _Scale(7)), _scaled(x, eager_one, eager_one, _Scale(7)))
+    assert cnt.frame_count == 2 and one.k == eager_one.k == 6
