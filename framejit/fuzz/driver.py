@@ -125,6 +125,10 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
         for message in dict.fromkeys(blank(m.partition("running it as Python: ")[2]) for m in
                                      r.verdict.get("internal_errors", [])):
             fallbacks[message].append(r.index)
+    torch_ops: dict[str, list[int]] = collections.defaultdict(list)  # backend fallbacks: why graphs ran as torch ops
+    for r in results:
+        for reason in r.verdict.get("torch_ops", []):
+            torch_ops[blank(reason)].append(r.index)
     n = max(1, len(results))
     say("")
     for name in OUTCOMES:
@@ -146,10 +150,15 @@ def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -
                 shared = sum(1 for ref in refs if not ref.startswith(("ok", "not checked")))
                 say(f"        torch.compile fails too on {shared} of {len(refs)}: "
                     + ", ".join(f"{k} x{v}" for k, v in collections.Counter(refs).most_common(3)))
+    if torch_ops:
+        say(f"\ngraphs the backend did not compile, run as their torch ops (in {len({i for v in torch_ops.values() for i in v})} "
+            "programs; by reason):")
+        for reason, idx in sorted(torch_ops.items(), key=lambda kv: -len(kv[1])):
+            say(f"  {len(idx):4d}  {reason[:160]}   programs {idx[:8]}{' ...' if len(idx) > 8 else ''}")
     if fallbacks:
         say("\ninternal-error fallbacks (framejit gave up on a frame and ran it as Python):")
         for message, idx in sorted(fallbacks.items(), key=lambda kv: -len(kv[1])):
             say(f"  {len(idx):4d}  {message[:160]}   programs {idx[:8]}{' ...' if len(idx) > 8 else ''}")
     return {"counts": dict(counts), "seconds": round(elapsed, 1), "groups": dict(groups), "backends": dict(backends),
-            "internal_errors": {m: idx for m, idx in fallbacks.items()},
+            "internal_errors": {m: idx for m, idx in fallbacks.items()}, "torch_ops": dict(torch_ops),
             "failures": {r.index: r.verdict for r in results if r.outcome in FAILURES}}

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 import framejit
+from framejit import eval_frame
 from framejit.fuzz import layouts
 from framejit.fuzz.compare import (REORDERED_SCALE, Loosened, diff, printed_alike, reordered_tolerance, snap,
                                    snap_globals)
@@ -137,10 +138,12 @@ def resolve_backend(spec: str) -> Any:
     return getattr(importlib.import_module(mod), attr)
 
 
-def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | None = None) -> Callable:
-    """`fn` compiled by framejit with backend `spec` and `dynamic=`, counting graphs. `torch.compile:NAME`
-    compiles with torch.compile instead (its backend found through framejit.bench.jits, the comparison code):
-    the reference that tells a framejit bug from one it shares with torch's own stack."""
+def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | None = None,
+                    fates: list[str] | None = None) -> Callable:
+    """`fn` compiled by framejit with backend `spec` and `dynamic=`, counting graphs and noting in `fates` why
+    each graph (or part) the backend did not compile runs as torch ops. `torch.compile:NAME` compiles with
+    torch.compile instead (its backend found through framejit.bench.jits, the comparison code): the reference
+    that tells a framejit bug from one it shares with torch's own stack."""
     if spec.startswith("torch.compile:"):
         from framejit.bench import jits
         backend = jits.torch_backend(spec.partition(":")[2])
@@ -151,7 +154,11 @@ def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | 
         backend = framejit.lookup_backend(resolve_backend(spec))
 
         def compile_with(f: Callable, backend: Any) -> Callable:
-            return framejit.compile(f, backend=backend, dynamic=dynamic)
+            return eval_frame.make_context(backend, backend.__name__, dynamic=dynamic, on_graph=noting)(f)
+
+    def noting(gm: torch.fx.GraphModule, compiled: Any, fate: Any) -> None:
+        if fates is not None:
+            fates.extend(fate.torch_ops)
 
     def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
         graphs[0] += 1
@@ -179,9 +186,9 @@ def run_side(path: str, compile_with: str | None = None, progress: Callable[[str
     train = bool(getattr(module, "TRAIN", False))
     calls = calls_of(module, train)
     policy = policy_of(module)
-    graphs = [0]
+    graphs, fates = [0], []
     fn = module.program if compile_with is None else \
-        compile_program(module.program, compile_with, graphs, policy.dynamic)
+        compile_program(module.program, compile_with, graphs, policy.dynamic, fates)
     records = []
     args: list = []
     leaves: dict = {}
@@ -192,7 +199,7 @@ def run_side(path: str, compile_with: str | None = None, progress: Callable[[str
             if compile_with is not None and policy.mark_dynamic:
                 _mark_dynamic(tensors, policy.mark_dynamic, compile_with.startswith("torch.compile:"))
         records.append(call_once(fn, module, args, leaves, train))
-    return {"calls": records, "graphs": graphs[0], "train": train, "backend": policy.backend,
+    return {"calls": records, "graphs": graphs[0], "torch_ops": fates, "train": train, "backend": policy.backend,
             "described": [call.describe(i) for i, call in enumerate(calls)], "dtypes": [c.dtype for c in calls]}
 
 
@@ -332,6 +339,7 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
             logging.getLogger("framejit").removeHandler(internal)
         verdict = judge(first, compiled, reorders_sums=inductor)
         verdict["internal_errors"] = internal.messages[:3]
+        verdict["torch_ops"] = list(dict.fromkeys(compiled["torch_ops"]))[:3]
         verdict["backend"] = spec
     framejit.reset()
     verdict["graphs"] = compiled["graphs"]

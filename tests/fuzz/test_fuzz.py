@@ -174,6 +174,24 @@ def test_plans_cover_every_layout_alias_dtype_and_policy() -> None:
     assert a.replace("'backend': 'eager'", "'backend': 'inductor'") == b
 
 
+def test_dynamic_flag_changes_the_compile_policy_only() -> None:
+    for seed in (1, 7, 11):
+        calls, policy, inputs = _plan(generate(seed))
+        calls_d, policy_d, inputs_d = _plan(generate(seed, dynamic=True))
+        assert (calls_d, inputs_d) == (calls, inputs)
+        assert policy_d == {"backend": policy["backend"], "dynamic": True}
+
+
+def test_graphs_run_as_torch_ops_are_tallied_with_their_reason(tmp_path: "os.PathLike[str]") -> None:
+    # an in-place write into an input autograd tracks: aot_eager runs the graph as its torch ops, and says why
+    src = _program("CALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}]\nCOMPILE = {'backend': 'aot_eager'}\n"
+                   "TRAIN = True\n\ndef program(x):\n    y = x * 2\n    y.add_(1)\n    x.mul_(1)\n"
+                   "    return y.sum()\n")
+    summary = fuzz(1, 0, out=str(tmp_path), sources=[src], minimise=False, verbose=False)
+    assert summary["counts"] == {"ok": 1}, summary
+    assert any("another history" in reason for reason in summary["torch_ops"]), summary["torch_ops"]
+
+
 def test_expanded_inputs_only_where_nothing_writes_them(tmp_path: "os.PathLike[str]") -> None:
     assert written_arguments("def h(a):\n    a.add_(1)\n    return a\n\ndef program(x, y):\n    t = h(x[0])\n"
                              "    return t + y\n") == {"x"}
