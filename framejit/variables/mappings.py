@@ -92,7 +92,8 @@ class DictVariable(Variable):
         return [key_variable(k) for k in self.items]
 
     def children(self) -> list[Variable]:
-        return list(self.items.values())
+        factory = [self.default_factory] if self.default_factory is not None else []
+        return [*self.items.values(), *factory]
 
     def rebuild(self, cg: Emitter) -> None:
         if self.py_type is not dict:  # OrderedDict(d), Counter(d), defaultdict(factory, d)

@@ -134,3 +134,16 @@ def test_a_record_live_across_a_graph_break_keeps_its_attributes():
 
     x = torch.randn(3, 4)
     assert same(framejit.compile(f, backend="eager")(x), f(x))
+
+
+def test_a_record_reached_through_a_defaultdicts_factory_keeps_its_attributes():
+    import collections
+
+    def f(x):
+        out = layer(x, Cache())
+        d = collections.defaultdict(lambda: out.cache.keys[0])
+        return d, x + 1
+
+    x = torch.randn(3, 4)
+    d, _ = framejit.compile(f, backend="eager")(x)
+    assert same(d["missing"], x.sin())
