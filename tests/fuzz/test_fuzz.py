@@ -37,6 +37,7 @@ def ci_sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return fuzz(CI_N, CI_SEED, out=out, jobs=2, batch=200, minimise=False, verbose=False, reference=True)
 
 
+@pytest.mark.slow  # the sample's 300 programs, re-checked under torch.compile: minutes
 def test_ci_sample_has_no_crash_hang_or_generator_bug(ci_sample: dict) -> None:
     counts = ci_sample["counts"]
     bad = {k: counts.get(k, 0) for k in ("crash", "hang", "eager_nondeterministic", "invalid")}
@@ -50,6 +51,7 @@ def _own_failures(ci_sample: dict) -> dict:
     return {i: v for i, v in ci_sample["failures"].items() if v.get("reference", "").startswith("ok")}
 
 
+@pytest.mark.slow  # the sample's 300 programs, re-checked under torch.compile: minutes
 def test_ci_sample_has_no_new_failure(ci_sample: dict) -> None:
     new = {i: v["detail"][:200] for i, v in _own_failures(ci_sample).items() if i not in CI_KNOWN_FAILING}
     assert not new, new
@@ -58,6 +60,7 @@ def test_ci_sample_has_no_new_failure(ci_sample: dict) -> None:
 @pytest.mark.xfail(bool(CI_KNOWN_FAILING), strict=True,
                    reason=f"framejit bugs the fuzzer found: programs {CI_KNOWN_FAILING} of seed {CI_SEED} "
                           "(repros in the fuzzing report); empty CI_KNOWN_FAILING when they are fixed")
+@pytest.mark.slow  # the sample's 300 programs, re-checked under torch.compile: minutes
 def test_ci_sample_agrees_wherever_torch_compile_does(ci_sample: dict) -> None:
     own = _own_failures(ci_sample)
     assert not own, {i: v["detail"][:200] for i, v in list(own.items())[:10]}

@@ -11,6 +11,9 @@ import sys
 
 import pytest
 
+# a fresh interpreter per repro (about 4 s each): the full run's, not the fast loop's
+pytestmark = pytest.mark.slow
+
 HERE = os.path.join(os.path.dirname(__file__), "repros")
 REPROS = sorted(glob.glob(os.path.join(HERE, "repro_*.py")) + glob.glob(os.path.join(HERE, "internal_*.py")))
 STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
