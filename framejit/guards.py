@@ -48,6 +48,17 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
                  for i, t in enumerate(tensors))
 
 
+def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
+    """The flags of one module for `modules_without_hooks` (tensor_guard.cpp): 1 when its forward hook dicts are
+    checked too (the backward ones always are), 2 when no instance `forward` may appear."""
+    if not set(dicts) <= set(_HOOK_DICTS) or not {"_backward_hooks", "_backward_pre_hooks"} <= set(dicts):
+        raise AssertionError(f"NO_HOOKS of other dicts than modules_without_hooks checks: {dicts}")
+    return (1 if "_forward_hooks" in dicts else 0) | (2 if forward_from_class else 0)
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
 def _all_distinct(*objects: Any) -> bool:
     return len(set(map(id, objects))) == len(objects)
 
@@ -70,6 +81,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___any_autocast": torch._C._is_any_autocast_enabled,
                             "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing,
                             "___all_distinct": _all_distinct,
+                            "___modules_without_hooks": _tensor_guard.modules_without_hooks,
                             "___object_getattr": object.__getattribute__, "___dict_getitem": dict.__getitem__}
 
 
@@ -374,8 +386,12 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     distinct = _distinct_groups(records)
+    hooked: list[tuple[str, int]] = []  # NO_HOOKS: (module expression, flags), one C++ call after the rest
     for r in records:
         if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
+            continue
+        if r.kind == GuardKind.NO_HOOKS:
+            hooked.append((render(r.source), _no_hooks_flags(*r.value)))
             continue
         group = distinct.get(id(r))
         if group is not None:  # one check for a set of objects that must all stay distinct
@@ -387,6 +403,9 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
             exprs += [shapes.render(e, tokens, render) for e in shape_exprs]
         else:
             exprs += r.guard.code_list if r.source is None else render.checks(r)
+    if hooked:  # (last: every module's type is checked before its dicts are read)
+        flags = bytes(f for _, f in hooked)
+        exprs.append(f"___modules_without_hooks({flags!r}, {', '.join(e for e, _ in hooked)})")
     params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
     body = " and ".join(f"({e})" for e in exprs) or "True"
     prologue = ["    ___G = ___fn.__globals__"] if "___G" in body + "".join(render.prologue) else []

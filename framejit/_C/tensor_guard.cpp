@@ -1,4 +1,5 @@
-// TENSOR_MATCH in C++: one call checks every guarded tensor of a cache entry.
+// TENSOR_MATCH in C++: one call checks every guarded tensor of a cache entry (and, below, NO_HOOKS: one call
+// for every module an entry calls).
 // The Python guard function calls check_tensors(spec, t0, t1, ...); a spec is made once per
 // entry from the example tensors (make_spec). Readable per-tensor checks for failure
 // messages stay in Python (framejit/guards.py); this is only the fast path.
@@ -179,16 +180,85 @@ PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_TRUE;
 }
 
+// NO_HOOKS of the modules an entry calls, in one call: for each module, its backward hook dicts are empty, and
+// where its flag has FORWARD_HOOKS its forward ones too, and where it has NO_FORWARD_ATTR no `forward` is in its
+// instance dict. Each attribute is read from the instance dict, where nn.Module keeps it; one not found there
+// takes the generic lookup, as the Python check's attribute read would.
+constexpr char FORWARD_HOOKS = 1;
+constexpr char NO_FORWARD_ATTR = 2;
+PyObject* hook_names[4];  // _backward_hooks, _backward_pre_hooks, _forward_hooks, _forward_pre_hooks
+PyObject* forward_name;
+
+int truth_of_attribute(PyObject* module, PyObject* dict, PyObject* name) {
+  PyObject* value = dict != nullptr ? PyDict_GetItemWithError(dict, name) : nullptr;  // borrowed
+  if (value != nullptr) return PyObject_IsTrue(value);
+  if (PyErr_Occurred()) return -1;
+  value = PyObject_GetAttr(module, name);
+  if (value == nullptr) return -1;
+  int truth = PyObject_IsTrue(value);
+  Py_DECREF(value);
+  return truth;
+}
+
+int module_without_hooks(PyObject* module, char flags) {
+  PyObject* dict = PyObject_GenericGetDict(module, nullptr);  // new reference; nullptr (and an error) if none
+  if (dict == nullptr) PyErr_Clear();
+  int result = 1;
+  for (int i = 0; i < ((flags & FORWARD_HOOKS) ? 4 : 2) && result == 1; ++i) {
+    int truth = truth_of_attribute(module, dict, hook_names[i]);
+    result = truth < 0 ? -1 : !truth;
+  }
+  if (result == 1 && (flags & NO_FORWARD_ATTR)) {
+    if (dict == nullptr) {
+      PyErr_SetString(PyExc_AttributeError, "modules_without_hooks: a module without an instance __dict__");
+      result = -1;
+    } else {
+      int found = PyDict_Contains(dict, forward_name);
+      result = found < 0 ? -1 : !found;
+    }
+  }
+  Py_XDECREF(dict);
+  return result;
+}
+
+PyObject* modules_without_hooks(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1 || !PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) != nargs - 1) {
+    PyErr_SetString(PyExc_TypeError, "modules_without_hooks(flags: one byte per module, *modules)");
+    return nullptr;
+  }
+  const char* flags = PyBytes_AS_STRING(args[0]);
+  for (Py_ssize_t i = 1; i < nargs; ++i) {
+    int ok = module_without_hooks(args[i], flags[i - 1]);
+    if (ok < 0) return nullptr;
+    if (!ok) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
 PyMethodDef methods[] = {
     {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
      "make_spec(list of example tensors, dynamic dims of each or None, dynamic strides of each or None) -> spec"},
     {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
      METH_FASTCALL,
      "check_tensors(spec, *tensors) -> bool: every tensor matches its example and shares storage with the same others"},
+    {"modules_without_hooks", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(modules_without_hooks)),
+     METH_FASTCALL,
+     "modules_without_hooks(flags, *modules) -> bool: NO_HOOKS of each module (flags: a byte each, 1: forward hook "
+     "dicts too, 2: no instance `forward`)"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH guards in C++", -1, methods};
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH and NO_HOOKS guards in C++", -1,
+                      methods};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__tensor_guard() { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__tensor_guard() {
+  const char* names[4] = {"_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks"};
+  for (int i = 0; i < 4; ++i) {
+    hook_names[i] = PyUnicode_InternFromString(names[i]);
+    if (hook_names[i] == nullptr) return nullptr;
+  }
+  forward_name = PyUnicode_InternFromString("forward");
+  if (forward_name == nullptr) return nullptr;
+  return PyModule_Create(&module);
+}

@@ -283,3 +283,45 @@ def test_objects_of_one_type_kept_apart_by_one_check_and_an_alias_recompiles():
     one, eager_one = _Scale(5), _Scale(5)
     assert same(f(x, one, one, _Scale(7)), _scaled(x, eager_one, eager_one, _Scale(7)))
     assert cnt.frame_count == 2 and one.k == eager_one.k == 6
+
+
+@pytest.mark.parametrize("change", ["forward_hook", "forward_pre_hook", "backward_hook", "instance_forward"])
+def test_each_module_hook_or_instance_forward_added_after_compiling_is_seen(change):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    cnt, f = _compiled(fn=model)
+    x = torch.randn(3, 4, requires_grad=True)
+    assert same(f(x), model(x))
+    entry = framejit.cache.compiled_frames(type(model).forward.__code__)[0]
+    assert "___modules_without_hooks(" in entry.check_fn_source
+    seen = []
+    layer = model[2]
+    if change == "forward_hook":
+        layer.register_forward_hook(lambda mod, inp, out: out * 3)
+    elif change == "forward_pre_hook":
+        layer.register_forward_pre_hook(lambda mod, inp: (inp[0] * 2,))
+    elif change == "backward_hook":
+        layer.register_full_backward_hook(lambda mod, gin, gout: seen.append(gout[0].shape))
+    else:
+        layer.forward = lambda inp: inp[:, :2] * 5
+    got, expected = f(x), model(x)
+    assert same(got, expected)
+    got.sum().backward()
+    assert cnt.frame_count == 2 or change == "backward_hook"  # (a backward hook: the module call runs as Python)
+    assert seen == ([torch.Size([3, 2])] if change == "backward_hook" else [])
+
+
+def test_modules_without_hooks_reads_what_the_python_check_reads():
+    from framejit._C import _tensor_guard
+    check = _tensor_guard.modules_without_hooks
+    plain, hooked = nn.Linear(2, 2), nn.Linear(2, 2)
+    hooked.register_forward_hook(lambda *a: None)
+    assert check(b"\x03\x03", plain, plain) is True
+    assert check(b"\x00", hooked) is True and check(b"\x01", hooked) is False  # forward dicts only with flag 1
+    hooked._forward_hooks.clear()
+    hooked.forward = hooked.forward
+    assert check(b"\x01", hooked) is True and check(b"\x02", hooked) is False
+    with pytest.raises(AttributeError):
+        check(b"\x00", object())  # not a module: the guard raises, which is a miss
+    with pytest.raises(TypeError):
+        check(b"\x00\x00", plain)
