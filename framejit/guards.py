@@ -28,7 +28,7 @@ from framejit import shapes
 from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
-from framejit.sources import ConstSource, DerivedSource, LocalSource, Source, written_inline
+from framejit.sources import AttrSource, ConstSource, DerivedSource, ItemSource, LocalSource, Source, written_inline
 from framejit.codeobj import passed_cells
 from framejit.codeobj.reading import safe_repr
 
@@ -46,6 +46,28 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
     first: dict[int, int] = {}
     return tuple(first.setdefault(key, i) if (key := _storage_key(t)) is not None else i
                  for i, t in enumerate(tensors))
+
+
+def _value_groups(records: list[_Record]) -> dict[int, tuple[Source, list[_Record]]]:
+    """EQUALS and identity guards on two or more attributes or items of one object (a convolution's stride,
+    padding...; a config's fields), by the id of each record: `values_match` checks each group in one call."""
+    by_base: dict[str, tuple[Source, list[_Record]]] = {}
+    for r in records:
+        if type(r.source) in (AttrSource, ItemSource) and _value_entry(r) is not None:
+            by_base.setdefault(r.source.base.name(), (r.source.base, []))[1].append(r)
+    return {id(r): group for group in by_base.values() if len(group[1]) > 1 for r in group[1]}
+
+
+def _value_entry(r: _Record) -> tuple[bool, Any, Any, type | None] | None:
+    """(item?, name or key, expected, exact type or None for identity) of a guard `values_match` can check
+    as its Python checks do; None for others (a float 0.0 or NaN, an object compared by id)."""
+    item = type(r.source) is ItemSource
+    name = r.source.key if item else r.source.attr
+    if r.kind == GuardKind.EQUALS and not (isinstance(r.value, float) and (r.value != r.value or r.value == 0.0)):
+        return item, name, r.value, type(r.value)
+    if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and not _weakrefable(r.value):
+        return item, name, r.value, None
+    return None
 
 
 def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
@@ -82,6 +104,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
                             "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing,
                             "___all_distinct": _all_distinct,
                             "___modules_without_hooks": _tensor_guard.modules_without_hooks,
+                            "___values_match": _tensor_guard.values_match,
                             "___object_getattr": object.__getattribute__, "___dict_getitem": dict.__getitem__}
 
 
@@ -386,12 +409,20 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
         exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
     distinct = _distinct_groups(records)
+    values = _value_groups(records)
     hooked: list[tuple[str, int]] = []  # NO_HOOKS: (module expression, flags), one C++ call after the rest
     for r in records:
         if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
             continue
         if r.kind == GuardKind.NO_HOOKS:
             hooked.append((render(r.source), _no_hooks_flags(*r.value)))
+            continue
+        same_object = values.get(id(r))
+        if same_object is not None:  # the value guards of one object's attributes and items: one C++ call
+            base, grouped = same_object
+            spec = guard_set._const(tuple(_value_entry(g) for g in grouped))
+            exprs.append(f"___values_match({spec}, {render(base)})")
+            done.update(id(g) for g in grouped)
             continue
         group = distinct.get(id(r))
         if group is not None:  # one check for a set of objects that must all stay distinct

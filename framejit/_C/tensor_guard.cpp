@@ -1,5 +1,5 @@
 // TENSOR_MATCH in C++: one call checks every guarded tensor of a cache entry (and, below, NO_HOOKS: one call
-// for every module an entry calls).
+// for every module an entry calls; and the value guards on one object's attributes and items: one call each).
 // The Python guard function calls check_tensors(spec, t0, t1, ...); a spec is made once per
 // entry from the example tensors (make_spec). Readable per-tensor checks for failure
 // messages stay in Python (framejit/guards.py); this is only the fast path.
@@ -235,6 +235,40 @@ PyObject* modules_without_hooks(PyObject*, PyObject* const* args, Py_ssize_t nar
   Py_RETURN_TRUE;
 }
 
+// EQUALS and identity guards on the attributes or items of one object, in one call: spec is a tuple of
+// (0: attribute / 1: item, its name or key, the expected value, its exact type or None for identity).
+// obj.name / obj[key] are read as the Python check reads them (the generic lookups).
+PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyTuple_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "values_match(spec, obj)");
+    return nullptr;
+  }
+  PyObject* spec = args[0];
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spec); ++i) {
+    PyObject* entry = PyTuple_GET_ITEM(spec, i);
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+      PyErr_SetString(PyExc_TypeError, "values_match: each spec entry is (how, name, expected, type)");
+      return nullptr;
+    }
+    PyObject* name = PyTuple_GET_ITEM(entry, 1);
+    PyObject* expected = PyTuple_GET_ITEM(entry, 2);
+    PyObject* type = PyTuple_GET_ITEM(entry, 3);
+    PyObject* value = PyTuple_GET_ITEM(entry, 0) == Py_False ? PyObject_GetAttr(args[1], name)
+                                                              : PyObject_GetItem(args[1], name);
+    if (value == nullptr) return nullptr;
+    int ok;
+    if (type == Py_None) {
+      ok = value == expected;
+    } else {
+      ok = reinterpret_cast<PyObject*>(Py_TYPE(value)) == type ? PyObject_RichCompareBool(value, expected, Py_EQ) : 0;
+    }
+    Py_DECREF(value);
+    if (ok < 0) return nullptr;
+    if (!ok) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
 PyMethodDef methods[] = {
     {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
      "make_spec(list of example tensors, dynamic dims of each or None, dynamic strides of each or None) -> spec"},
@@ -245,9 +279,12 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "modules_without_hooks(flags, *modules) -> bool: NO_HOOKS of each module (flags: a byte each, 1: forward hook "
      "dicts too, 2: no instance `forward`)"},
+    {"values_match", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(values_match)), METH_FASTCALL,
+     "values_match(spec, obj) -> bool: EQUALS / identity guards of obj's attributes and items (spec entries: "
+     "(False: attribute / True: item, name or key, expected, exact type or None for identity))"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH and NO_HOOKS guards in C++", -1,
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH, NO_HOOKS and grouped value guards in C++", -1,
                       methods};
 
 }  // namespace

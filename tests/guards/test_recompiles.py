@@ -325,3 +325,46 @@ def test_modules_without_hooks_reads_what_the_python_check_reads():
         check(b"\x00", object())  # not a module: the guard raises, which is a miss
     with pytest.raises(TypeError):
         check(b"\x00\x00", plain)
+
+
+class _Config:
+    def __init__(self):
+        self.scale, self.shift, self.mode, self.flag = 2, 0.5, "add", True
+        self.table = {"a": 1, "b": (1, 2)}
+
+
+def _configured(x, cfg):
+    y = x * cfg.scale + cfg.shift if cfg.flag else x
+    y = y + cfg.table["a"] * cfg.table["b"][1]
+    return y + 1 if cfg.mode == "add" else y - 1
+
+
+@pytest.mark.parametrize("change", [("scale", 3), ("scale", 2.0), ("shift", 1.5), ("mode", "sub"), ("flag", False),
+                                    ("table", "a", 5), ("table", "b", (1, 3))])
+def test_attributes_and_items_checked_in_one_call_still_see_each_change(change):
+    cnt, f = _compiled(fn=_configured)
+    cfg, x = _Config(), torch.randn(3)
+    assert same(f(x, cfg), _configured(x, cfg))
+    entry = framejit.cache.compiled_frames(_configured.__code__)[0]
+    assert entry.check_fn_source.count("___values_match(") == 2  # cfg's attributes, cfg.table's items
+    if len(change) == 2:
+        setattr(cfg, *change)
+    else:
+        cfg.table[change[1]] = change[2]
+    assert same(f(x, cfg), _configured(x, cfg))
+    assert cnt.frame_count == 2
+
+
+def test_values_match_reads_what_the_python_checks_read():
+    from framejit._C import _tensor_guard
+    check = _tensor_guard.values_match
+    cfg = _Config()
+    spec = ((False, "scale", 2, int), (False, "flag", True, None), (True, "a", 1, int))
+    assert check(spec[:2], cfg) is True and check(spec[2:], cfg.table) is True
+    assert check(((False, "scale", 2.0, float),), cfg) is False  # 2 == 2.0, but not of the type traced
+    cfg.flag = 1
+    assert check(spec[1:2], cfg) is False  # identity: 1 is not True
+    with pytest.raises(AttributeError):
+        check(((False, "missing", 1, int),), cfg)  # the guard raises: a miss
+    with pytest.raises(KeyError):
+        check(((True, "missing", 1, int),), cfg.table)
