@@ -147,3 +147,16 @@ def test_a_record_reached_through_a_defaultdicts_factory_keeps_its_attributes():
     x = torch.randn(3, 4)
     d, _ = framejit.compile(f, backend="eager")(x)
     assert same(d["missing"], x.sin())
+
+
+def test_a_record_dead_at_a_graph_break_is_not_carried_across_it():
+    def f(x):
+        out = layer(x, Cache())
+        h = out.hidden
+        print("break")
+        return h.sum()
+
+    x = torch.randn(3, 4)
+    result, outputs = _graph_outputs(f, x)
+    assert same(result, f(x))
+    assert outputs[0] == 1  # h only: `out` is not used after the break
