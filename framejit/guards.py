@@ -49,24 +49,44 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
 
 
 def _value_groups(records: list[_Record]) -> dict[int, tuple[Source, list[_Record]]]:
-    """EQUALS and identity guards on two or more attributes or items of one object (a convolution's stride,
-    padding...; a config's fields), by the id of each record: `values_match` checks each group in one call."""
+    """Two or more value guards on one object's attributes and items, or keys it must not have (a convolution's
+    stride, padding...; a config's fields; the functions and classes a module's globals hold and the builtins
+    they must not shadow), by the id of each record: `values_match` checks each group in one call."""
     by_base: dict[str, tuple[Source, list[_Record]]] = {}
     for r in records:
-        if type(r.source) in (AttrSource, ItemSource) and _value_entry(r) is not None:
-            by_base.setdefault(r.source.base.name(), (r.source.base, []))[1].append(r)
+        base = _value_base(r)
+        if base is not None and _value_entry(r) is not None:
+            by_base.setdefault(base.name(), (base, []))[1].append(r)
     return {id(r): group for group in by_base.values() if len(group[1]) > 1 for r in group[1]}
 
 
-def _value_entry(r: _Record) -> tuple[bool, Any, Any, type | None] | None:
-    """(item?, name or key, expected, exact type or None for identity) of a guard `values_match` can check
-    as its Python checks do; None for others (a float 0.0 or NaN, an object compared by id)."""
-    item = type(r.source) is ItemSource
-    name = r.source.key if item else r.source.attr
-    if r.kind == GuardKind.EQUALS and not (isinstance(r.value, float) and (r.value != r.value or r.value == 0.0)):
-        return item, name, r.value, type(r.value)
-    if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and not _weakrefable(r.value):
-        return item, name, r.value, None
+def _value_base(r: _Record) -> Source | None:
+    if r.kind == GuardKind.NO_KEY:
+        return r.source
+    return r.source.base if type(r.source) in (AttrSource, ItemSource) else None
+
+
+# values_match's spec (tensor_guard.cpp): how the value is read, and how it is compared
+_ATTRIBUTE, _ITEM, _ABSENT_KEY = 0, 1, 2
+_EQUAL, _IDENTICAL, _WEAKLY_IDENTICAL, _SAME_CODE = 0, 1, 2, 3
+
+
+def _value_entry(r: _Record) -> tuple[int, Any, int, Any, type | None] | None:
+    """(how, name or key, mode, expected, exact type) of a guard `values_match` checks as its Python checks
+    do; None for others (a float 0.0 or NaN: their extra checks)."""
+    if r.kind == GuardKind.NO_KEY:
+        return _ABSENT_KEY, r.value, _IDENTICAL, None, None
+    how = _ITEM if type(r.source) is ItemSource else _ATTRIBUTE
+    name = r.source.key if how == _ITEM else r.source.attr
+    value = r.value
+    if r.kind == GuardKind.EQUALS and not (isinstance(value, float) and (value != value or value == 0.0)):
+        return how, name, _EQUAL, value, type(value)
+    if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH):
+        # by id where the Python check is (the guard holds no strong reference: a weak one)
+        return (how, name, _WEAKLY_IDENTICAL, weakref.ref(value), None) if _weakrefable(value) else \
+            (how, name, _IDENTICAL, value, None)
+    if r.kind == GuardKind.CODE_MATCH:
+        return how, name, _SAME_CODE, value.__code__, type(value)
     return None
 
 

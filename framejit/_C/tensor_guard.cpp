@@ -235,9 +235,37 @@ PyObject* modules_without_hooks(PyObject*, PyObject* const* args, Py_ssize_t nar
   Py_RETURN_TRUE;
 }
 
-// EQUALS and identity guards on the attributes or items of one object, in one call: spec is a tuple of
-// (0: attribute / 1: item, its name or key, the expected value, its exact type or None for identity).
-// obj.name / obj[key] are read as the Python check reads them (the generic lookups).
+// The value guards on one object's attributes and items (and the keys it must not have), in one call: spec is a
+// tuple of (how, name or key, mode, expected, type). how: 0 obj.name, 1 obj[key] (read as the Python check reads
+// them, by the generic lookups), 2 `key not in obj`. mode: 0 the value is of exactly `type` and == expected;
+// 1 it is expected; 2 it is what the weak reference `expected` refers to; 3 it is of exactly `type` and its
+// __code__ is expected (a function by its code). A read that raises makes the call raise (a miss).
+enum How { ATTRIBUTE = 0, ITEM = 1, ABSENT_KEY = 2 };
+enum Mode { EQUAL = 0, IDENTICAL = 1, WEAKLY_IDENTICAL = 2, SAME_CODE = 3 };
+PyObject* code_name;
+
+int value_matches(PyObject* value, long mode, PyObject* expected, PyObject* type) {
+  switch (mode) {
+    case EQUAL:
+      return reinterpret_cast<PyObject*>(Py_TYPE(value)) == type ? PyObject_RichCompareBool(value, expected, Py_EQ)
+                                                                  : 0;
+    case IDENTICAL:
+      return value == expected;
+    case WEAKLY_IDENTICAL:
+      return PyWeakref_Check(expected) && PyWeakref_GET_OBJECT(expected) == value;
+    case SAME_CODE: {
+      if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != type) return 0;
+      PyObject* code = PyObject_GetAttr(value, code_name);
+      if (code == nullptr) return -1;
+      int same = code == expected;
+      Py_DECREF(code);
+      return same;
+    }
+  }
+  PyErr_SetString(PyExc_ValueError, "values_match: unknown mode");
+  return -1;
+}
+
 PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 2 || !PyTuple_Check(args[0])) {
     PyErr_SetString(PyExc_TypeError, "values_match(spec, obj)");
@@ -246,23 +274,24 @@ PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* spec = args[0];
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spec); ++i) {
     PyObject* entry = PyTuple_GET_ITEM(spec, i);
-    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
-      PyErr_SetString(PyExc_TypeError, "values_match: each spec entry is (how, name, expected, type)");
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) {
+      PyErr_SetString(PyExc_TypeError, "values_match: each spec entry is (how, name, mode, expected, type)");
       return nullptr;
     }
+    long how = PyLong_AsLong(PyTuple_GET_ITEM(entry, 0));
+    long mode = PyLong_AsLong(PyTuple_GET_ITEM(entry, 2));
+    if (PyErr_Occurred()) return nullptr;
     PyObject* name = PyTuple_GET_ITEM(entry, 1);
-    PyObject* expected = PyTuple_GET_ITEM(entry, 2);
-    PyObject* type = PyTuple_GET_ITEM(entry, 3);
-    PyObject* value = PyTuple_GET_ITEM(entry, 0) == Py_False ? PyObject_GetAttr(args[1], name)
-                                                              : PyObject_GetItem(args[1], name);
-    if (value == nullptr) return nullptr;
     int ok;
-    if (type == Py_None) {
-      ok = value == expected;
+    if (how == ABSENT_KEY) {
+      int found = PySequence_Contains(args[1], name);
+      ok = found < 0 ? -1 : !found;
     } else {
-      ok = reinterpret_cast<PyObject*>(Py_TYPE(value)) == type ? PyObject_RichCompareBool(value, expected, Py_EQ) : 0;
+      PyObject* value = how == ATTRIBUTE ? PyObject_GetAttr(args[1], name) : PyObject_GetItem(args[1], name);
+      if (value == nullptr) return nullptr;
+      ok = value_matches(value, mode, PyTuple_GET_ITEM(entry, 3), PyTuple_GET_ITEM(entry, 4));
+      Py_DECREF(value);
     }
-    Py_DECREF(value);
     if (ok < 0) return nullptr;
     if (!ok) Py_RETURN_FALSE;
   }
@@ -280,8 +309,8 @@ PyMethodDef methods[] = {
      "modules_without_hooks(flags, *modules) -> bool: NO_HOOKS of each module (flags: a byte each, 1: forward hook "
      "dicts too, 2: no instance `forward`)"},
     {"values_match", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(values_match)), METH_FASTCALL,
-     "values_match(spec, obj) -> bool: EQUALS / identity guards of obj's attributes and items (spec entries: "
-     "(False: attribute / True: item, name or key, expected, exact type or None for identity))"},
+     "values_match(spec, obj) -> bool: the value guards of obj's attributes and items, and keys it must not have "
+     "(spec entries: (how, name or key, mode, expected, type); see tensor_guard.cpp)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH, NO_HOOKS and grouped value guards in C++", -1,
@@ -296,6 +325,7 @@ PyMODINIT_FUNC PyInit__tensor_guard() {
     if (hook_names[i] == nullptr) return nullptr;
   }
   forward_name = PyUnicode_InternFromString("forward");
-  if (forward_name == nullptr) return nullptr;
+  code_name = PyUnicode_InternFromString("__code__");
+  if (forward_name == nullptr || code_name == nullptr) return nullptr;
   return PyModule_Create(&module);
 }

@@ -356,15 +356,26 @@ def test_attributes_and_items_checked_in_one_call_still_see_each_change(change):
 
 
 def test_values_match_reads_what_the_python_checks_read():
+    import weakref
     from framejit._C import _tensor_guard
     check = _tensor_guard.values_match
     cfg = _Config()
-    spec = ((False, "scale", 2, int), (False, "flag", True, None), (True, "a", 1, int))
-    assert check(spec[:2], cfg) is True and check(spec[2:], cfg.table) is True
-    assert check(((False, "scale", 2.0, float),), cfg) is False  # 2 == 2.0, but not of the type traced
-    cfg.flag = 1
-    assert check(spec[1:2], cfg) is False  # identity: 1 is not True
+    cfg.fn, cfg.cls = _scaled, _Scale
+    attr, item, absent = 0, 1, 2
+    equal, identical, weakly, code = 0, 1, 2, 3
+    spec = ((attr, "scale", equal, 2, int), (attr, "flag", identical, True, None),
+            (attr, "cls", weakly, weakref.ref(_Scale), None), (attr, "fn", code, _scaled.__code__, type(_scaled)))
+    assert check(spec, cfg) is True
+    assert check(((item, "a", equal, 1, int), (absent, "c", identical, None, None)), cfg.table) is True
+    assert check(((absent, "a", identical, None, None),), cfg.table) is False
+    assert check(((attr, "scale", equal, 2.0, float),), cfg) is False  # 2 == 2.0, but not of the type traced
+    cfg.flag, cfg.cls, cfg.fn = 1, _Config, _configured
+    for entry in spec[1:]:
+        assert check((entry,), cfg) is False
+    cfg.fn = lambda: None
+    cfg.fn.__code__ = _scaled.__code__.replace(co_name="other")
+    assert check(spec[3:], cfg) is False
     with pytest.raises(AttributeError):
-        check(((False, "missing", 1, int),), cfg)  # the guard raises: a miss
+        check(((attr, "missing", equal, 1, int),), cfg)  # the guard raises: a miss
     with pytest.raises(KeyError):
-        check(((True, "missing", 1, int),), cfg.table)
+        check(((item, "missing", equal, 1, int),), cfg.table)
