@@ -27,7 +27,7 @@ import torch
 from framejit import shapes
 from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
-from framejit.contracts import Check, Guard, GuardKind
+from framejit.contracts import MODULE_HOOK_DICTS, Check, Guard, GuardKind
 from framejit.sources import AttrSource, ConstSource, DerivedSource, ItemSource, LocalSource, Source, written_inline
 from framejit.codeobj import passed_cells
 from framejit.codeobj.reading import safe_repr
@@ -48,15 +48,18 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
                  for i, t in enumerate(tensors))
 
 
-def _value_groups(records: list[_Record]) -> dict[int, tuple[Source, list[_Record]]]:
+def _value_groups(records: list[_Record]) -> dict[int, tuple[Source, list[_Record], list[tuple]]]:
     """Two or more value guards on one object's attributes and items, or keys it must not have (a convolution's
     stride, padding...; a config's fields; the functions and classes a module's globals hold and the builtins
     they must not shadow), by the id of each record: `values_match` checks each group in one call."""
-    by_base: dict[str, tuple[Source, list[_Record]]] = {}
+    by_base: dict[str, tuple[Source, list[_Record], list[tuple]]] = {}
     for r in records:
         base = _value_base(r)
-        if base is not None and _value_entry(r) is not None:
-            by_base.setdefault(base.name(), (base, []))[1].append(r)
+        entry = _value_entry(r) if base is not None else None
+        if entry is not None:
+            group = by_base.setdefault(base.name(), (base, [], []))
+            group[1].append(r)
+            group[2].append(entry)
     return {id(r): group for group in by_base.values() if len(group[1]) > 1 for r in group[1]}
 
 
@@ -93,12 +96,9 @@ def _value_entry(r: _Record) -> tuple[int, Any, int, Any, type | None] | None:
 def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
     """The flags of one module for `modules_without_hooks` (tensor_guard.cpp): 1 when its forward hook dicts are
     checked too (the backward ones always are), 2 when no instance `forward` may appear."""
-    if not set(dicts) <= set(_HOOK_DICTS) or not {"_backward_hooks", "_backward_pre_hooks"} <= set(dicts):
+    if tuple(dicts) not in (MODULE_HOOK_DICTS, MODULE_HOOK_DICTS[2:]):
         raise AssertionError(f"NO_HOOKS of other dicts than modules_without_hooks checks: {dicts}")
-    return (1 if "_forward_hooks" in dicts else 0) | (2 if forward_from_class else 0)
-
-
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return (1 if len(dicts) == 4 else 0) | (2 if forward_from_class else 0)
 
 
 def _all_distinct(*objects: Any) -> bool:
@@ -439,8 +439,8 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
             continue
         same_object = values.get(id(r))
         if same_object is not None:  # the value guards of one object's attributes and items: one C++ call
-            base, grouped = same_object
-            spec = guard_set._const(tuple(_value_entry(g) for g in grouped))
+            base, grouped, entries = same_object
+            spec = guard_set._const(tuple(entries))
             exprs.append(f"___values_match({spec}, {render(base)})")
             done.update(id(g) for g in grouped)
             continue

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
-from framejit.contracts import GuardKind, Tracer
+from framejit.contracts import MODULE_HOOK_DICTS, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, lookup_class_attr
@@ -25,7 +25,7 @@ from framejit.variables.user_object import bound_class_attribute
 
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_HOOK_DICTS = MODULE_HOOK_DICTS
 # per-hook options of forward (pre-)hooks: which take kwargs (traced), which always run (not traced: they run
 # even when forward raises)
 _ALWAYS_CALLED = "_forward_hooks_always_called"
