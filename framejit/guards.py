@@ -440,7 +440,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         same_object = values.get(id(r))
         if same_object is not None:  # the value guards of one object's attributes and items: one C++ call
             base, grouped, entries = same_object
-            spec = guard_set._const(tuple(entries))
+            spec = guard_set._const(_tensor_guard.make_value_spec(tuple(entries)))
             exprs.append(f"___values_match({spec}, {render(base)})")
             done.update(id(g) for g in grouped)
             continue

@@ -235,8 +235,8 @@ PyObject* modules_without_hooks(PyObject*, PyObject* const* args, Py_ssize_t nar
   Py_RETURN_TRUE;
 }
 
-// The value guards on one object's attributes and items (and the keys it must not have), in one call: spec is a
-// tuple of (how, name or key, mode, expected, type). how: 0 obj.name, 1 obj[key] (read as the Python check reads
+// The value guards on one object's attributes and items (and the keys it must not have), in one call: spec is
+// made once (make_value_spec) from a tuple of (how, name or key, mode, expected, type). how: 0 obj.name, 1 obj[key] (read as the Python check reads
 // them, by the generic lookups), 2 `key not in obj`. mode: 0 the value is of exactly `type` and == expected;
 // 1 it is expected; 2 it is what the weak reference `expected` refers to; 3 it is of exactly `type` and its
 // __code__ is expected (a function by its code). A read that raises makes the call raise (a miss).
@@ -266,30 +266,74 @@ int value_matches(PyObject* value, long mode, PyObject* expected, PyObject* type
   return -1;
 }
 
+struct ValueCheck {
+  long how, mode;
+  PyObject* name;  // the references below are the spec's own
+  PyObject* expected;
+  PyObject* type;
+};
+using ValueSpec = std::vector<ValueCheck>;
+
+void free_value_spec(PyObject* capsule) {
+  auto spec = static_cast<ValueSpec*>(PyCapsule_GetPointer(capsule, "framejit.ValueSpec"));
+  for (ValueCheck& c : *spec) {
+    Py_DECREF(c.name);
+    Py_DECREF(c.expected);
+    Py_DECREF(c.type);
+  }
+  delete spec;
+}
+
+// make_value_spec(entries) -> the spec values_match reads, made once per entry (the tuple checked and parsed here,
+// not on every call)
+PyObject* make_value_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1 || !PyTuple_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "make_value_spec(tuple of (how, name, mode, expected, type))");
+    return nullptr;
+  }
+  auto spec = new ValueSpec();
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[0]); ++i) {
+    PyObject* entry = PyTuple_GET_ITEM(args[0], i);
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) {
+      PyErr_SetString(PyExc_TypeError, "make_value_spec: each entry is (how, name, mode, expected, type)");
+    } else {
+      long how = PyLong_AsLong(PyTuple_GET_ITEM(entry, 0)), mode = PyLong_AsLong(PyTuple_GET_ITEM(entry, 2));
+      if (!PyErr_Occurred() && (how < ATTRIBUTE || how > ABSENT_KEY || mode < EQUAL || mode > SAME_CODE)) {
+        PyErr_SetString(PyExc_ValueError, "make_value_spec: unknown how or mode");
+      }
+      if (!PyErr_Occurred()) {
+        PyObject *name = PyTuple_GET_ITEM(entry, 1), *expected = PyTuple_GET_ITEM(entry, 3),
+                 *type = PyTuple_GET_ITEM(entry, 4);
+        Py_INCREF(name);
+        Py_INCREF(expected);
+        Py_INCREF(type);
+        spec->push_back({how, mode, name, expected, type});
+        continue;
+      }
+    }
+    PyObject* capsule = PyCapsule_New(spec, "framejit.ValueSpec", free_value_spec);  // frees what was taken
+    Py_XDECREF(capsule);
+    return nullptr;
+  }
+  return PyCapsule_New(spec, "framejit.ValueSpec", free_value_spec);
+}
+
 PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2 || !PyTuple_Check(args[0])) {
+  if (nargs != 2) {
     PyErr_SetString(PyExc_TypeError, "values_match(spec, obj)");
     return nullptr;
   }
-  PyObject* spec = args[0];
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(spec); ++i) {
-    PyObject* entry = PyTuple_GET_ITEM(spec, i);
-    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) {
-      PyErr_SetString(PyExc_TypeError, "values_match: each spec entry is (how, name, mode, expected, type)");
-      return nullptr;
-    }
-    long how = PyLong_AsLong(PyTuple_GET_ITEM(entry, 0));
-    long mode = PyLong_AsLong(PyTuple_GET_ITEM(entry, 2));
-    if (PyErr_Occurred()) return nullptr;
-    PyObject* name = PyTuple_GET_ITEM(entry, 1);
+  auto spec = static_cast<ValueSpec*>(PyCapsule_GetPointer(args[0], "framejit.ValueSpec"));
+  if (spec == nullptr) return nullptr;
+  for (const ValueCheck& c : *spec) {
     int ok;
-    if (how == ABSENT_KEY) {
-      int found = PySequence_Contains(args[1], name);
+    if (c.how == ABSENT_KEY) {
+      int found = PySequence_Contains(args[1], c.name);
       ok = found < 0 ? -1 : !found;
     } else {
-      PyObject* value = how == ATTRIBUTE ? PyObject_GetAttr(args[1], name) : PyObject_GetItem(args[1], name);
+      PyObject* value = c.how == ATTRIBUTE ? PyObject_GetAttr(args[1], c.name) : PyObject_GetItem(args[1], c.name);
       if (value == nullptr) return nullptr;
-      ok = value_matches(value, mode, PyTuple_GET_ITEM(entry, 3), PyTuple_GET_ITEM(entry, 4));
+      ok = value_matches(value, c.mode, c.expected, c.type);
       Py_DECREF(value);
     }
     if (ok < 0) return nullptr;
@@ -308,9 +352,11 @@ PyMethodDef methods[] = {
      METH_FASTCALL,
      "modules_without_hooks(flags, *modules) -> bool: NO_HOOKS of each module (flags: a byte each, 1: forward hook "
      "dicts too, 2: no instance `forward`)"},
+    {"make_value_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_value_spec)),
+     METH_FASTCALL, "make_value_spec(entries: (how, name or key, mode, expected, type) each) -> spec"},
     {"values_match", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(values_match)), METH_FASTCALL,
      "values_match(spec, obj) -> bool: the value guards of obj's attributes and items, and keys it must not have "
-     "(spec entries: (how, name or key, mode, expected, type); see tensor_guard.cpp)"},
+     "(see tensor_guard.cpp)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH, NO_HOOKS and grouped value guards in C++", -1,

@@ -358,7 +358,10 @@ def test_attributes_and_items_checked_in_one_call_still_see_each_change(change):
 def test_values_match_reads_what_the_python_checks_read():
     import weakref
     from framejit._C import _tensor_guard
-    check = _tensor_guard.values_match
+
+    def check(entries, obj):
+        return _tensor_guard.values_match(_tensor_guard.make_value_spec(entries), obj)
+
     cfg = _Config()
     cfg.fn, cfg.cls = _scaled, _Scale
     attr, item, absent = 0, 1, 2
@@ -379,3 +382,5 @@ def test_values_match_reads_what_the_python_checks_read():
         check(((attr, "missing", equal, 1, int),), cfg)  # the guard raises: a miss
     with pytest.raises(KeyError):
         check(((item, "missing", equal, 1, int),), cfg.table)
+    with pytest.raises(ValueError):
+        _tensor_guard.make_value_spec(((attr, "scale", 9, 2, int),))  # an unknown mode is refused when made
