@@ -83,6 +83,12 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
 
     def run_with_eager_views(*args: Any) -> Any:
         results = list(graph_fn(*args))
+        # (in grad mode, where eager's ops made these views: the graph may end inside a `no_grad` block, and a view
+        # made there would have no autograd node until the program uses it with grad)
+        with torch.enable_grad():
+            return _made_as_eager(results)
+
+    def _made_as_eager(results: list[Any]) -> list[Any]:
         if not all(isinstance(results[i], torch.Tensor)
                    for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))):
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them

@@ -383,7 +383,8 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         rebased: dict[Any, list[tuple[int, int, list[Check], Any, Any]]] = {}
         for o, cs in checks.items():
             output = results[o]
-            node = getattr(output, "grad_fn", None)
+            with torch.enable_grad():  # (a view the graph returned from inside a no_grad block has its node made)
+                node = getattr(output, "grad_fn", None)
             if node is not None and all(key in noted for key in cs if key[0] != "raise"):
                 by_node.setdefault(node, []).append((output.output_nr, o, cs))
                 # a view written in place after the graph is rebased on its base: the gradient then passes the

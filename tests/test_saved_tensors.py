@@ -100,6 +100,18 @@ def view_written_by_an_op_that_saves(y):
     return t
 
 
+def saved_view_written_after_a_graph_ending_under_no_grad(y):
+    # fuzz 3104 of seed 6200800: the rows of t12 lead to max's saved t11, and the graph ends inside the no_grad
+    # block, where a view made again had no autograd node to check from
+    t11 = (y * y)[..., 1:3]
+    t12 = t11.max().sub(y)
+    for row in t12:
+        with torch.no_grad():
+            int(y[..., 0].argmax())  # a break inside the block
+        t11[-1] = row[-1]
+    return t11
+
+
 G = torch.randn(4)
 
 
@@ -110,6 +122,7 @@ G = torch.randn(4)
     (global_read_after_graph_write, _leaf(3, 4)),
     (view_of_dropped_output_written, _leaf(3, 4)),
     (view_written_by_an_op_that_saves, _nonleaf(3, 4)),
+    (saved_view_written_after_a_graph_ending_under_no_grad, _leaf(3, 4)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_saved_tensor_written_after_the_graph_makes_backward_raise_as_eager(fn, make_args, backend):
     error = differential(fn, make_args, backend)
@@ -316,8 +329,17 @@ def _rows_used_after_their_base_is_written(x, y):
     return x
 
 
+def _rows_returned_from_inside_a_no_grad_block(x, y):
+    rows = (x * y).unbind(0)  # made with grad; the graph returns them from inside the block
+    with torch.no_grad():
+        print("", end="")
+    rows[1].add_(1)
+    return rows[0]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [rows_written_after_a_break, _rows_of_an_input_written_after_a_break,
+@pytest.mark.parametrize("fn", [rows_written_after_a_break, _rows_returned_from_inside_a_no_grad_block,
+                                _rows_of_an_input_written_after_a_break,
                                 _rows_of_an_intermediate_written_after_a_break, _rows_written_in_a_frame_given_them,
                                 _rows_used_after_their_base_is_written])
 def test_writing_a_row_raises_eagers_very_error(fn, backend):

@@ -24,9 +24,6 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
                             "grad; eager's view keeps no history until something reads its grad_fn or is_leaf, so "
                             "its in-place write raises 'a leaf Variable'; the trace reads it (torch.compile fails "
                             "it too)",
-    "repro_6200800_3104.py": "a saved view output (t11 = (y * y)[..., 1:3], saved by t11.max()) written in place "
-                             "after a graph break: eager's backward raises 'modified by an inplace operation', "
-                             "framejit's does not (its own: torch.compile compiles nothing there)",
     "repro_6200800_568.py": "the leaf quirk (as repro_3200000_805): the in-place write of a view made while its base "
                             "had no grad raises 'a leaf Variable' in eager (torch.compile fails it too)",
     "repro_4000000_5.py": "inductor, not framejit: `x[-1] = torch.flip(y, [0])` with y passed as x[-1]; the "
