@@ -51,11 +51,15 @@ class GuardKind(enum.StrEnum):
 
 
 GUARDED_VALUE = "\x00"
+"""How a Check's expression writes the guarded value (replaced by its source's expression when rendered): a
+character that repr() never writes, so a name or key quoted in the expression cannot be mistaken for it."""
 
 # a module's own hook dicts, forward ones first: the NO_HOOKS guard checks them (the backward ones always)
 MODULE_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-"""How a Check's expression writes the guarded value (replaced by its source's expression when rendered): a
-character that repr() never writes, so a name or key quoted in the expression cannot be mistaken for it."""
+
+# the meta key of a graph input that is a module's parameter or buffer (it lives as long as the model: a backend's
+# partitioner may save it for backward at no cost)
+MODULE_STATE_META = "framejit_module_state"
 
 
 @dataclasses.dataclass(frozen=True)

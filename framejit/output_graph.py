@@ -23,7 +23,7 @@ from framejit._C import _hook
 from framejit.codegen import PyCodegen
 from framejit.codeobj import GRAPH_OUT, own_cells
 from framejit.config import Options
-from framejit.contracts import GuardKind
+from framejit.contracts import MODULE_STATE_META, GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
@@ -152,14 +152,16 @@ class OutputGraph:
             # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from
             # users who turn warnings into errors (pytest -W error), where it would abort the trace
             warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
+            module_state = _is_module_state(value, source)
             try:
-                fake, dynamic_dims = self.shapes.fake_input(value, source, _is_module_state(value, source))
+                fake, dynamic_dims = self.shapes.fake_input(value, source, module_state)
             except (RuntimeError, AssertionError) as e:
                 # its autograd state refuses to be read (a view whose base changed in place); or it is a view of an
                 # input the graph has written, whose fake (requires_grad after the write) no longer matches it
                 unsupported(f"{source.name()} cannot be described: {type(e).__name__}: {e}", BreakCode.GRAPH_ARG)
         node.meta["example_value"] = fake
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
+        node.meta[MODULE_STATE_META] = module_state
         self.inputs.append(GraphInput(source, value, node))
         self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims, symbolic_strides(fake))
         return TensorVariable(node, fake, source, type(value))

@@ -185,7 +185,8 @@ def test_inductor_mode_and_options_reach_compile_fx(compile_fx_calls):
                                 options={"cpp.simdlen": 8, "coordinate_descent_tuning": False})
     assert same(compiled(x), model(x))
     framejit.compile(model, backend="inductor", mode="reduce-overhead")(x)
-    assert compile_fx_calls == [
+    # (each also names a partitioner told the model's parameters: test_inductor_is_told_which_inputs_...)
+    assert [{k: v for k, v in c.items() if k != "custom_partitioner_fn"} for c in compile_fx_calls] == [
         {},
         {"max_autotune": True, "coordinate_descent_tuning": False, "cpp.simdlen": 8},  # options win over the mode
         {"triton.cudagraphs": True},
@@ -424,3 +425,51 @@ def test_a_training_graph_reading_an_input_it_writes_gives_eager_gradients(backe
         grads.append((x.grad, y.grad, G_SHIFT.clone()))
     for got, want in zip(grads[1], grads[0]):
         torch.testing.assert_close(got, want)
+
+
+class _Attention(torch.nn.Module):
+    """gpt2's projections: weights used as `x @ w` and as `w.t()`, with a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 8))
+        self.v = torch.nn.Linear(8, 8)
+        self.register_buffer("scale", torch.full((8,), 0.5))
+
+    def forward(self, x):
+        return (self.v(x @ self.w) * self.scale).relu()
+
+
+def test_the_partitioner_knows_parameters_and_buffers_live_as_long_as_the_model():
+    # as torch.compile tells it: a weight is saved for backward as it is, and the backward transposes it itself,
+    # rather than the forward computing and saving `w.t()` (what gpt2's forward did, costing compile time)
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    rec = CompilerRecorder()
+    model = _Attention()
+    backend = aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw, partition_fn=min_cut_rematerialization_partition)
+    x = torch.randn(4, 8, requires_grad=True)
+    out = framejit.compile(model, backend=backend)(x)
+    out.sum().backward()
+    expected = model(x)
+    assert same(out, expected)
+    forward, backward = rec.forward[0], rec.backward[0]
+    weights = [i for i, n in enumerate(n for n in forward.graph.nodes if n.op == "placeholder")
+               if n.meta["val"].dim() == 2 and tuple(n.meta["val"].shape) == (8, 8)]
+    assert len(weights) == 2
+    placeholders = [n for n in forward.graph.nodes if n.op == "placeholder"]
+    saved = forward.graph.output_node().args[0][1:]  # (after the one output)
+    assert {placeholders[i] for i in weights} <= set(saved)
+    assert not [n for n in saved if n.op == "call_function" and str(n.target) == "aten.t.default"
+                and n.args[0] in {placeholders[i] for i in weights}]
+
+
+def test_inductor_is_told_which_inputs_are_the_models_state(compile_fx_calls):
+    model, x = _model_and_input("mlp")
+    framejit.compile(model, backend="inductor")(x)
+    with torch.no_grad():
+        framejit.compile(copy.deepcopy(model), backend="inductor")(x)
+    training, inference = compile_fx_calls
+    partitioner = training["custom_partitioner_fn"]
+    parameters = len(list(model.parameters()))
+    assert partitioner.uuid() == ("framejit.static_inputs", tuple(range(1, parameters + 1)))  # (x comes first)
+    assert inference == {}  # (nothing to partition)

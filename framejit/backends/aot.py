@@ -16,6 +16,7 @@ from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
 from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, storage_of
 from framejit.backends.registry import register_backend
+from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
 
 AOTCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
@@ -85,10 +86,14 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
 
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
+        options = dict(kwargs)
+        if "partition_fn" in options:
+            options["partition_fn"] = with_static_inputs(options["partition_fn"],
+                                                         static_input_indices(gm, example_inputs))
         # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
         return compiled_or_own_ops(lambda noting: aot_module_simplified(
             gm, example_inputs, fw_compiler=noting(fw), bw_compiler=noting(bw), decompositions=decompositions,
-            **kwargs), gm, example_inputs, name)
+            **options), gm, example_inputs, name)
 
     name = name or f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
     compile_with_aot.__name__ = name

@@ -14,6 +14,8 @@ from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
 from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, statistics_read_then_written
 from framejit.backends.registry import register_backend
+from framejit.backends.static_inputs import inductor_partitioner, static_input_indices
+
 
 def inductor_config_patches(mode: str | None = None, options: dict | None = None) -> dict[str, Any]:
     """The inductor config patches for `mode` plus `options` (options win), checked: an unknown mode or
@@ -54,8 +56,19 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compiled_or_own_ops(
         lambda noting: compile_fx(torch.fx.GraphModule(part, copy.deepcopy(part.graph)), inputs,
-                                  config_patches=patches, inner_compile=noting(_compile_inner_without_capture)),
+                                  config_patches=_telling_static_inputs(patches, part, inputs),
+                                  inner_compile=noting(_compile_inner_without_capture)),
         part, inputs, "inductor"), ops_when_nothing_saved=True)
+
+
+def _telling_static_inputs(patches: dict[str, Any], gm: torch.fx.GraphModule,
+                           example_inputs: list[Any]) -> dict[str, Any]:
+    """`patches`, with a partitioner told which inputs are the model's parameters and buffers (unless the user's
+    options name a partitioner of their own)."""
+    if patches.get("custom_partitioner_fn") is not None or not torch.is_grad_enabled():
+        return patches  # (an inference graph is not partitioned)
+    partitioner = inductor_partitioner(static_input_indices(gm, example_inputs))
+    return patches if partitioner is None else {**patches, "custom_partitioner_fn": partitioner}
 
 
 def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any, **kwargs: Any) -> Any:
