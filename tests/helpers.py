@@ -12,6 +12,7 @@ import logging
 import types
 from typing import Any, Iterator
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -281,3 +282,9 @@ def logged(name: str) -> Iterator[list[logging.LogRecord]]:
         yield records
     finally:
         logger.removeHandler(handler)
+
+
+def fast_share(values, fast) -> list:
+    """`values` as test parameters, those not in `fast` marked slow: the fast loop runs a representative share of
+    a long matrix, CI runs all of it."""
+    return [v if v in fast else pytest.param(v, marks=pytest.mark.slow) for v in values]

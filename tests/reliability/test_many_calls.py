@@ -21,6 +21,7 @@ from torch import nn
 
 from framejit.bench import models
 from framejit.bench.jits import make_jit
+from tests.helpers import fast_share
 from tests.reliability.many_calls import CALLS, TOL, assert_all_close, inputs_for, one_thread  # noqa: F401
 
 ONE_BYTE = 255  # the most arguments a CALL's oparg holds without an EXTENDED_ARG
@@ -162,7 +163,7 @@ def run_training(case: models.Case, jit: Any) -> None:
     assert jit.counter.frame_count == after_first >= 1
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", fast_share(["eager", "aot_eager"], {"aot_eager"}))
 @pytest.mark.parametrize("mode", ["infer", "train"])
 @pytest.mark.parametrize("name", list(SUITE))
 def test_a_bench_model_called_100_times_matches_eager_on_every_call(name, mode, backend):
