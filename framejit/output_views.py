@@ -86,14 +86,16 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         # (in grad mode, where eager's ops made these views: the graph may end inside a `no_grad` block, and a view
         # made there would have no autograd node until the program uses it with grad)
         with torch.enable_grad():
-            return _made_as_eager(results)
+            return _made_as_eager(results, args)
 
-    def _made_as_eager(results: list[Any]) -> list[Any]:
+    def _made_as_eager(results: list[Any], args: tuple) -> list[Any]:
         if not all(isinstance(results[i], torch.Tensor)
                    for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))):
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         made_again = set()
         for i, (op, index, layout, count) in several.items():
+            if isinstance(layout, int):  # (symbolic: the input's, in this call)
+                layout = (tuple(args[layout].shape), args[layout].stride(), args[layout].storage_offset())
             src = sources.get(i)
             if src is not None and isinstance(results[src], torch.Tensor) and \
                     (held := _storage(results[src])) is not None and held == _storage(results[i]):
@@ -178,9 +180,10 @@ _SEVERAL_VIEWS = frozenset({"unbind", "split", "chunk", "tensor_split", "split_w
 Layout = tuple[tuple[int, ...], tuple[int, ...], int]  # sizes, strides, storage offset
 
 
-def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout, int] | None:
+def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout | int, int] | None:
     """For an output `op(src, ...)[i]` where `op` makes several views (`unbind`, `split`, ...) of a `src` whose
-    layout is numbers, and takes no other graph value: (the op's node, i, src's layout, how many views it made)."""
+    layout is numbers, or that is a graph input, and takes no other graph value: (the op's node, i, src's layout
+    or, where it is symbolic, the input's position, how many views it made)."""
     if not isinstance(node, torch.fx.Node) or node.target is not operator.getitem:
         return None
     op, index = node.args
@@ -191,10 +194,14 @@ def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout, int] |
     fake = _fake(src)
     if not isinstance(fake, torch.Tensor) or any(a is not src for a in op.all_input_nodes):
         return None
-    layout = (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset())
+    layout: Layout | int = (tuple(fake.shape), tuple(fake.stride()), fake.storage_offset())
     made = _fake(op)
-    if not all(isinstance(d, int) for d in (*layout[0], *layout[1], layout[2])) or not isinstance(made, tuple):
+    if not isinstance(made, tuple):
         return None
+    if not all(isinstance(d, int) for d in (*layout[0], *layout[1], layout[2])):
+        if src.op != "placeholder":
+            return None
+        layout = [n for n in src.graph.nodes if n.op == "placeholder"].index(src)
     return op, index, layout, len(made)
 
 

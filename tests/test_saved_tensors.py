@@ -361,6 +361,33 @@ def test_writing_a_row_raises_eagers_very_error(fn, backend):
     assert error(framejit.compile(fn, backend=backend)) == want
 
 
+G_ROWS = torch.randn(4, 4)
+
+
+def _rows_of_a_global_without_grad_written_with_grad(img):
+    for row in G_ROWS:  # unbind's rows: eager refuses the first write with grad
+        print("", end="")
+        row[row > 1] = img.min()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_row_of_an_input_with_symbolic_sizes_refuses_writes_as_eager(backend, dynamic):
+    # fuzz 8445 of seed 6400000: with symbolic sizes the row came back from AOTAutograd without unbind's mark
+    def error(f):
+        try:
+            f(torch.randn(3, requires_grad=True))
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    framejit.reset()
+    want = error(_rows_of_a_global_without_grad_written_with_grad)
+    assert want is not None and "returns multiple views" in want
+    assert error(framejit.compile(_rows_of_a_global_without_grad_written_with_grad, backend=backend,
+                                  dynamic=dynamic)) == want
+
+
 def test_a_backend_returning_other_values_than_tensors_is_not_checked():
     def ones(gm, example_inputs):  # a wrong backend: the user gets what it returns, as under torch.compile
         return lambda *args: (1,)
