@@ -14,7 +14,8 @@ import torch
 from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, storage_of
+from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops, storage_of,
+                                        view_of_aliased_written_inputs)
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
@@ -81,6 +82,9 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         if autograd_needs_eager_ops(gm, example_inputs):
             fate.ran_as_torch_ops(EAGER_HISTORY)
+            return gm
+        if view_of_aliased_written_inputs(gm):
+            fate.ran_as_torch_ops(VIEW_OF_ALIASED_WRITTEN_INPUTS)
             return gm
         return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
 

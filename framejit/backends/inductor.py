@@ -12,7 +12,8 @@ from framejit.backends import fate
 from framejit.backends.aot import compiled_or_own_ops
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops, statistics_read_then_written
+from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops,
+                                        statistics_read_then_written, view_of_aliased_written_inputs)
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import inductor_partitioner, static_input_indices
 
@@ -47,6 +48,9 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     patches = inductor_config_patches(mode, options)
     if autograd_needs_eager_ops(gm, example_inputs):
         fate.ran_as_torch_ops(EAGER_HISTORY)
+        return gm
+    if view_of_aliased_written_inputs(gm):
+        fate.ran_as_torch_ops(VIEW_OF_ALIASED_WRITTEN_INPUTS)
         return gm
     if torch.is_grad_enabled() and statistics_read_then_written(gm.graph):
         fate.ran_as_torch_ops("a batch norm in eval mode saves running statistics that a later train-mode batch "

@@ -11,6 +11,7 @@ records exactly what eager records; inference graphs and graphs that write only 
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from typing import Any
 
 import torch
@@ -116,6 +117,27 @@ def requires_grad(value: Any) -> bool:
 
 EAGER_HISTORY = ("AOTAutograd would record another history than eager for a write in place (into an input autograd "
                  "tracks, or under no_grad into a value that requires grad)")
+
+
+VIEW_OF_ALIASED_WRITTEN_INPUTS = ("an output is a view of inputs that share memory, one of them written in place: "
+                                  "AOTAutograd makes such a view again from the wrong base (torch.compile returns "
+                                  "wrong values there)")
+
+
+def view_of_aliased_written_inputs(gm: torch.fx.GraphModule) -> bool:
+    """True when an output shares memory with two or more graph inputs (`x` and `x[:]`), and the graph writes into
+    that memory. AOTAutograd merges such inputs into one base and makes the output view again from it, with the
+    strides of another tensor: wrong values for a transposed or strided `x`, an assertion for others (fuzz 2009 of
+    seed 6400000)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    sharing = Counter(s for p in placeholders if (s := node_storage(p)) is not None)
+    aliased = {s for s, count in sharing.items() if count > 1}
+    if not aliased:
+        return False
+    written = {node_storage(n.args[0]) for n in gm.graph.nodes
+               if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)} & aliased
+    outputs = [n for n in gm.graph.output_node().args[0] if isinstance(n, torch.fx.Node)]
+    return any(node_storage(n) in written for n in outputs if n.op != "placeholder")
 
 
 def autograd_needs_eager_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
