@@ -75,6 +75,7 @@ def test_planted_wrong_backend_is_a_mismatch(tmp_path: "os.PathLike[str]") -> No
     assert ok.outcome == "ok", ok.verdict
 
 
+@pytest.mark.slow
 def test_crash_and_hang_are_pinned_on_their_program_and_the_batch_goes_on(tmp_path: "os.PathLike[str]") -> None:
     ok = _program("def program(x):\n    return x.cos()\n")
     hang = _program("def program(x):\n    while True:\n        pass\n")
@@ -85,6 +86,7 @@ def test_crash_and_hang_are_pinned_on_their_program_and_the_batch_goes_on(tmp_pa
     assert "SIGABRT" in results[2].verdict["detail"] and "eager call 0" in results[2].verdict["detail"]
 
 
+@pytest.mark.slow
 def test_minimiser_shrinks_to_the_statement_that_fails(tmp_path: "os.PathLike[str]") -> None:
     noise = [f"    t{i} = (x * {i + 1}).relu() + x.cos()" for i in range(20)]
     body = noise[:12] + ["    bad = torch.atan(x)"] + noise[12:] + ["    return t19, bad, t5"]

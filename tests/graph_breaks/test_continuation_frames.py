@@ -38,7 +38,7 @@ def loop_with_breaks(x, n):
     return x, depths
 
 
-@pytest.mark.parametrize("n", [1, 50, 200])
+@pytest.mark.parametrize("n", [1, 50, pytest.param(200, marks=pytest.mark.slow)])
 def test_a_loop_that_breaks_every_iteration_keeps_the_stack_as_deep_as_eager(n):
     framejit.config.cache_size_limit, saved = 256, framejit.config.cache_size_limit
     try:

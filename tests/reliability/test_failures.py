@@ -244,6 +244,7 @@ def test_deep_recursion_works_up_to_the_recursion_limit_as_in_eager():
     assert f(10) == 10  # and it still works afterwards
 
 
+@pytest.mark.slow
 def test_a_raised_recursion_limit_gives_recursion_error_not_a_crash():
     """With the frame hook each Python call takes C stack (CPython 3.11 inlines calls only without one): past
     what the C stack holds the hook raises RecursionError, where a crash would kill the process."""

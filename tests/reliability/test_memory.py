@@ -9,6 +9,7 @@ import os
 import weakref
 from typing import Any, Callable
 
+import pytest
 import torch
 from torch import nn
 
@@ -73,6 +74,7 @@ class Block(nn.Module):
         return y * 2
 
 
+@pytest.mark.slow
 def test_dropped_functions_with_their_own_code_and_globals_are_freed():
     backend, x, refs = WeakGraphs(), torch.randn(4, 256), []
     for i in range(150):
@@ -109,6 +111,7 @@ def test_dropped_closures_free_what_they_captured():
     assert [r for r in refs if r() is not None] == []
 
 
+@pytest.mark.slow
 def test_dropped_modules_free_themselves_their_entries_and_graphs():
     backend, x = WeakGraphs(), torch.randn(4, 256)
     forward = Block.forward.__code__
