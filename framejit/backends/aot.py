@@ -14,8 +14,8 @@ import torch
 from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops, storage_of,
-                                        view_of_aliased_written_inputs)
+from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops,
+                                        storage_of, view_of_aliased_written_inputs)
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend

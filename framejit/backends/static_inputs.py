@@ -5,7 +5,7 @@ the backward then reads the weight itself and recomputes the cheap ops on it (`w
 otherwise save their results from the forward. torch.compile tells it through metadata TorchDynamo leaves on the
 graph module; framejit hands the positions to the partitioner itself, so that both give a backend the same
 forward and backward graphs (without them, gpt2's forward computed and saved four weight transposes that
-torch.compile's backward recomputes, and its backward took a second longer to compile).
+torch.compile's backward recomputes).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def static_input_indices(gm: torch.fx.GraphModule, example_inputs: list[Any]) ->
     storages = [s for s in map(storage_of, example_inputs) if s is not None]
     if len(placeholders) != len(example_inputs) or len(set(storages)) != len(storages):
         return []
-    own = len(list(gm.named_parameters(remove_duplicate=False))) + len(list(gm.named_buffers(remove_duplicate=False)))
+    own = len([*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)])
     return [*range(own), *(own + i for i, (node, value) in enumerate(zip(placeholders, example_inputs))
                            if node.meta.get(MODULE_STATE_META) or isinstance(value, torch.nn.Parameter))]
 
