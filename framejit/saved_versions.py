@@ -381,17 +381,18 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
         freed = _Freed(gm)  # (this call's: each call's node is its own)
         by_node: dict[Any, list[tuple[int, int, list[Check]]]] = {}
         rebased: dict[Any, list[tuple[int, int, list[Check], Any, Any]]] = {}
-        for o, cs in checks.items():
-            output = results[o]
-            with torch.enable_grad():  # (a view the graph returned from inside a no_grad block has its node made)
+        with torch.enable_grad():  # (a view the graph returned from inside a no_grad block has its node made)
+            for o, cs in checks.items():
+                output = results[o]
                 node = getattr(output, "grad_fn", None)
-            if node is not None and all(key in noted for key in cs if key[0] != "raise"):
-                by_node.setdefault(node, []).append((output.output_nr, o, cs))
-                # a view written in place after the graph is rebased on its base: the gradient then passes the
-                # base's node instead (the hidden base AOTAutograd returns for a view of an intermediate)
-                base = output._base
-                if base is not None and base.grad_fn is not None and not any(base is r for r in results):
-                    rebased.setdefault(base.grad_fn, []).append((base.output_nr, o, cs, weakref.ref(output), node))
+                if node is not None and all(key in noted for key in cs if key[0] != "raise"):
+                    by_node.setdefault(node, []).append((output.output_nr, o, cs))
+                    # a view written in place after the graph is rebased on its base: the gradient then passes the
+                    # base's node instead (the hidden base AOTAutograd returns for a view of an intermediate)
+                    base = output._base
+                    if base is not None and base.grad_fn is not None and not any(base is r for r in results):
+                        rebased.setdefault(base.grad_fn, []).append((base.output_nr, o, cs, weakref.ref(output),
+                                                                     node))
         for node, reached in by_node.items():
             node.register_prehook(_checking(reached, noted, freed, _weak(node)))
         for node, views in rebased.items():

@@ -337,6 +337,14 @@ def _rows_returned_from_inside_a_no_grad_block(x, y):
     return rows[0]
 
 
+def _error_of(call):
+    try:
+        call()
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn", [rows_written_after_a_break, _rows_returned_from_inside_a_no_grad_block,
                                 _rows_of_an_input_written_after_a_break,
@@ -349,11 +357,7 @@ def test_writing_a_row_raises_eagers_very_error(fn, backend):
     def error(f):
         torch.manual_seed(0)
         x, y = torch.randn(3, 4, requires_grad=True).clone(), torch.randn(4, requires_grad=True)
-        try:
-            f(x, y) if fn is not rows_written_after_a_break else f(x)
-        except RuntimeError as e:
-            return str(e)
-        return None
+        return _error_of(lambda: f(x, y) if fn is not rows_written_after_a_break else f(x))
 
     framejit.reset()
     want = error(fn)
@@ -375,11 +379,7 @@ def _rows_of_a_global_without_grad_written_with_grad(img):
 def test_a_row_of_an_input_with_symbolic_sizes_refuses_writes_as_eager(backend, dynamic):
     # fuzz 8445 of seed 6400000: with symbolic sizes the row came back from AOTAutograd without unbind's mark
     def error(f):
-        try:
-            f(torch.randn(3, requires_grad=True))
-        except RuntimeError as e:
-            return str(e)
-        return None
+        return _error_of(lambda: f(torch.randn(3, requires_grad=True)))
 
     framejit.reset()
     want = error(_rows_of_a_global_without_grad_written_with_grad)

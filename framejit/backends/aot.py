@@ -15,7 +15,7 @@ from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
 from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops,
-                                        storage_of, view_of_aliased_written_inputs)
+                                        inputs_share_storage, view_of_aliased_written_inputs)
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
@@ -146,8 +146,7 @@ def _no_autograd_cache_if_inputs_share_storage(example_inputs: list[Any]) -> Any
     """AOTAutograd's cache off for a graph whose inputs share storage: its key leaves out where in the storage
     each input starts, while the compiled code it stores writes and views the inputs at the offsets of the first
     compile (a graph for `x[3]` and `x` would write `x[2]`)."""
-    storages = [s for s in map(storage_of, example_inputs) if s is not None]
-    if len(set(storages)) == len(storages):
+    if not inputs_share_storage(example_inputs):
         return contextlib.nullcontext()
     import torch._functorch.config
     return torch._functorch.config.patch(enable_autograd_cache=False)

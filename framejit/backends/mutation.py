@@ -97,6 +97,12 @@ def storage_of(value: Any) -> StorageWeakRef | None:
     return None
 
 
+def inputs_share_storage(example_inputs: list[Any]) -> bool:
+    """Whether two of the inputs are one tensor or share memory (views of one another)."""
+    storages = [s for s in map(storage_of, example_inputs) if s is not None]
+    return len(set(storages)) != len(storages)
+
+
 def node_storage(node: torch.fx.Node) -> StorageWeakRef | None:
     """storage_of the value a graph node computes (its fake)."""
     return storage_of(node.meta.get("example_value"))

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.backends.mutation import storage_of
+from framejit.backends.mutation import inputs_share_storage
 from framejit.contracts import MODULE_STATE_META
 
 
@@ -22,8 +22,7 @@ def static_input_indices(gm: torch.fx.GraphModule, example_inputs: list[Any]) ->
     `example_inputs`), of the model's parameters and buffers; none where AOTAutograd would move inputs (two that
     are one tensor or share memory are merged, and the positions would no longer match)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    storages = [s for s in map(storage_of, example_inputs) if s is not None]
-    if len(placeholders) != len(example_inputs) or len(set(storages)) != len(storages):
+    if len(placeholders) != len(example_inputs) or inputs_share_storage(example_inputs):
         return []
     own = len([*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)])
     return [*range(own), *(own + i for i, (node, value) in enumerate(zip(placeholders, example_inputs))

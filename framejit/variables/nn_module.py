@@ -25,7 +25,6 @@ from framejit.variables.user_object import bound_class_attribute
 
 _LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
                               "named_buffers", "modules", "named_modules"})
-_HOOK_DICTS = MODULE_HOOK_DICTS
 # per-hook options of forward (pre-)hooks: which take kwargs (traced), which always run (not traced: they run
 # even when forward raises)
 _ALWAYS_CALLED = "_forward_hooks_always_called"
@@ -120,11 +119,11 @@ class NNModuleVariable(Variable):
         mod = self.module
         traced = ("_forward_pre_hooks", "_forward_hooks")
         plain = any(getattr(mod, d, None) for d in traced) and self.source is not None and not any(
-            getattr(mod, d, None) for d in (*_HOOK_DICTS[2:], _ALWAYS_CALLED))
-        checked = _HOOK_DICTS[2:] if plain else _HOOK_DICTS
+            getattr(mod, d, None) for d in (*MODULE_HOOK_DICTS[2:], _ALWAYS_CALLED))
+        checked = MODULE_HOOK_DICTS[2:] if plain else MODULE_HOOK_DICTS
         if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
-        if self.source is not None and all(hasattr(mod, d) for d in _HOOK_DICTS):
+        if self.source is not None and all(hasattr(mod, d) for d in MODULE_HOOK_DICTS):
             tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (checked, "forward" not in vars(mod)))
         if not plain:
             return [], []
