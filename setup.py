@@ -11,7 +11,7 @@ setup(
     ext_modules=[
         Extension(
             "framejit._C._hook",
-            sources=["framejit/_C/hook.c"],
+            sources=["framejit/_C/hook.c", "framejit/_C/data_stack.c"],
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
         ),
         CppExtension(

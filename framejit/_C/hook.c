@@ -11,6 +11,8 @@
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
 
+#include "data_stack.h"
+
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
 #error "framejit._C._hook supports CPython 3.11 only"
 #endif
@@ -36,6 +38,7 @@ static _PyFrameEvalFunction prev_eval;     /* foreign eval function to chain to,
  * frame has had its turn and must run plainly, or the two hooks loop. */
 static _Thread_local _PyInterpreterFrame *chaining;
 static long n_hits, n_misses, n_guard_errors;
+static Py_ssize_t n_armed;  /* thread slots with a callback set */
 
 /* Per-thread callback. The eval hook reads it through a TSS pointer (cheap);
  * the slot itself is owned by a capsule in the thread-state dict, so the
@@ -45,6 +48,8 @@ typedef struct {
     PyThreadState *owner;
     uintptr_t stack_floor;   /* see stack_overflow(); 0 when unknown */
 } ThreadSlot;
+
+static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
 
 /* With an eval-frame hook installed, CPython 3.11 evaluates every Python call
  * in a C call of its own (without one it inlines them), so a recursion limit
@@ -88,8 +93,7 @@ static NOINLINE PyObject *stack_overflow(PyThreadState *ts, _PyInterpreterFrame 
 static void slot_free(PyObject *capsule)
 {
     ThreadSlot *slot = PyCapsule_GetPointer(capsule, "framejit.slot");
-    PyObject *cb = slot->cb;
-    slot->cb = NULL;
+    PyObject *cb = swap_cb(slot, NULL);
     if (_PyThreadState_UncheckedGet() == slot->owner) {
         if (PyThread_tss_get(&slot_tss) == slot)
             PyThread_tss_set(&slot_tss, NULL);
@@ -146,7 +150,7 @@ static ThreadSlot *get_slot(void)
 static void restore_cb(ThreadSlot *slot, PyObject *cb)
 {
     if (slot->cb == NULL)
-        slot->cb = cb;
+        swap_cb(slot, cb);
     else
         Py_DECREF(cb);
 }
@@ -212,6 +216,8 @@ static PyObject *pass_through(PyThreadState *ts, _PyInterpreterFrame *frame, int
     return result;
 }
 
+static PyInterpreterState *hooked_interp;  /* where ensure_installed last put us */
+
 static void ensure_installed(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
@@ -219,7 +225,34 @@ static void ensure_installed(void)
     if (cur == eval_frame)
         return;
     prev_eval = (cur == _PyEval_EvalFrameDefault) ? NULL : cur;
+    hooked_interp = interp;
     _PyInterpreterState_SetEvalFrameFunc(interp, eval_frame);
+}
+
+/* Hands the interpreter back the eval function it had before us (also from a
+ * thread state being cleared, which may not be the current one). */
+static void uninstall(void)
+{
+    if (hooked_interp != NULL && _PyInterpreterState_GetEvalFrameFunc(hooked_interp) == eval_frame)
+        _PyInterpreterState_SetEvalFrameFunc(hooked_interp, prev_eval ? prev_eval : _PyEval_EvalFrameDefault);
+}
+
+/* Sets a slot's callback (steals `cb`, NULL for off) and returns the old one.
+ * The hook is installed only while some thread has a callback: with any
+ * eval-frame function installed CPython 3.11 stops inlining Python-to-Python
+ * calls, and all the process's Python (the user's loop, the optimizer, a
+ * backend compiling) runs up to 40% slower. */
+static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb)
+{
+    PyObject *old = slot->cb;
+    slot->cb = cb;
+    if (cb != NULL) {
+        n_armed += old == NULL;
+        ensure_installed();  /* (also when armed already: another hook may have replaced ours) */
+    } else if (old != NULL && --n_armed == 0) {
+        uninstall();
+    }
+    return old;
 }
 
 /* Whether `globals` is the namespace of a module in sys.modules (which holds it anyway). */
@@ -345,7 +378,7 @@ static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(args, i, Py_NewRef(frame->localsplus[i]));
     PyObject *stack[2] = {(PyObject *)frame->f_func, args};
-    PyObject *r = PyObject_Vectorcall(cb, stack, 2, NULL);
+    PyObject *r = vectorcall_with_room(cb, stack, 2, NULL);  /* (tracing and compiling) */
     Py_DECREF(args);
     return r;
 }
@@ -387,8 +420,7 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
     Py_ssize_t nargs = code->co_argcount + code->co_kwonlyargcount
         + ((flags & CO_VARARGS) != 0) + ((flags & CO_VARKEYWORDS) != 0);
     /* Disabled while guards and the callback run: their own calls aren't hooked. */
-    PyObject *cb = slot->cb, *fn = NULL;
-    slot->cb = NULL;
+    PyObject *cb = swap_cb(slot, NULL), *fn = NULL;
     int err = 0;
     if (extra != NULL)
         fn = lookup(extra, cb, frame, nargs, &err);
@@ -443,10 +475,7 @@ static PyObject *set_callback(PyObject *self, PyObject *cb)
     ThreadSlot *slot;
     if (check_cb(cb) < 0 || (slot = get_slot()) == NULL)
         return NULL;
-    if (cb != Py_None)
-        ensure_installed();
-    PyObject *old = slot->cb;
-    slot->cb = cb == Py_None ? NULL : Py_NewRef(cb);
+    PyObject *old = swap_cb(slot, cb == Py_None ? NULL : Py_NewRef(cb));
     return old ? old : Py_NewRef(Py_None);
 }
 
@@ -458,26 +487,38 @@ static PyObject *get_callback(PyObject *self, PyObject *unused)
     return Py_NewRef(slot->cb);
 }
 
+/* fn(*args, **kwargs) with this thread's callback set to `cb` meanwhile. */
+static PyObject *call_under(PyObject *cb, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int roomy)
+{
+    ThreadSlot *slot;
+    if (check_cb(cb) < 0 || (slot = get_slot()) == NULL)
+        return NULL;
+    /* we hold the previous callback's reference until it is restored */
+    PyObject *prev = swap_cb(slot, cb == Py_None ? NULL : Py_NewRef(cb));
+    PyObject *result = (roomy ? vectorcall_with_room : PyObject_Vectorcall)(args[0], args + 1, nargs - 1, kwnames);
+    Py_XDECREF(swap_cb(slot, prev));
+    return result;
+}
+
 static PyObject *call_with_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargsf,
                                     PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    ThreadSlot *slot;
     if (nargs < 2) {
         PyErr_SetString(PyExc_TypeError, "call_with_callback(cb, fn, *args, **kwargs)");
         return NULL;
     }
-    if (check_cb(args[0]) < 0 || (slot = get_slot()) == NULL)
+    return call_under(args[0], args + 1, nargs - 1, kwnames, 0);
+}
+
+static PyObject *call_compiler(PyObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_compiler(fn, *args, **kwargs)");
         return NULL;
-    if (args[0] != Py_None)
-        ensure_installed();
-    PyObject *prev = slot->cb;  /* we hold its reference until it is restored */
-    slot->cb = args[0] == Py_None ? NULL : Py_NewRef(args[0]);
-    PyObject *result = PyObject_Vectorcall(args[1], args + 2, nargs - 2, kwnames);
-    PyObject *cur = slot->cb;
-    slot->cb = prev;
-    Py_XDECREF(cur);
-    return result;
+    }
+    return call_under(Py_None, args, nargs, kwnames, 1);
 }
 
 static PyObject *get_extra(PyObject *self, PyObject *code)
@@ -577,6 +618,8 @@ static PyMethodDef methods[] = {
     {"get_callback", get_callback, METH_NOARGS, "This thread's callback (None when unset)."},
     {"call_with_callback", (PyCFunction)(void (*)(void))call_with_callback,
      METH_FASTCALL | METH_KEYWORDS, "call_with_callback(cb, fn, *args, **kwargs)"},
+    {"call_compiler", (PyCFunction)(void (*)(void))call_compiler, METH_FASTCALL | METH_KEYWORDS,
+     "call_compiler(fn, *args, **kwargs): capture off, on a data-stack chunk of its own (a compiler's call)"},
     {"get_extra", get_extra, METH_O, "get_extra(code) -> None | SKIP | list"},
     {"set_extra", (PyCFunction)(void (*)(void))set_extra, METH_FASTCALL,
      "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo, owner)."},

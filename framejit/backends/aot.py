@@ -47,7 +47,7 @@ def _boxed(compiler: AOTCompiler) -> AOTCompiler:
 def _no_capture_bw(compiler: AOTCompiler) -> AOTCompiler:
     """The backward compiler, and the backward it returns, run with capture off: both run during the user's
     `loss.backward()`, possibly inside a framejit context, and are not user code to capture."""
-    compile_quietly = without_capture(compiler)
+    compile_quietly = without_capture(compiler, compiler=True)
 
     def compile_backward(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         compiled = compile_quietly(gm, example_inputs)

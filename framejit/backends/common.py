@@ -28,20 +28,23 @@ class BackendUnavailable(RuntimeError):
         self.backend = backend
 
 
-def without_capture(fn: Callable[..., Any]) -> Callable[..., Any]:
+def without_capture(fn: Callable[..., Any], *, compiler: bool = False) -> Callable[..., Any]:
     """`fn` made to run with framejit's frame capture off (and whatever it calls), keeping `_boxed_call`.
 
     For code that runs later, from a user frame under capture, rather than inside framejit's compile (which already
     runs with capture off): AOTAutograd compiles the backward lazily, on the first `loss.backward()`, and that
     compiler (inductor's C++ build, filelock, a user's bw_compiler) and the backward it returns must not be traced
-    as user code. TorchDynamo wraps the same two in `disable` for the same reason."""
+    as user code. TorchDynamo wraps the same two in `disable` for the same reason. A `compiler` also runs on a
+    data-stack chunk of its own, as framejit's compile does (`_C/data_stack.c`)."""
 
-    call = _hook.call_with_callback
+    if compiler:
+        def run_without_capture(*args: Any, **kwargs: Any) -> Any:
+            return _hook.call_compiler(fn, *args, **kwargs)
+    else:
+        def run_without_capture(*args: Any, **kwargs: Any) -> Any:
+            return _hook.call_with_callback(None, fn, *args, **kwargs)
 
-    @functools.wraps(fn)
-    def run_without_capture(*args: Any, **kwargs: Any) -> Any:
-        return call(None, fn, *args, **kwargs)
-
+    run_without_capture = functools.wraps(fn)(run_without_capture)
     if getattr(fn, "_boxed_call", False):
         run_without_capture._boxed_call = True  # type: ignore[attr-defined]
     return run_without_capture

@@ -81,7 +81,7 @@ def _compile_inner_without_capture(gm: torch.fx.GraphModule, example_inputs: Any
     The backward graph is compiled lazily, inside the user's `loss.backward()`, and later runs there: framejit
     would otherwise capture inductor's helpers (filelock...) and its generated `call` as user code."""
     from torch._inductor.compile_fx import compile_fx_inner
-    compiled = without_capture(compile_fx_inner)(gm, example_inputs, **kwargs)
+    compiled = without_capture(compile_fx_inner, compiler=True)(gm, example_inputs, **kwargs)
     # Only the backward needs it: framejit already runs the forward (the graph it called the backend for) with
     # capture off, and the forward's per-call cost is what speedups are measured on.
     if kwargs.get("is_backward") and getattr(compiled, "current_callable", None) is not None:

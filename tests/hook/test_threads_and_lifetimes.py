@@ -153,3 +153,31 @@ def test_guard_that_drops_the_cache_list_is_safe() -> None:
     _hook.set_extra(f.__code__, cache)
     assert _hook.call_with_callback(False, f, 2) == ("hit", 2)
     assert _hook.call_with_callback(False, f, 3) == ("orig", 3)
+
+
+def test_hook_stays_installed_while_another_thread_has_a_callback() -> None:
+    armed, done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        _hook.set_callback(False)
+        armed.set()
+        done.wait(10)
+        _hook.set_callback(None)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert armed.wait(10)
+        assert _hook.call_with_callback(None, _hook.is_installed) is True  # the other thread's callback needs it
+    finally:
+        done.set()
+        t.join(10)
+    assert not _hook.is_installed()
+
+
+def test_thread_ending_with_its_callback_set_takes_the_hook_off() -> None:
+    t = threading.Thread(target=lambda: _hook.set_callback(False))
+    t.start()
+    t.join(10)
+    gc.collect()
+    assert not _hook.is_installed()
