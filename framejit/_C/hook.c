@@ -47,6 +47,8 @@ typedef struct {
     PyObject *cb;            /* strong; NULL means None (off) */
     PyThreadState *owner;
     uintptr_t stack_floor;   /* see stack_overflow(); 0 when unknown */
+    SpareChunk calls;        /* data-stack chunks (data_stack.c) for compiled calls, */
+    SpareChunk compiles;     /* and for traces and compiles */
 } ThreadSlot;
 
 static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
@@ -94,6 +96,8 @@ static void slot_free(PyObject *capsule)
 {
     ThreadSlot *slot = PyCapsule_GetPointer(capsule, "framejit.slot");
     PyObject *cb = swap_cb(slot, NULL);
+    spare_chunk_free(&slot->calls);
+    spare_chunk_free(&slot->compiles);
     if (_PyThreadState_UncheckedGet() == slot->owner) {
         if (PyThread_tss_get(&slot_tss) == slot)
             PyThread_tss_set(&slot_tss, NULL);
@@ -134,6 +138,8 @@ static ThreadSlot *get_slot(void)
     }
     slot->owner = ts;
     slot->stack_floor = thread_stack_floor();
+    slot->calls.bytes = CALL_CHUNK_BYTES;
+    slot->compiles.bytes = COMPILE_CHUNK_BYTES;
     if ((capsule = PyCapsule_New(slot, "framejit.slot", slot_free)) == NULL) {
         PyMem_RawFree(slot);
         return NULL;
@@ -370,7 +376,7 @@ static PyObject *lookup(PyObject *cache, PyObject *cb, _PyInterpreterFrame *fram
 }
 
 /* Asks the callback for a replacement: new ref, Py_None to run the frame as is, NULL on error. */
-static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize_t nargs)
+static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize_t nargs, ThreadSlot *slot)
 {
     PyObject *args = PyTuple_New(nargs);
     if (args == NULL)
@@ -378,7 +384,7 @@ static PyObject *ask_callback(PyObject *cb, _PyInterpreterFrame *frame, Py_ssize
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(args, i, Py_NewRef(frame->localsplus[i]));
     PyObject *stack[2] = {(PyObject *)frame->f_func, args};
-    PyObject *r = vectorcall_with_room(cb, stack, 2, NULL);  /* (tracing and compiling) */
+    PyObject *r = vectorcall_on_spare(&slot->compiles, cb, stack, 2, NULL);  /* (tracing and compiling) */
     Py_DECREF(args);
     return r;
 }
@@ -427,7 +433,7 @@ eval_hooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag, Threa
     if (fn == NULL && !err) {
         n_misses++;
         if (cb != Py_False) {
-            fn = ask_callback(cb, frame, nargs);
+            fn = ask_callback(cb, frame, nargs, slot);
             err = fn == NULL;
         }
     }
@@ -487,15 +493,19 @@ static PyObject *get_callback(PyObject *self, PyObject *unused)
     return Py_NewRef(slot->cb);
 }
 
-/* fn(*args, **kwargs) with this thread's callback set to `cb` meanwhile. */
-static PyObject *call_under(PyObject *cb, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int roomy)
+/* fn(*args, **kwargs) with this thread's callback set to `cb` meanwhile; on a
+ * chunk of the thread's own where `compiling`, or where it is the outermost
+ * call with a callback (a compiled function's call). */
+static PyObject *call_under(PyObject *cb, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int compiling)
 {
     ThreadSlot *slot;
     if (check_cb(cb) < 0 || (slot = get_slot()) == NULL)
         return NULL;
     /* we hold the previous callback's reference until it is restored */
     PyObject *prev = swap_cb(slot, cb == Py_None ? NULL : Py_NewRef(cb));
-    PyObject *result = (roomy ? vectorcall_with_room : PyObject_Vectorcall)(args[0], args + 1, nargs - 1, kwnames);
+    SpareChunk *spare = compiling ? &slot->compiles : prev == NULL && cb != Py_None ? &slot->calls : NULL;
+    PyObject *result = spare ? vectorcall_on_spare(spare, args[0], args + 1, nargs - 1, kwnames)
+                             : PyObject_Vectorcall(args[0], args + 1, nargs - 1, kwnames);
     Py_XDECREF(swap_cb(slot, prev));
     return result;
 }
