@@ -37,14 +37,12 @@ def without_capture(fn: Callable[..., Any], *, compiler: bool = False) -> Callab
     as user code. TorchDynamo wraps the same two in `disable` for the same reason. A `compiler` also runs on a
     data-stack chunk of its own, as framejit's compile does (`_C/data_stack.c`)."""
 
-    if compiler:
-        def run_without_capture(*args: Any, **kwargs: Any) -> Any:
-            return _hook.call_compiler(fn, *args, **kwargs)
-    else:
-        def run_without_capture(*args: Any, **kwargs: Any) -> Any:
-            return _hook.call_with_callback(None, fn, *args, **kwargs)
+    call = _hook.call_compiler if compiler else functools.partial(_hook.call_with_callback, None)
 
-    run_without_capture = functools.wraps(fn)(run_without_capture)
+    @functools.wraps(fn)
+    def run_without_capture(*args: Any, **kwargs: Any) -> Any:
+        return call(fn, *args, **kwargs)
+
     if getattr(fn, "_boxed_call", False):
         run_without_capture._boxed_call = True  # type: ignore[attr-defined]
     return run_without_capture
