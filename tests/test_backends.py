@@ -457,3 +457,21 @@ def test_seed_000_composition_without_try():
     with torch.no_grad():
         assert same(compiled(x), model(x))
     assert used == ["eager", "ofi"]
+
+
+@pytest.mark.parametrize("reduce", [
+    lambda t: t.argmax(), lambda t: torch.argmin(t), lambda t: t.argmax(dim=None),
+    lambda t: torch.argmax(t, keepdim=True), lambda t: t.argmin(None, True), lambda t: t.argmax(1),
+], ids=["argmax", "argmin", "dim_none", "keepdim", "positional_keepdim", "dim"])
+def test_inductor_index_of_all_elements_counts_in_the_flattened_tensor(reduce):
+    # Inductor (torch 2.13, CPU) returns the element's place in memory for a reduced tensor laid out otherwise (the
+    # product of a transposed input is transposed); torch.compile returns it too. fuzz 50 of seed 6500000.
+    def f(x):
+        return reduce(x * x)
+
+    x = torch.randn(6, 3).t()
+    out = framejit.explain(framejit.compile(f, backend="inductor"))(x)
+    assert [str(fate) for fate in out.graph_fates] == ["compiled by inductor"]
+    want = f(x)
+    got = framejit.compile(f, backend="inductor")(x)
+    assert got.shape == want.shape and torch.equal(got, want), (got, want)

@@ -59,10 +59,40 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compiled_or_own_ops(
-        lambda noting: compile_fx(torch.fx.GraphModule(part, copy.deepcopy(part.graph)), inputs,
+        lambda noting: compile_fx(flat_index_reductions(torch.fx.GraphModule(part, copy.deepcopy(part.graph))), inputs,
                                   config_patches=_telling_static_inputs(patches, part, inputs),
                                   inner_compile=noting(_compile_inner_without_capture)),
         part, inputs, "inductor"), ops_when_nothing_saved=True)
+
+
+_INDEX_REDUCTIONS = (torch.argmax, torch.argmin, "argmax", "argmin")
+
+
+def flat_index_reductions(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` with each argmax/argmin over all elements taken of its input flattened (`t.reshape(-1)`), which is what
+    the index counts in. Inductor (torch 2.13, CPU; torch.compile too) returns the element's place in memory
+    instead, where the reduced tensor is laid out otherwise (`(x * x).argmax()` of a transposed `x`)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op not in ("call_function", "call_method") or node.target not in _INDEX_REDUCTIONS:
+            continue
+        dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+        keepdim = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
+        value = node.meta.get("example_value")
+        if dim is not None or not isinstance(node.args[0], torch.fx.Node) or \
+                (keepdim is not False and not isinstance(value, torch.Tensor)):
+            continue
+        with graph.inserting_before(node):
+            flat = graph.call_method(node.target if node.op == "call_method" else node.target.__name__,
+                                     (graph.call_method("reshape", (node.args[0], -1)),))
+        if keepdim is not False:  # (then the index has the input's number of dims, each of size 1)
+            with graph.inserting_after(flat):
+                flat = graph.call_method("reshape", (flat, [1] * value.dim()))
+        node.replace_all_uses_with(flat)
+        flat.meta.update(node.meta)
+        graph.erase_node(node)
+    gm.recompile()
+    return gm
 
 
 def _telling_static_inputs(patches: dict[str, Any], gm: torch.fx.GraphModule,
