@@ -59,8 +59,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     # compile_fx takes ownership of the module and may rewrite its graph in place; a composing backend
     # (or autotune) may hand the same module to another backend afterwards, so it gets a copy.
     return compile_per_autograd_part(gm, example_inputs, lambda part, inputs: compiled_or_own_ops(
-        lambda noting: compile_fx(flat_index_reductions(torch.fx.GraphModule(part, copy.deepcopy(part.graph))), inputs,
-                                  config_patches=_telling_static_inputs(patches, part, inputs),
+        lambda noting: compile_fx(flat_index_reductions(torch.fx.GraphModule(part, copy.deepcopy(part.graph))),
+                                  inputs, config_patches=_telling_static_inputs(patches, part, inputs),
                                   inner_compile=noting(_compile_inner_without_capture)),
         part, inputs, "inductor"), ops_when_nothing_saved=True)
 
