@@ -14,8 +14,7 @@ import torch
 from framejit.backends import fate
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops,
-                                        inputs_share_storage, view_of_aliased_written_inputs)
+from framejit.backends.mutation import inputs_share_storage, why_aot_cannot
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
@@ -80,11 +79,8 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
         kwargs["inference_compiler"] = _boxed(kwargs["inference_compiler"])
 
     def compile_with_aot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        if autograd_needs_eager_ops(gm, example_inputs):
-            fate.ran_as_torch_ops(EAGER_HISTORY)
-            return gm
-        if view_of_aliased_written_inputs(gm):
-            fate.ran_as_torch_ops(VIEW_OF_ALIASED_WRITTEN_INPUTS)
+        if (why := why_aot_cannot(gm, example_inputs)) is not None:
+            fate.ran_as_torch_ops(why)
             return gm
         return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
 

@@ -12,8 +12,7 @@ from framejit.backends import fate
 from framejit.backends.aot import compiled_or_own_ops
 from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import (EAGER_HISTORY, VIEW_OF_ALIASED_WRITTEN_INPUTS, autograd_needs_eager_ops,
-                                        statistics_read_then_written, view_of_aliased_written_inputs)
+from framejit.backends.mutation import statistics_read_then_written, why_aot_cannot
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import inductor_partitioner, static_input_indices
 
@@ -46,11 +45,8 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list[Any], *, mode: str |
     AOTAutograd itself)."""
     from torch._inductor.compile_fx import compile_fx
     patches = inductor_config_patches(mode, options)
-    if autograd_needs_eager_ops(gm, example_inputs):
-        fate.ran_as_torch_ops(EAGER_HISTORY)
-        return gm
-    if view_of_aliased_written_inputs(gm):
-        fate.ran_as_torch_ops(VIEW_OF_ALIASED_WRITTEN_INPUTS)
+    if (why := why_aot_cannot(gm, example_inputs)) is not None:
+        fate.ran_as_torch_ops(why)
         return gm
     if torch.is_grad_enabled() and statistics_read_then_written(gm.graph):
         fate.ran_as_torch_ops("a batch norm in eval mode saves running statistics that a later train-mode batch "
@@ -72,7 +68,7 @@ def flat_index_reductions(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """`gm` with each argmax/argmin over all elements taken of its input flattened (`t.reshape(-1)`), which is what
     the index counts in. Inductor (torch 2.13, CPU; torch.compile too) returns the element's place in memory
     instead, where the reduced tensor is laid out otherwise (`(x * x).argmax()` of a transposed `x`)."""
-    graph = gm.graph
+    graph, rewritten = gm.graph, False
     for node in list(graph.nodes):
         if node.op not in ("call_function", "call_method") or node.target not in _INDEX_REDUCTIONS:
             continue
@@ -91,7 +87,9 @@ def flat_index_reductions(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         node.replace_all_uses_with(flat)
         flat.meta.update(node.meta)
         graph.erase_node(node)
-    gm.recompile()
+        rewritten = True
+    if rewritten:
+        gm.recompile()
     return gm
 
 

@@ -146,6 +146,15 @@ def view_of_aliased_written_inputs(gm: torch.fx.GraphModule) -> bool:
     return any(node_storage(n) in written for n in outputs if n.op != "placeholder")
 
 
+def why_aot_cannot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
+    """Why a graph must run as its torch ops rather than through AOTAutograd (the fate's reason), or None."""
+    if autograd_needs_eager_ops(gm, example_inputs):
+        return EAGER_HISTORY
+    if view_of_aliased_written_inputs(gm):
+        return VIEW_OF_ALIASED_WRITTEN_INPUTS
+    return None
+
+
 def autograd_needs_eager_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     """True when AOTAutograd would record another autograd history than eager's ops do, so that a training graph
     must run as its torch ops: it writes into an input autograd tracks (`mutates_input_under_autograd`), or writes,
