@@ -32,6 +32,7 @@ from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic, symbolic_s
 from framejit.side_effects import TENSOR_WRITE, SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
+from framejit.output_layouts import eager_output_layouts
 from framejit.output_views import eager_view_outputs
 from framejit.backends.mutation import grad_fn_of
 from framejit.saved_versions import (checking_saved_versions, holding_saved_tensors, runs_own_ops,
@@ -366,6 +367,7 @@ class OutputGraph:
                     if unversioned:  # (first: the wrappers after it note versions)
                         graph_fn = keeping_versions(graph_fn, unversioned)
                     graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
+                    graph_fn = eager_output_layouts(graph_fn, gm, example_inputs)
                     graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
                     graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
                     graph_fn = checking_saved_versions(graph_fn, gm, example_inputs)

@@ -26,9 +26,6 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
                             "it too)",
     "repro_6200800_568.py": "the leaf quirk (as repro_3200000_805): the in-place write of a view made while its base "
                             "had no grad raises 'a leaf Variable' in eager (torch.compile fails it too)",
-    "repro_6500000_124.py": "inductor: `r8 = b.transpose(0, 1) * 0.5` then `r8.view(-1)`: eager refuses the view of "
-                            "the transposed result, the compiled program does not raise (open; the class: what eager's "
-                            "kernels refuse and the graph computes)",
     "repro_4000000_5.py": "inductor, not framejit: `x[-1] = torch.flip(y, [0])` with y passed as x[-1]; the "
                           "compiled copy reads y while writing it (torch.compile with inductor fails it too; eager "
                           "and aot_eager agree)",
