@@ -278,7 +278,8 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
             # them, as eager's kernel never moves them) is noted as the program receives it
             entry[1] = min(entry[1], entry[0]._version)
             if (key := copied.get(_storage(entry[0]))) is not None:
-                entry[0] = entry[0].detach().clone()
+                # (in its layout: the backward was compiled for it, and inductor's asserts its strides)
+                entry[0] = _clone_alike(entry[0].detach())
                 entry[1] = entry[0]._version
                 found.add(key)
         if hooked[0] is None:
