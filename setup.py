@@ -11,7 +11,8 @@ setup(
     ext_modules=[
         Extension(
             "framejit._C._hook",
-            sources=["framejit/_C/hook.c", "framejit/_C/data_stack.c"],
+            sources=["framejit/_C/hook.c", "framejit/_C/thread_slot.c", "framejit/_C/tail_call.c",
+                     "framejit/_C/data_stack.c"],
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
         ),
         CppExtension(

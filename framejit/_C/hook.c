@@ -3,7 +3,9 @@
  * Owns the per-thread callback, the per-code cache list / SKIP mark stored in
  * co_extra, running cache-entry guards and replacement functions from C, and
  * calling the Python callback on a miss. Tracing and policy live in Python.
- * CPython 3.11 only: it reads the _PyInterpreterFrame layout.
+ * CPython 3.11 only: it reads the _PyInterpreterFrame layout. Each thread's
+ * callback lives in thread_slot.c, tail calls in tail_call.c, and the chunks
+ * that compiles and compiled calls run on in data_stack.c.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -12,13 +14,11 @@
 #undef Py_BUILD_CORE
 
 #include "data_stack.h"
+#include "tail_call.h"
+#include "thread_slot.h"
 
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
 #error "framejit._C._hook supports CPython 3.11 only"
-#endif
-
-#if defined(__linux__)
-#include <pthread.h>
 #endif
 
 #define SMALL_STACK 8
@@ -31,56 +31,12 @@
 
 static Py_ssize_t extra_index = -1;
 static PyObject *SKIP;
-static PyObject *slot_key;                 /* our key in the thread-state dict */
-static Py_tss_t slot_tss = Py_tss_NEEDS_INIT;
 static _PyFrameEvalFunction prev_eval;     /* foreign eval function to chain to, or NULL */
 /* The frame handed to prev_eval: if prev_eval chains back to us with it, the
  * frame has had its turn and must run plainly, or the two hooks loop. */
 static _Thread_local _PyInterpreterFrame *chaining;
 static long n_hits, n_misses, n_guard_errors;
 static Py_ssize_t n_armed;  /* thread slots with a callback set */
-
-/* Per-thread callback. The eval hook reads it through a TSS pointer (cheap);
- * the slot itself is owned by a capsule in the thread-state dict, so the
- * callback is released when the thread state is cleared at thread exit. */
-typedef struct {
-    PyObject *cb;            /* strong; NULL means None (off) */
-    PyThreadState *owner;
-    uintptr_t stack_floor;   /* see stack_overflow(); 0 when unknown */
-    SpareChunk calls;        /* data-stack chunks (data_stack.c) for compiled calls, */
-    SpareChunk compiles;     /* and for traces and compiles */
-} ThreadSlot;
-
-static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
-
-/* With an eval-frame hook installed, CPython 3.11 evaluates every Python call
- * in a C call of its own (without one it inlines them), so a recursion limit
- * raised to a depth plain Python runs fine could overflow the C stack: below
- * this much headroom a new frame raises RecursionError instead of crashing. */
-#define C_STACK_MARGIN (256 * 1024)
-#if defined(__GNUC__)
-#define STACK_HERE() ((uintptr_t)__builtin_frame_address(0))
-#else
-#define STACK_HERE() ((uintptr_t)0)  /* no check */
-#endif
-
-static uintptr_t thread_stack_floor(void)
-{
-#if defined(__linux__)
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
-    uintptr_t floor = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size >= 2 * C_STACK_MARGIN)
-            floor = (uintptr_t)addr + C_STACK_MARGIN;
-        pthread_attr_destroy(&attr);
-    }
-    return floor;
-#else
-    return 0;
-#endif
-}
 
 static NOINLINE PyObject *stack_overflow(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
 {
@@ -92,66 +48,6 @@ static NOINLINE PyObject *stack_overflow(PyThreadState *ts, _PyInterpreterFrame 
     return NULL;
 }
 
-static void slot_free(PyObject *capsule)
-{
-    ThreadSlot *slot = PyCapsule_GetPointer(capsule, "framejit.slot");
-    PyObject *cb = swap_cb(slot, NULL);
-    spare_chunk_free(&slot->calls);
-    spare_chunk_free(&slot->compiles);
-    if (_PyThreadState_UncheckedGet() == slot->owner) {
-        if (PyThread_tss_get(&slot_tss) == slot)
-            PyThread_tss_set(&slot_tss, NULL);
-        PyMem_RawFree(slot);
-    } else {
-        /* Cleared from another OS thread, whose TSS may still point here:
-         * leak the few bytes rather than leave it dangling. */
-        slot->owner = NULL;
-    }
-    Py_XDECREF(cb);
-}
-
-/* This thread state's slot, created on first use; NULL with an error set on failure. */
-static ThreadSlot *get_slot(void)
-{
-    ThreadSlot *slot = PyThread_tss_get(&slot_tss);
-    PyThreadState *ts = PyThreadState_Get();
-    if (slot != NULL && slot->owner == ts)
-        return slot;
-    PyObject *dict = PyThreadState_GetDict();
-    if (dict == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "framejit: no thread-state dict");
-        return NULL;
-    }
-    /* The TSS can be stale when several thread states share this OS thread. */
-    PyObject *capsule = PyDict_GetItemWithError(dict, slot_key);
-    if (capsule != NULL) {
-        if ((slot = PyCapsule_GetPointer(capsule, "framejit.slot")) != NULL)
-            PyThread_tss_set(&slot_tss, slot);
-        return slot;
-    }
-    if (PyErr_Occurred())
-        return NULL;
-    slot = PyMem_RawCalloc(1, sizeof(ThreadSlot));
-    if (slot == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    slot->owner = ts;
-    slot->stack_floor = thread_stack_floor();
-    slot->calls.bytes = CALL_CHUNK_BYTES;
-    slot->compiles.bytes = COMPILE_CHUNK_BYTES;
-    if ((capsule = PyCapsule_New(slot, "framejit.slot", slot_free)) == NULL) {
-        PyMem_RawFree(slot);
-        return NULL;
-    }
-    int err = PyDict_SetItem(dict, slot_key, capsule);
-    Py_DECREF(capsule);
-    if (err < 0)
-        return NULL;
-    PyThread_tss_set(&slot_tss, slot);
-    return slot;
-}
-
 /* Hands back the disabled callback: restored only if no one set another meanwhile. */
 static void restore_cb(ThreadSlot *slot, PyObject *cb)
 {
@@ -159,52 +55,6 @@ static void restore_cb(ThreadSlot *slot, PyObject *cb)
         swap_cb(slot, cb);
     else
         Py_DECREF(cb);
-}
-
-/* A continuation to run in place of the frame that returns it (a tail call).
- * Replacement code ends a graph break with `return tail_call(resume_fn, *args)`
- * instead of calling the continuation itself; the hook that ran the user's
- * frame then calls it after that frame is gone. So the continuation's frame
- * sits where the user's frame sat: a loop that breaks on every iteration keeps
- * one frame on the stack, and `inspect`/tracebacks see the user's depth. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *fn;
-    PyObject *args;  /* tuple */
-} TailCall;
-
-static void tail_call_dealloc(TailCall *self)
-{
-    Py_XDECREF(self->fn);
-    Py_XDECREF(self->args);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject TailCallType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "framejit._C._hook.TailCall",
-    .tp_basicsize = sizeof(TailCall),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)tail_call_dealloc,
-};
-
-/* The function the trampoline is about to call: the hook returns that frame's
- * TailCall to the trampoline as is, so the C stack does not grow either. */
-static _Thread_local PyObject *tail_target;
-
-/* Runs the TailCalls `result` names until one returns a value (steals `result`). */
-static PyObject *trampoline(PyObject *result)
-{
-    while (result != NULL && Py_IS_TYPE(result, &TailCallType)) {
-        TailCall *tc = (TailCall *)result;
-        PyObject *saved = tail_target;
-        tail_target = tc->fn;
-        PyObject *next = PyObject_Call(tc->fn, tc->args, NULL);
-        tail_target = saved;
-        Py_DECREF(result);
-        result = next;
-    }
-    return result;
 }
 
 static PyObject *eval_frame(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag);
@@ -248,7 +98,7 @@ static void uninstall(void)
  * eval-frame function installed CPython 3.11 stops inlining Python-to-Python
  * calls, and all the process's Python (the user's loop, the optimizer, a
  * backend compiling) runs up to 40% slower. */
-static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb)
+PyObject *swap_cb(ThreadSlot *slot, PyObject *cb)
 {
     PyObject *old = slot->cb;
     slot->cb = cb;
@@ -574,25 +424,6 @@ static PyObject *is_installed(PyObject *self, PyObject *unused)
     return PyBool_FromLong(_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get()) == eval_frame);
 }
 
-static PyObject *tail_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "tail_call(fn, *args)");
-        return NULL;
-    }
-    TailCall *tc = PyObject_New(TailCall, &TailCallType);
-    if (tc == NULL)
-        return NULL;
-    tc->fn = Py_NewRef(args[0]);
-    if ((tc->args = PyTuple_New(nargs - 1)) == NULL) {
-        Py_DECREF(tc);
-        return NULL;
-    }
-    for (Py_ssize_t i = 1; i < nargs; i++)
-        PyTuple_SET_ITEM(tc->args, i - 1, Py_NewRef(args[i]));
-    return (PyObject *)tc;
-}
-
 static PyObject *get_stats(PyObject *self, PyObject *unused)
 {
     return Py_BuildValue("{sl,sl,sl}", "hits", n_hits, "misses", n_misses,
@@ -647,18 +478,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__hook(void)
 {
-    if (PyType_Ready(&SkipType) < 0 || PyType_Ready(&TailCallType) < 0)
+    if (PyType_Ready(&SkipType) < 0 || tail_call_init() < 0 || thread_slot_init() < 0)
         return NULL;
     if (extra_index < 0 && (extra_index = _PyEval_RequestCodeExtraIndex(free_extra)) < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: no co_extra index left");
         return NULL;
     }
-    if (!PyThread_tss_is_created(&slot_tss) && PyThread_tss_create(&slot_tss) != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "framejit: cannot create a TSS key");
-        return NULL;
-    }
-    if (slot_key == NULL && (slot_key = PyUnicode_InternFromString("framejit._C._hook.slot")) == NULL)
-        return NULL;
     if (SKIP == NULL && (SKIP = PyObject_New(PyObject, &SkipType)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
