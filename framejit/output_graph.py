@@ -43,6 +43,7 @@ from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
 from framejit.variables.autocast import reenter_autocast
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
+from framejit.variables.kernel_refusals import check_eager_accepts_dtypes
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.symbolic import SymbolicVariable, plain_number
@@ -251,6 +252,7 @@ class OutputGraph:
                 # fuzz 3083 of seed 2200000.)
                 error.raise_instead = e
             raise error
+        check_eager_accepts_dtypes(name, op, target, fake_args, fake_kwargs)
         behind_copy_slices = None
         if writes_first_argument(target, op_name(target), fake_kwargs) and isinstance(result, torch.Tensor) \
                 and result.requires_grad and result._is_view():

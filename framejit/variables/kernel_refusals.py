@@ -1,0 +1,104 @@
+"""Dtypes eager's kernels refuse where the trace's meta kernels accept them.
+
+A fake tensor runs an op's meta kernel, which checks shapes but often not dtypes: `long - bool`, `mm` of float64
+by float32, `layer_norm` of float64 with float32 weights, `round` of a long tensor, `abs` of a bool one. Eager's
+CPU kernel raises there, while a compiler (inductor) computes a result. So an op on small tensors not all of one
+floating dtype runs once more, on real tensors of its arguments' shapes and dtypes (integers 0, others 1: never
+shapes the program does not use, which some kernels trust, nor an index out of range). Where that raises, it runs
+again with every tensor float32, and with every floating or bool tensor float32 (indices keep their integer dtype),
+a Python bool made an int both times (`long_t - True` raises as for a bool tensor). An op that raises only in its
+arguments' dtypes is one eager refuses: the trace stops before it (a graph break), and eager runs it and raises its
+own error. An op that raises either way fails for its values, which eager will check.
+"""
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Any, Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+from framejit.exc import BreakCode, unsupported
+from framejit.shapes import is_symbolic
+
+_FLOATING = frozenset({torch.float32, torch.float64})
+_SMALL = 1 << 14  # elements in all, up to which an op is checked (its kernel runs once more on them)
+# what runs here: torch's tensor ops (never collectives, nor anything else with effects outside its tensors)
+_TORCH_MODULES = frozenset({"torch", "torch.functional", "torch.nn.functional", "torch._C._nn", "torch._C._linalg",
+                            "torch._C._special", "torch._C._fft", "torch.special", "torch.linalg", "torch.fft",
+                            "torch._C._VariableFunctions"})
+_OPERATORS = frozenset(f for f in vars(operator).values() if callable(f))
+
+
+def check_eager_accepts_dtypes(name: str, op: str, target: Any, fake_args: list[Any],
+                               fake_kwargs: dict[str, Any]) -> None:
+    """Break the graph before an op whose (fake-accepted) dtypes eager's kernel refuses (see the module)."""
+    leaves = pytree.tree_leaves((fake_args, fake_kwargs))
+    tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
+    one_floating = {t.dtype for t in tensors} <= _FLOATING and len({t.dtype for t in tensors}) == 1
+    if not tensors or one_floating and not any(type(a) is bool for a in fake_args):  # (flags are mostly keywords)
+        return
+    if not _plain_torch_op(op, target) or any(_symbolic(x) for x in leaves) or \
+            any(t.device.type != "cpu" or t.layout != torch.strided for t in tensors):
+        return
+    if not all(type(n) is int for t in tensors for n in t.shape) or sum(t.numel() for t in tensors) > _SMALL:
+        return  # (symbolic sizes: no real tensor to make)
+    error = _run(op, target, fake_args, fake_kwargs, _own_dtype)
+    if error is None or "ZeroDivisionError" in str(error):  # (an integer divided by the sample's 0)
+        return
+    if _run(op, target, fake_args, fake_kwargs, _float) is None or \
+            _run(op, target, fake_args, fake_kwargs, _float_but_indices) is None:
+        unsupported(f"{name}: eager's kernel refuses these dtypes ({type(error).__name__}: {error})",
+                    BreakCode.OP_ERROR)
+
+
+def _symbolic(leaf: Any) -> bool:
+    """A symbolic number, also inside a slice (a real op on it would pin the symbol to its value)."""
+    if isinstance(leaf, slice):
+        return any(is_symbolic(x) for x in (leaf.start, leaf.stop, leaf.step))
+    return is_symbolic(leaf)
+
+
+def _plain_torch_op(op: str, target: Any) -> bool:
+    if op == "call_method":
+        return isinstance(target, str)
+    return getattr(target, "__module__", None) in _TORCH_MODULES or target in _OPERATORS
+
+
+def _own_dtype(t: torch.Tensor) -> torch.dtype:
+    return t.dtype
+
+
+def _float(t: torch.Tensor) -> torch.dtype:
+    return torch.float32
+
+
+def _float_but_indices(t: torch.Tensor) -> torch.dtype:
+    return t.dtype if not t.dtype.is_floating_point and t.dtype is not torch.bool else torch.float32
+
+
+def _run(op: str, target: Any, args: list[Any], kwargs: dict[str, Any],
+         dtype: Callable[[torch.Tensor], torch.dtype]) -> Exception | None:
+    """The error the op raises on fresh real tensors in the dtypes `dtype` gives, if any."""
+    def sample(t: torch.Tensor) -> torch.Tensor:
+        # (integers 0: an index, within any dim; floats and bools 1)
+        fill = torch.zeros if not (t.dtype.is_floating_point or t.dtype is torch.bool) else torch.ones
+        return fill(t.shape, dtype=dtype(t))
+
+    real_args, real_kwargs = pytree.tree_map_only(torch.Tensor, sample, (args, kwargs))
+    if dtype is not _own_dtype:
+        real_args, real_kwargs = pytree.tree_map_only(bool, int, (real_args, real_kwargs))
+    rng = torch.random.get_rng_state()  # (an op may draw random numbers: dropout in scaled_dot_product_attention)
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            if op == "call_method":
+                getattr(real_args[0], target)(*real_args[1:], **real_kwargs)
+            else:
+                target(*real_args, **real_kwargs)
+    except Exception as e:  # noqa: BLE001 - whatever eager's kernel raises
+        return e
+    finally:
+        torch.random.set_rng_state(rng)
+    return None
