@@ -27,6 +27,8 @@ from framejit.contracts import MODULE_STATE_META, GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, grad_fn_of, in_place_name, op_name, reenter_autocast,
+                                 writes_first_argument)
 from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written, keeping_versions, unversioned_inputs
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic, symbolic_strides
 from framejit.side_effects import TENSOR_WRITE, SideEffects
@@ -34,20 +36,17 @@ from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
 from framejit.output_layouts import eager_output_layouts
 from framejit.output_views import eager_view_outputs
-from framejit.backends.mutation import grad_fn_of
 from framejit.saved_versions import (checking_saved_versions, holding_saved_tensors, runs_own_ops,
                                      saves_behind_copy_slices)
 from framejit.unused_grads import gating_unused_grads
-from framejit.variables.aliased_writes import check_aliased_write, in_place_name, writes_first_argument
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
-from framejit.variables.autocast import reenter_autocast
+from framejit.variables.aliased_writes import check_aliased_write
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.symbolic import SymbolicVariable, plain_number
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
+from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
 
 CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
 

@@ -14,7 +14,6 @@ raised where eager does not (a backend's fault): that is logged as a warning and
 from __future__ import annotations
 
 import inspect
-import re
 import threading
 import types
 import weakref
@@ -26,18 +25,14 @@ from torch._C._autograd import CreationMeta
 
 from framejit import logs
 from framejit._C import _hook, _tensor_state
-from framejit.backends.mutation import batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
 from framejit.codegen import PyCodegen
 from framejit.codeobj import arg_slot_names, passed_cells
 from framejit.exc import FramejitError
-
-# names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
-RANDOM_OP = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
-                       r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
+from framejit.op_effects import RANDOM_OP, batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
-    """What `node` may write into in place: its first argument and any `out=` (mutation.py decides whether it
+    """What `node` may write into in place: its first argument and any `out=` (op_effects.py decides whether it
     writes at all)."""
     if not writes_into_first_argument(node):
         return []
@@ -55,7 +50,7 @@ def _example(value: Any) -> list[torch.Tensor]:
 def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
     """The positions of the graph inputs it writes into in place, with the `unversioned` ones
     (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others)."""
-    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n)) for n in graph.nodes):
+    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n.target)) for n in graph.nodes):
         return None
     return sorted(inputs_written_in_place(graph) | unversioned)
 

@@ -23,9 +23,9 @@ import torch
 from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (autograd_needs_eager_ops, creation_meta, grad_modes, is_view,
-                                        node_storage, requires_grad, writes_into_first_argument)
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
+from framejit.backends.mutation import autograd_needs_eager_ops
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, creation_meta, grad_modes, is_view, node_storage,
+                                 requires_grad, writes_into_first_argument)
 
 
 def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:
