@@ -9,7 +9,7 @@ import torch
 
 import framejit
 from framejit.backends import aot_autograd
-from framejit.unused_grads import output_dependencies
+from framejit.as_eager.unused_grads import output_dependencies
 from tests.helpers import CompilerRecorder
 
 BACKENDS = ["aot_eager", "inductor"]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import framejit
-from framejit.output_layouts import dim_order
+from framejit.as_eager.output_layouts import dim_order
 
 BACKENDS = ["aot_eager", "inductor", "onnxrt"]
 # (a backend that runs the graph as its torch ops instead of compiling it warns: here that fails the test)

@@ -29,17 +29,19 @@ left whole.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import torch
 
-from framejit.backends import fate
-from framejit.backends.common import log
-from framejit.backends.mutation import EAGER_HISTORY, autograd_needs_eager_ops
-from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
+from framejit import fate
+from framejit.as_eager.input_writes import EAGER_HISTORY, autograd_needs_eager_ops
+from framejit.as_eager.saves import saves_no_tensor, saving_nodes, surely_saves
+from framejit.as_eager.unused_grads import output_dependencies
 from framejit.op_effects import (AUTOCAST_STATE_TARGETS, RANDOM_OP, batch_norm_stats_written, grad_fn_of, grad_modes,
                                  node_storage, op_name, requires_grad, writes_into_first_argument)
-from framejit.unused_grads import output_dependencies
+
+log = logging.getLogger("framejit.backends")  # (the backends' logger: it reports how a backend compiles a graph)
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run in their list's order
