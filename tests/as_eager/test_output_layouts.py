@@ -1,5 +1,5 @@
-"""A compiled graph's outputs come back laid out in memory as eager's ops lay them out (output_layouts.py): a
-program that reads the layout, or views the output, does what it does eagerly."""
+"""A compiled graph's outputs come back laid out in memory as eager's ops lay them out
+(as_eager/output_layouts.py): a program that reads the layout, or views the output, does what it does eagerly."""
 import pytest
 import torch
 
