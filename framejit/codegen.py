@@ -1,11 +1,16 @@
-"""Bytecode for the transformed function: call the compiled graph, rebuild Python values, replay writes."""
+"""Bytecode for the transformed function: call the compiled graph, rebuild Python values, replay writes, and run
+the frame again as Python where the graph raises (`as_eager/rerun.py`)."""
 from __future__ import annotations
 
+import types
+import weakref
 from typing import Any, Callable
 
-from bytecode import CellVar, Instr
+from bytecode import CellVar, Instr, Label, TryBegin, TryEnd
 
-from framejit.codeobj import GRAPH_OUT, temp_name
+from framejit._C import _hook
+from framejit.as_eager.rerun import run_as_python
+from framejit.codeobj import GRAPH_OUT, arg_slot_names, passed_cells, temp_name
 from framejit.variables.base import Variable
 
 _NO_ARG = object()
@@ -126,3 +131,39 @@ class PyCodegen:
 
     def frame_cell_name(self, cell: Any) -> str | None:
         return self.root_cells.get(id(cell))
+
+
+def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None:
+    """Wrap the instructions from `start` on (the graph call) so that an exception they raise runs the frame
+    of `code` again as Python, in the frame's place (a tail call), with the arguments it was called with."""
+    handler = TryBegin(Label(), push_lasti=False, stack_depth=0)
+    after = Label()
+    cg.instructions.insert(start, handler)
+    cg.instructions.append(TryEnd(handler))
+    cg.emit("JUMP_FORWARD", after)
+    cg.instructions.append(handler.target)
+    error = cg.store_temp(lambda: None)  # the exception, on the stack
+    cg.emit("PUSH_NULL")
+    cg.emit_const(_hook.tail_call)
+    cg.emit_const(run_as_python)
+    cg.emit("LOAD_FAST", error)
+    # by weak reference: the replacement code lives in `code`'s cache, which the garbage collector cannot see
+    cg.emit_const(weakref.ref(code))
+    cg.emit("PUSH_NULL")
+    cg.emit_const(globals)  # called from this frame, the frame's globals
+    cg.call(0)
+    for name in code.co_freevars:
+        cg.emit("LOAD_CLOSURE", name)
+    if code.co_freevars:
+        cg.emit("BUILD_TUPLE", len(code.co_freevars))
+    else:
+        cg.emit_const(None)
+    args = arg_slot_names(code)
+    for name in args:  # untouched so far: the frame's arguments (one that is a cell holds it)
+        if name in passed_cells(code):
+            cg.emit("LOAD_CLOSURE", name)  # a continuation's cell parameter: the cell itself
+        else:
+            cg.emit("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", name)
+    cg.call(5 + len(args))
+    cg.emit("RETURN_VALUE")
+    cg.instructions.append(after)

@@ -138,7 +138,7 @@ class CompiledFrame:
     guards: tuple[Guard, ...]
     check_fn_source: str            # the generated source of guard_fn, for debugging
     graph_names: tuple[str, ...]    # __compiled_fn_<n> names of the graphs this code calls
-    graph_fates: tuple[Any, ...]    # what the backend made of each graph (backends.fate.GraphFate), in that order
+    graph_fates: tuple[Any, ...]    # what the backend made of each graph (fate.GraphFate), in that order
     constants: dict[str, Any]       # the objects guard expressions name as ___c<n>
     watched: tuple[Any, ...]        # objects guarded by id: when one dies, the entry is dropped
     passthrough: bool = False       # `code` is the original body: this path had no tensor op

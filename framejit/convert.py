@@ -8,9 +8,8 @@ from typing import Any, Callable
 
 import torch
 
-from framejit import logs, tracebacks
+from framejit import fate, logs, tracebacks
 from framejit._C import _hook
-from framejit.backends import fate
 from framejit.backends.common import check_outputs
 from framejit.codeobj import (arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code,
                               is_continuation, passed_cells)

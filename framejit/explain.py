@@ -11,11 +11,10 @@ from typing import Any, Callable
 
 import torch
 
-from framejit import eval_frame
-from framejit.backends import fate
-from framejit.backends.fate import GraphFate
+from framejit import eval_frame, fate
 from framejit.contracts import Guard
 from framejit.exc import Unsupported
+from framejit.fate import GraphFate
 
 
 @dataclasses.dataclass(frozen=True)

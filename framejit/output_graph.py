@@ -20,27 +20,23 @@ from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.utils import _pytree as pytree
 
 from framejit._C import _hook
-from framejit.codegen import PyCodegen
+from framejit.as_eager import behaving_as_eager
+from framejit.as_eager.rerun import checking_writes, inputs_written, unversioned_inputs
+from framejit.as_eager.saved_versions import saves_behind_copy_slices
+from framejit.codegen import PyCodegen, emit_rerun_on_error
 from framejit.codeobj import GRAPH_OUT, own_cells
 from framejit.config import Options
 from framejit.contracts import MODULE_STATE_META, GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
-from framejit.rerun import checking_writes, emit_rerun_on_error, inputs_written, keeping_versions, unversioned_inputs
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, grad_fn_of, in_place_name, op_name, reenter_autocast,
+                                 writes_first_argument)
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic, symbolic_strides
 from framejit.side_effects import TENSOR_WRITE, SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
 from framejit.trace.translator import Translator
-from framejit.output_layouts import eager_output_layouts
-from framejit.output_views import eager_view_outputs
-from framejit.backends.mutation import grad_fn_of
-from framejit.saved_versions import (checking_saved_versions, holding_saved_tensors, runs_own_ops,
-                                     saves_behind_copy_slices)
-from framejit.unused_grads import gating_unused_grads
-from framejit.variables.aliased_writes import check_aliased_write, in_place_name, writes_first_argument
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
-from framejit.variables.autocast import reenter_autocast
+from framejit.variables.aliased_writes import check_aliased_write
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
 from framejit.variables.kernel_refusals import check_eager_accepts_dtypes
@@ -48,7 +44,7 @@ from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.symbolic import SymbolicVariable, plain_number
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result, op_name
+from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
 
 CompileGraph = Callable[[torch.fx.GraphModule, list[torch.Tensor]], tuple[Callable, str]]
 
@@ -364,15 +360,7 @@ class OutputGraph:
             unversioned = unversioned_inputs(self.graph)
             # in the mode the graph starts in (compiling may have run the graph, and left the mode it ends in)
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
-                # (a graph running its own torch ops has eager's autograd nodes: saved tensors, views, gradients)
-                if not runs_own_ops(graph_fn, gm):
-                    if unversioned:  # (first: the wrappers after it note versions)
-                        graph_fn = keeping_versions(graph_fn, unversioned)
-                    graph_fn = holding_saved_tensors(graph_fn, gm, example_inputs)
-                    graph_fn = eager_output_layouts(graph_fn, gm, example_inputs)
-                    graph_fn = eager_view_outputs(graph_fn, gm, example_inputs)
-                    graph_fn = gating_unused_grads(graph_fn, gm, example_inputs)
-                    graph_fn = checking_saved_versions(graph_fn, gm, example_inputs)
+                graph_fn = behaving_as_eager(graph_fn, gm, example_inputs, unversioned)
             if switches:
                 graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             if detached:

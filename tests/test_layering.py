@@ -18,9 +18,19 @@ ABOVE = {
     "framejit.sources": ("framejit.variables", "framejit.trace", "framejit.guards", "framejit.codegen"),
     "framejit.contracts": ("framejit.variables", "framejit.sources", "framejit.trace", "framejit.guards"),
     "framejit.exc": ("framejit.",),
+    "framejit.op_effects": ("framejit.",),  # what an op does besides its result: asked by every layer
+    "framejit.fate": ("framejit.",),  # each graph's record: reported by the backends and the as-eager layer
     "framejit.codeobj": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen"),
     "framejit.trace": ("framejit.output_graph", "framejit.codegen", "framejit.graph_break", "framejit.convert",
                        "framejit.eval_frame", "framejit.side_effects"),
+    # the backends see a graph, its example inputs and the as-eager layer; never the trace that made the graph
+    "framejit.backends": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
+                          "framejit.graph_break", "framejit.side_effects", "framejit.convert", "framejit.eval_frame",
+                          "framejit.api"),
+    # the as-eager layer sits below the backends and the output graph that call it
+    "framejit.as_eager": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
+                          "framejit.graph_break", "framejit.side_effects", "framejit.convert", "framejit.eval_frame",
+                          "framejit.api", "framejit.backends"),
 }
 
 
@@ -122,14 +132,24 @@ def test_lower_layers_import_nothing_above_them():
     assert wrong == []
 
 
+def test_op_effects_imports_torch_and_the_standard_library_only():
+    """A leaf every layer may ask: no import of framejit (checked above), nor of anything but torch."""
+    tree = ast.parse((ROOT / "op_effects.py").read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    roots = {name.split(".")[0] for name in names}
+    assert roots - {"torch", "__future__"} <= set(sys.stdlib_module_names), roots
+
+
 def test_the_graph_sees_a_planted_cycle():
     """The checks above can fail: a two-module cycle is found as one circle."""
     assert circles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [{"a", "b"}]
 
 
 def test_every_package_is_a_regular_package_importable_on_its_own():
-    for package in ("trace", "variables", "codeobj", "backends", "bench"):
+    for package in ("trace", "variables", "codeobj", "backends", "as_eager", "bench"):
         assert (ROOT / package / "__init__.py").exists(), package
-    for package in ("framejit.trace", "framejit.variables", "framejit.codeobj", "framejit.sources"):
+    for package in ("framejit.trace", "framejit.variables", "framejit.codeobj", "framejit.sources",
+                    "framejit.as_eager", "framejit.op_effects"):
         proc = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr

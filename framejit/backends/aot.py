@@ -11,13 +11,14 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.backends import fate
-from framejit.backends.autograd_parts import compile_per_autograd_part
+from framejit import fate
+from framejit.as_eager.autograd_parts import compile_per_autograd_part
+from framejit.as_eager.input_writes import why_aot_cannot
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import inputs_share_storage, why_aot_cannot
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
+from framejit.op_effects import inputs_share_storage
 
 AOTCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.utils import _pytree as pytree
 
-from framejit.backends import fate
+from framejit import fate
 from framejit.backends.common import needs_autograd
 from framejit.backends.registry import BACKENDS, lookup_backend, register_backend
 

@@ -10,9 +10,9 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit._C import _hook
-from framejit.backends.mutation import batch_norm_stats_written
 from framejit.backends.registry import is_builtin
 from framejit.exc import BackendOutputError
+from framejit.op_effects import batch_norm_stats_written
 
 log = logging.getLogger("framejit.backends")  # a child of "framejit": its handlers and level apply
 

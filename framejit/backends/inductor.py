@@ -8,11 +8,11 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.backends import fate
+from framejit import fate
+from framejit.as_eager.autograd_parts import compile_per_autograd_part
+from framejit.as_eager.input_writes import statistics_read_then_written, why_aot_cannot
 from framejit.backends.aot import compiled_or_own_ops
-from framejit.backends.autograd_parts import compile_per_autograd_part
 from framejit.backends.common import without_capture
-from framejit.backends.mutation import statistics_read_then_written, why_aot_cannot
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import inductor_partitioner, static_input_indices
 

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import torch
 
-from framejit.backends.mutation import inputs_share_storage
 from framejit.contracts import MODULE_STATE_META
+from framejit.op_effects import inputs_share_storage
 
 
 def static_input_indices(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[int]:

@@ -12,8 +12,8 @@ from torch import nn
 
 import framejit
 from framejit import eval_frame
-from framejit.backends.fate import GraphFate
 from framejit.exc import Unsupported
+from framejit.fate import GraphFate
 from framejit.testing import CompileCounterWithBackend
 
 

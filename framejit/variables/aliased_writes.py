@@ -17,21 +17,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 from torch.utils import _pytree as pytree
 
 from framejit.exc import BreakCode, unsupported
-
-IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-                                operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior,
-                                operator.ixor, operator.ilshift, operator.irshift, operator.imatmul})
-
-
-def in_place_name(target: Any, name: str) -> bool:
-    """torch's naming of in-place ops (`add_`), which the operator module's `and_`/`or_` only look like."""
-    return name.endswith("_") and not name.endswith("__") and getattr(target, "__module__", None) != "_operator"
-
-
-def writes_first_argument(target: Any, name: str, kwargs: dict[str, Any]) -> bool:
-    """Whether a call writes in place into its first argument: `x.add_(y)`, `x += y`, `x[i] = y`,
-    `F.relu(x, inplace=True)` (an `out=` argument is written instead)."""
-    return target in IN_PLACE_OPERATORS or kwargs.get("inplace") is True or in_place_name(target, name)
+from framejit.op_effects import writes_first_argument
 
 
 def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwargs: dict[str, Any]) -> None:

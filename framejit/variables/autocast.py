@@ -10,6 +10,7 @@ from torch.amp.autocast_mode import _enter_autocast, _exit_autocast, autocast_de
 
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
+from framejit.op_effects import leave_entered_autocast
 from framejit.sources import AttrSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable
 
@@ -24,29 +25,6 @@ _DECORATED_CODE = next(c for c in autocast_decorator.__code__.co_consts if isins
 
 def is_autocast_decorated(value: Any) -> bool:
     return isinstance(value, types.FunctionType) and value.__code__ is _DECORATED_CODE
-
-
-def leave_entered_autocast(device: str, prev: bool, prev_dtype: torch.dtype, prev_cache_enabled: bool) -> None:
-    """What `autocast.__exit__` does, given the state it restores: the node where a continuation leaves a block it
-    was handed already entered (the real object stays outside the graph; the state it saved is guarded)."""
-    if torch.autocast_decrement_nesting() == 0:
-        torch.clear_autocast_cache()
-    torch.set_autocast_enabled(device, prev)
-    torch.set_autocast_dtype(device, prev_dtype)
-    torch.set_autocast_cache_enabled(prev_cache_enabled)
-
-
-def reenter_autocast(device: str, dtype: torch.dtype, enabled: bool, cache_enabled: bool) -> None:
-    """The last node of a graph that left such a block: back inside it, so that the graph as a whole changes no
-    autocast state (AOTAutograd keeps no state change at run time); the real `__exit__` runs after the graph."""
-    torch.set_autocast_enabled(device, enabled)
-    torch.set_autocast_dtype(device, dtype)
-    torch.autocast_increment_nesting()
-    torch.set_autocast_cache_enabled(cache_enabled)
-
-
-# graph nodes that change autocast state (not ops: they are not counted as such)
-STATE_TARGETS = (_enter_autocast, _exit_autocast, leave_entered_autocast, reenter_autocast)
 
 
 class AutocastCtorVariable(KnownValueVariable):

@@ -147,7 +147,7 @@ def _refuse_outside_writes(graph: Any, region: list) -> None:
     """A checkpointed region's in-place write into memory from outside it (an input's, a buffer's, a view's)."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
-    from framejit.variables.aliased_writes import writes_first_argument
+    from framejit.op_effects import op_name, writes_first_argument
 
     def storage(node: Any) -> Any:
         value = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
@@ -156,8 +156,7 @@ def _refuse_outside_writes(graph: Any, region: list) -> None:
     inside = set(region)
     outside = {storage(n) for n in graph.nodes if n not in inside} - {None}
     for node in region:
-        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        if "out" in node.kwargs or writes_first_argument(node.target, name, dict(node.kwargs)):
+        if "out" in node.kwargs or writes_first_argument(node.target, op_name(node.target), dict(node.kwargs)):
             written = storage(node.kwargs.get("out", node.args[0] if node.args else None))
             if written is None or written in outside:
                 unsupported("checkpoint of a function that writes in place into a tensor from outside it (eager's "

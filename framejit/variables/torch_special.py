@@ -11,7 +11,7 @@ import torch
 from framejit import policy
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.variables.aliased_writes import in_place_name
+from framejit.op_effects import in_place_name, op_name
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable
@@ -61,10 +61,6 @@ EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "regi
 
 # torch._check(cond, msg) and its kind: with a condition known at trace time, nothing (or a raise) happens
 _CONDITION_CHECKS = frozenset({torch._check, torch._check_index, torch._check_value, torch._check_type, torch._assert})
-
-
-def op_name(target: Any) -> str:
-    return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
 def check_op_before_run(target: Any, has_tensor_args: bool) -> None:

@@ -57,7 +57,7 @@ DEBUG_SUBSET = [
     "tests/graph_breaks/test_exceptions.py",
     "tests/graph_breaks/test_stack_and_calls.py",
     "tests/graph_breaks/test_loops.py",
-    "tests/reliability/test_rerun_on_graph_error.py",  # snapshots of what a graph writes (tensor_state.cpp)
+    "tests/as_eager/test_rerun_on_graph_error.py",  # snapshots of what a graph writes (tensor_state.cpp)
 ]
 ASAN_SUBSET = DEBUG_SUBSET
 VALGRIND_SUBSET = ["tests/hook", "tests/reliability/test_many_arguments.py"]

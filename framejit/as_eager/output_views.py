@@ -29,9 +29,8 @@ from typing import Any, Callable
 import torch
 from torch._C._autograd import CreationMeta, _set_creation_meta
 
-from framejit.backends.mutation import (creation_meta, op_name, requires_grad, storage_of as _storage,
-                                        writes_into_first_argument)
-from framejit.rerun import RANDOM_OP
+from framejit.op_effects import (RANDOM_OP, creation_meta, op_name, requires_grad, storage_of as _storage,
+                                 writes_into_first_argument)
 
 
 def _fake(node: Any) -> Any:
@@ -106,7 +105,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             elif results[i]._is_view():
                 results[i] = _view_of_several(results[i]._base, op, index, layout)
                 made_again.add(i)
-            elif op_name(op) == "unbind":
+            elif op_name(op.target) == "unbind":
                 # AOTAutograd returns the rows of an intermediate as outputs of its own: the row is made a row of
                 # `unbind` of itself repeated (`expand`: no copy; the gradient passes to the row alone)
                 dim = _unbind_dim(op, len(layout[0]))
@@ -187,7 +186,7 @@ def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout | int, 
     if not isinstance(node, torch.fx.Node) or node.target is not operator.getitem:
         return None
     op, index = node.args
-    if not isinstance(op, torch.fx.Node) or not isinstance(index, int) or op_name(op) not in _SEVERAL_VIEWS \
+    if not isinstance(op, torch.fx.Node) or not isinstance(index, int) or op_name(op.target) not in _SEVERAL_VIEWS \
             or op.op not in ("call_method", "call_function") or not op.args:
         return None
     src = op.args[0]
@@ -236,7 +235,7 @@ def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
 
     for node in graph.nodes:
         if node.op in ("call_function", "call_method") and not writes_into_first_argument(node) \
-                and not RANDOM_OP.fullmatch(op_name(node)):
+                and not RANDOM_OP.fullmatch(op_name(node.target)):
             key = (node.op, node.target, number(node.args), number(node.kwargs))
             number_of[node] = ("op", numbers.setdefault(key, len(numbers)))
     out = graph.output_node().args[0]

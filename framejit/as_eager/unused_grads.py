@@ -23,9 +23,9 @@ import torch
 from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (autograd_needs_eager_ops, creation_meta, grad_modes, is_view,
-                                        node_storage, requires_grad, writes_into_first_argument)
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
+from framejit.as_eager.input_writes import autograd_needs_eager_ops
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, creation_meta, grad_modes, is_view, node_storage,
+                                 requires_grad, writes_into_first_argument)
 
 
 def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:
@@ -90,7 +90,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     answer), or `graph_fn` itself where no input could need it."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs) \
             or autograd_needs_eager_ops(gm, example_inputs):
-        return graph_fn  # an inference graph; or one run as eager ops (backends/mutation.py), exact already
+        return graph_fn  # an inference graph; or one run as eager ops (input_writes.py), exact already
     graph = gm.graph
     deps, feed_input_writes = output_dependencies(graph)
     out = graph.output_node()

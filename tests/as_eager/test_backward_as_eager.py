@@ -1,5 +1,5 @@
 """A training graph's backward runs where, and reads what, eager's would: the program may write in place after
-the graph into what eager's ops did not save or its backward does not reach (backends/autograd_parts.py,
+the graph into what eager's ops did not save or its backward does not reach (as_eager/autograd_parts.py,
 saved_versions.py). Each test runs a program eagerly and compiled on equal leaves and compares the backward's
 outcome: the same gradients, or the same error."""
 import copy
@@ -9,7 +9,7 @@ import torch
 
 import framejit
 from framejit.backends import aot_autograd
-from framejit.unused_grads import output_dependencies
+from framejit.as_eager.unused_grads import output_dependencies
 from tests.helpers import CompilerRecorder
 
 BACKENDS = ["aot_eager", "inductor"]

@@ -349,7 +349,7 @@ def test_a_graph_that_raises_where_eager_does_not_gives_eagers_result_and_a_warn
     lambda: torch.arange(6, dtype=torch.int64),
 ], ids=["contiguous", "transposed", "step-sliced", "int64"])
 def test_what_a_graph_wrote_before_it_raised_is_put_back_whatever_its_layout(make):
-    from framejit.rerun import checking_writes
+    from framejit.as_eager.rerun import checking_writes
 
     def writes_then_raises(state, other):
         state.add_(7)

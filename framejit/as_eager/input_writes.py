@@ -10,48 +10,13 @@ records exactly what eager records; inference graphs and graphs that write only 
 """
 from __future__ import annotations
 
-import operator
 from collections import Counter
 from typing import Any
 
 import torch
-from torch._C._autograd import CreationMeta, _get_creation_meta
-from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.variables.aliased_writes import writes_first_argument
-
-# ops whose result shares storage with their first argument: a write into it is a write into that argument
-_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpose", "t", "permute", "unsqueeze",
-                           "squeeze", "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "as_strided",
-                           "detach", "unfold", "movedim", "swapaxes", "split", "chunk", "unbind", "diagonal",
-                           "__getitem__", "contiguous", "T", "mT", "real", "imag", "data"})
-_VIEW_FUNCTIONS = {operator.getitem, torch.transpose, torch.reshape, torch.squeeze, torch.unsqueeze, torch.flatten,
-                   torch.narrow, torch.select, torch.permute, torch.split, torch.chunk, torch.unbind, torch.detach,
-                   torch.t, torch.movedim, torch.swapaxes, torch.diagonal, torch.as_strided, getattr}
-
-
-def op_name(node: torch.fx.Node) -> str:
-    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-
-
-def writes_into_first_argument(node: torch.fx.Node) -> bool:
-    if node.op not in ("call_method", "call_function") or not node.args:
-        return False
-    return (node.op == "call_function" and "out" in node.kwargs) or \
-        writes_first_argument(node.target, op_name(node), node.kwargs)
-
-
-# where each batch_norm signature takes (running_mean, running_var); argument 5 is `training` in both
-_BATCH_NORM_STATS: dict[Any, slice] = {torch.nn.functional.batch_norm: slice(1, 3), torch.batch_norm: slice(3, 5)}
-
-
-def batch_norm_stats_written(node: torch.fx.Node) -> list[torch.fx.Node]:
-    """The running statistics a batch_norm in train mode writes in place (its kernel does not move their version
-    counters, and writes_into_first_argument does not see them)."""
-    stats = _BATCH_NORM_STATS.get(node.target) if node.op == "call_function" else None
-    if stats is None or len(node.args) <= 5 or node.args[5] is not True:
-        return []
-    return [a for a in node.args[stats] if isinstance(a, torch.fx.Node)]
+from framejit.op_effects import (BATCH_NORM_STATS, batch_norm_stats_written, grad_modes, is_view, node_storage,
+                                 requires_grad, writes_into_first_argument)
 
 
 def statistics_read_then_written(graph: torch.fx.Graph) -> bool:
@@ -61,64 +26,10 @@ def statistics_read_then_written(graph: torch.fx.Graph) -> bool:
     for node in graph.nodes:
         if read.intersection(batch_norm_stats_written(node)):
             return True
-        stats = _BATCH_NORM_STATS.get(node.target) if node.op == "call_function" else None
+        stats = BATCH_NORM_STATS.get(node.target) if node.op == "call_function" else None
         if stats is not None and len(node.args) > 5 and node.args[5] is False:
             read.update(a for a in node.args[stats] if isinstance(a, torch.fx.Node))
     return False
-
-
-def is_view(node: torch.fx.Node) -> bool:
-    return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
-        (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
-
-
-def grad_modes(graph: torch.fx.Graph) -> dict[torch.fx.Node, bool]:
-    """The grad mode each node of `graph` runs in (a graph starts with grad on: callers look at training graphs)."""
-    modes, mode = {}, True
-    for node in graph.nodes:
-        if node.target is torch._C._set_grad_enabled:
-            mode = node.args[0]
-        modes[node] = mode
-    return modes
-
-
-def creation_meta(view: torch.Tensor) -> CreationMeta:
-    """How autograd lets `view` be written in place (DEFAULT for a view without autograd metadata)."""
-    try:
-        return _get_creation_meta(view)
-    except RuntimeError:
-        return CreationMeta.DEFAULT
-
-
-def storage_of(value: Any) -> StorageWeakRef | None:
-    """The storage of a (fake) tensor, comparable across tensors: views and aliases share it."""
-    if isinstance(value, torch.Tensor) and value.layout == torch.strided:
-        return StorageWeakRef(value.untyped_storage())
-    return None
-
-
-def inputs_share_storage(example_inputs: list[Any]) -> bool:
-    """Whether two of the inputs are one tensor or share memory (views of one another)."""
-    storages = [s for s in map(storage_of, example_inputs) if s is not None]
-    return len(set(storages)) != len(storages)
-
-
-def node_storage(node: torch.fx.Node) -> StorageWeakRef | None:
-    """storage_of the value a graph node computes (its fake)."""
-    return storage_of(node.meta.get("example_value"))
-
-
-def grad_fn_of(value: Any) -> Any:
-    """`value.grad_fn`, or None for what is no tensor, and for a view autograd refuses to give the history of
-    (an output of `unbind` after a write into its base)."""
-    try:
-        return value.grad_fn if isinstance(value, torch.Tensor) else None
-    except RuntimeError:
-        return None
-
-
-def requires_grad(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and value.requires_grad
 
 
 EAGER_HISTORY = ("AOTAutograd would record another history than eager for a write in place (into an input autograd "

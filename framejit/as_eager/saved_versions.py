@@ -25,9 +25,9 @@ from typing import Any, Callable
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from framejit.backends.mutation import (batch_norm_stats_written, grad_fn_of, node_storage, requires_grad,
-                                        storage_of as _storage, writes_into_first_argument)
-from framejit.rerun import inputs_written_in_place, unversioned_inputs
+from framejit.as_eager.rerun import inputs_written_in_place, unversioned_inputs
+from framejit.op_effects import (batch_norm_stats_written, grad_fn_of, node_storage, requires_grad,
+                                 storage_of as _storage, writes_into_first_argument)
 
 _MODIFIED = "modified by an inplace operation"
 

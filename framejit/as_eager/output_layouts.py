@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from framejit.backends.mutation import storage_of
+from framejit.op_effects import storage_of
 
 
 def _hint(value: Any) -> int | None:

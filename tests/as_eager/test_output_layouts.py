@@ -1,10 +1,10 @@
-"""A compiled graph's outputs come back laid out in memory as eager's ops lay them out (output_layouts.py): a
-program that reads the layout, or views the output, does what it does eagerly."""
+"""A compiled graph's outputs come back laid out in memory as eager's ops lay them out
+(as_eager/output_layouts.py): a program that reads the layout, or views the output, does what it does eagerly."""
 import pytest
 import torch
 
 import framejit
-from framejit.output_layouts import dim_order
+from framejit.as_eager.output_layouts import dim_order
 
 BACKENDS = ["aot_eager", "inductor", "onnxrt"]
 # (a backend that runs the graph as its torch ops instead of compiling it warns: here that fails the test)

@@ -12,9 +12,8 @@ from typing import Any
 
 import torch
 
-from framejit.backends.mutation import (batch_norm_stats_written, node_storage, op_name, requires_grad,
-                                        writes_into_first_argument)
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, batch_norm_stats_written, node_storage, op_name,
+                                 requires_grad, writes_into_first_argument)
 
 # ops whose result requires grad only if an operand does, and that then save another operand (a product's
 # backward needs the other factor; an embedding's, the indices): found without a run
@@ -129,7 +128,7 @@ def surely_saves(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
         return isinstance(gm.get_submodule(node.target), _SAVING_MODULES)
     if node.op not in ("call_function", "call_method"):
         return False
-    name = op_name(node)
+    name = op_name(node.target)
     return name in _SAVING_FUNCTIONS or name in _PRODUCTS and \
         sum(isinstance(a, torch.fx.Node) and isinstance(a.meta.get("example_value"), torch.Tensor)
             for a in node.args) >= 2

@@ -10,34 +10,27 @@ draws no random numbers, running the frame's own code again from its start, capt
 execution: the writes happen, then the same op raises the same exception where the user wrote it, and a `try`
 of the user's around it catches it. The graph's exception is dropped. If the Python run returns, the graph
 raised where eager does not (a backend's fault): that is logged as a warning and the Python result kept.
+`codegen.emit_rerun_on_error` wraps the graph call in the handler that calls `run_as_python`.
 """
 from __future__ import annotations
 
 import inspect
-import re
 import threading
 import types
 import weakref
 from typing import Any, Callable
 
 import torch
-from bytecode import Label, TryBegin, TryEnd
 from torch._C._autograd import CreationMeta
 
 from framejit import logs
 from framejit._C import _hook, _tensor_state
-from framejit.backends.mutation import batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
-from framejit.codegen import PyCodegen
-from framejit.codeobj import arg_slot_names, passed_cells
 from framejit.exc import FramejitError
-
-# names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
-RANDOM_OP = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
-                       r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
+from framejit.op_effects import RANDOM_OP, batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
-    """What `node` may write into in place: its first argument and any `out=` (mutation.py decides whether it
+    """What `node` may write into in place: its first argument and any `out=` (op_effects.py decides whether it
     writes at all)."""
     if not writes_into_first_argument(node):
         return []
@@ -55,7 +48,7 @@ def _example(value: Any) -> list[torch.Tensor]:
 def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
     """The positions of the graph inputs it writes into in place, with the `unversioned` ones
     (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others)."""
-    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n)) for n in graph.nodes):
+    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n.target)) for n in graph.nodes):
         return None
     return sorted(inputs_written_in_place(graph) | unversioned)
 
@@ -220,43 +213,7 @@ def _put_back(tracked: list[torch.Tensor], clones: dict[int, torch.Tensor]) -> b
     return True
 
 
-def emit_rerun_on_error(cg: PyCodegen, code: types.CodeType, start: int) -> None:
-    """Wrap the instructions from `start` on (the graph call) so that an exception they raise runs the frame
-    of `code` again as Python, in the frame's place (a tail call), with the arguments it was called with."""
-    handler = TryBegin(Label(), push_lasti=False, stack_depth=0)
-    after = Label()
-    cg.instructions.insert(start, handler)
-    cg.instructions.append(TryEnd(handler))
-    cg.emit("JUMP_FORWARD", after)
-    cg.instructions.append(handler.target)
-    error = cg.store_temp(lambda: None)  # the exception, on the stack
-    cg.emit("PUSH_NULL")
-    cg.emit_const(_hook.tail_call)
-    cg.emit_const(_run_as_python)
-    cg.emit("LOAD_FAST", error)
-    # by weak reference: the replacement code lives in `code`'s cache, which the garbage collector cannot see
-    cg.emit_const(weakref.ref(code))
-    cg.emit("PUSH_NULL")
-    cg.emit_const(globals)  # called from this frame, the frame's globals
-    cg.call(0)
-    for name in code.co_freevars:
-        cg.emit("LOAD_CLOSURE", name)
-    if code.co_freevars:
-        cg.emit("BUILD_TUPLE", len(code.co_freevars))
-    else:
-        cg.emit_const(None)
-    args = arg_slot_names(code)
-    for name in args:  # untouched so far: the frame's arguments (one that is a cell holds it)
-        if name in passed_cells(code):
-            cg.emit("LOAD_CLOSURE", name)  # a continuation's cell parameter: the cell itself
-        else:
-            cg.emit("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", name)
-    cg.call(5 + len(args))
-    cg.emit("RETURN_VALUE")
-    cg.instructions.append(after)
-
-
-def _run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None,
+def run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None,
                    *slots: Any) -> Any:
     """Run the frame's code with its globals and closure, capture off, its argument slots as the frame had them."""
     if not isinstance(graph_error, Exception) or isinstance(graph_error, FramejitError) \

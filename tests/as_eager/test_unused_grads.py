@@ -1,6 +1,6 @@
-"""Gradients eager leaves None (framejit/unused_grads.py): an input whose outputs got no gradient, or that is
-only read as numbers, gets None from a compiled training graph, as in eager; the gradients that are there are
-eager's."""
+"""Gradients eager leaves None (framejit/as_eager/unused_grads.py): an input whose outputs got no gradient, or
+that is only read as numbers, gets None from a compiled training graph, as in eager; the gradients that are there
+are eager's."""
 import os
 import subprocess
 import sys
@@ -59,11 +59,11 @@ def test_a_number_read_from_a_detached_output_warns_as_eager():
     # line: the output the graph returns detached for the break requires grad as eager's does
     script = ("import warnings, torch, framejit\n"
               "warnings.simplefilter('always')\n"
-              "from tests.test_unused_grads import _reads_floats\n"
+              "from tests.as_eager.test_unused_grads import _reads_floats\n"
               "framejit.compile(_reads_floats, backend='aot_eager')(torch.randn(3, requires_grad=True),\n"
               "                                                      torch.randn(3, requires_grad=True))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Converting a tensor with requires_grad=True to a scalar" in done.stderr
     line = _reads_floats.__code__.co_firstlineno + 2

@@ -29,18 +29,19 @@ left whole.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import torch
 
-from framejit.backends import fate
-from framejit.backends.common import log
-from framejit.backends.mutation import (EAGER_HISTORY, autograd_needs_eager_ops, batch_norm_stats_written, grad_fn_of,
-                                        grad_modes, node_storage, op_name, requires_grad, writes_into_first_argument)
-from framejit.backends.saves import saves_no_tensor, saving_nodes, surely_saves
-from framejit.rerun import RANDOM_OP
-from framejit.unused_grads import output_dependencies
-from framejit.variables.autocast import STATE_TARGETS as AUTOCAST_STATE_TARGETS
+from framejit import fate
+from framejit.as_eager.input_writes import EAGER_HISTORY, autograd_needs_eager_ops
+from framejit.as_eager.saves import saves_no_tensor, saving_nodes, surely_saves
+from framejit.as_eager.unused_grads import output_dependencies
+from framejit.op_effects import (AUTOCAST_STATE_TARGETS, RANDOM_OP, batch_norm_stats_written, grad_fn_of, grad_modes,
+                                 node_storage, op_name, requires_grad, writes_into_first_argument)
+
+log = logging.getLogger("framejit.backends")  # (the backends' logger: it reports how a backend compiles a graph)
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run in their list's order
@@ -73,7 +74,7 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
         if node.op == "placeholder":
             inputs_memory.add(node_storage(node))
         elif node.op in ("call_function", "call_method", "call_module") and node.target is not SET_GRAD:
-            if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node)):
+            if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node.target)):
                 return None
             if writes_into_first_argument(node) and ("out" in node.kwargs or
                                                      not isinstance(node.args[0], torch.fx.Node)):

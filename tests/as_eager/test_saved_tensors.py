@@ -1,10 +1,10 @@
 """Autograd's view of a compiled graph's outputs and saved tensors, as eager's ops give it.
 
-framejit/saved_versions.py: a tensor eager's ops saved for backward (an input, an output, a view of one) and
-written in place before the backward makes the compiled backward raise as eager's does, though the graph (one
-AOTAutograd node) saved other tensors. framejit/output_views.py: outputs AOTAutograd returns as views made under
-no_grad, or inside its autograd Function, take in-place writes as eager's do. Each test runs the program eagerly
-and compiled, backward included, and compares results, gradients and errors."""
+framejit/as_eager/saved_versions.py: a tensor eager's ops saved for backward (an input, an output, a view of one)
+and written in place before the backward makes the compiled backward raise as eager's does, though the graph (one
+AOTAutograd node) saved other tensors. framejit/as_eager/output_views.py: outputs AOTAutograd returns as views made
+under no_grad, or inside its autograd Function, take in-place writes as eager's do. Each test runs the program
+eagerly and compiled, backward included, and compares results, gradients and errors."""
 from __future__ import annotations
 
 import pytest
