@@ -39,9 +39,9 @@ from framejit.trace.translator import Translator
 from framejit.variables.aliased_writes import check_aliased_write
 from framejit.variables.base import Variable
 from framejit.variables.builder import wrap_constant_result
-from framejit.variables.kernel_refusals import check_eager_accepts_dtypes
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
+from framejit.variables.kernel_refusals import check_eager_accepts_dtypes
 from framejit.variables.symbolic import SymbolicVariable, plain_number
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
