@@ -81,7 +81,7 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
     failing = [r for r in results if r.outcome in FAILURES]
     if reference and failing:
         say(f"checking the {len(failing)} failures under torch.compile ...", flush=True)
-        _check_reference(failing, sources, seed, workdir, batch, jobs, timeout)
+        _check_reference(failing, sources, seed, workdir, batch, jobs, timeout, backend)
     summary = summarise(results, elapsed, say)
     for r in failing:  # keep every failing program as it was generated
         with open(os.path.join(out, f"failing_{seed}_{r.index}.py"), "w") as f:
@@ -99,17 +99,25 @@ def fuzz(n: int, seed: int, *, out: str | None = None, batch: int = 100, jobs: i
 
 
 def _check_reference(failing: list[Result], sources: dict[int, str], seed: int, workdir: str, batch: int, jobs: int,
-                     timeout: float) -> None:
-    """Tag each failure with what torch.compile does on the same program (same backend): failures it shares
-    come from torch's own stack (AOTAutograd, functionalization, dynamo's semantics) rather than framejit."""
+                     timeout: float, backend: str | None) -> None:
+    """Tag each failure with what torch.compile does on the same program with the same backend (`backend`, the
+    run's override, else each program's own): failures it shares come from torch's own stack (AOTAutograd,
+    functionalization, inductor, dynamo's semantics) rather than framejit."""
     programs = {r.index: sources[r.index] for r in failing if r.outcome in ("mismatch", "compiled_raised")}
     ref_dir = os.path.join(workdir, "reference")
     os.makedirs(ref_dir, exist_ok=True)
     verdicts = {r.index: r.verdict for r in run_programs(programs, seed, ref_dir, batch=batch, jobs=jobs,
-                                                         timeout=timeout, backend="torch.compile")}
+                                                         timeout=timeout, backend=_torch_compile_with(backend))}
     for r in failing:
         v = verdicts.get(r.index)
         r.verdict["reference"] = "not checked" if v is None else f"{v['outcome']} {v['kind']}".strip()
+
+
+def _torch_compile_with(backend: str | None) -> str:
+    """The reference for a run whose programs compile with `backend`: torch.compile with that backend."""
+    if backend is None or backend.startswith("torch.compile"):
+        return backend or "torch.compile"
+    return f"torch.compile:{backend}"
 
 
 def summarise(results: list[Result], elapsed: float, say: Callable[..., None]) -> dict:

@@ -340,3 +340,11 @@ def test_low_precision_gradients_get_a_few_units_in_the_last_place() -> None:
     assert diff(snap(eager), snap(summed_otherwise))[0] == "value"
     assert diff(snap(eager), snap(summed_otherwise), loose=Loosened(low_precision=4.0)) is None
     assert diff(snap(eager), snap(eager + 0.01), loose=Loosened(low_precision=4.0))[0] == "value"
+
+
+def test_the_reference_check_compiles_with_the_runs_backend():
+    # (a run with --backend inductor is checked against torch.compile with inductor, not the programs' own backend)
+    from framejit.fuzz.driver import _torch_compile_with
+    assert _torch_compile_with("inductor") == "torch.compile:inductor"
+    assert _torch_compile_with(None) == "torch.compile"
+    assert _torch_compile_with("torch.compile:aot_eager") == "torch.compile:aot_eager"
