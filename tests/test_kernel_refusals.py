@@ -105,3 +105,13 @@ def test_a_symbolic_size_in_an_index_stays_symbolic():
         ids = torch.randint(0, 9, (2, length))
         torch.testing.assert_close(compiled(ids), f(ids))
     assert counter.frame_count == 2
+
+
+@pytest.mark.parametrize("case", ["sub_python_bool", "mm_mixed", "layer_norm_mixed"])
+def test_refused_dtypes_are_found_at_symbolic_sizes_too(case):
+    # (the sample takes this call's sizes, read from the symbols' hints without a guard)
+    fn = REFUSED[case]
+    compiled = framejit.compile(fn, backend="inductor", dynamic=True)
+    for rows in (3, 5):
+        want = _outcome(fn, torch.randn(rows, 4))
+        assert _outcome(compiled, torch.randn(rows, 4)) == want
