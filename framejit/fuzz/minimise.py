@@ -267,6 +267,9 @@ def internal_error_targets(results: Sequence[Result], seed: int) -> list[Target]
     return targets
 
 
+_DETAIL_LINES = 12  # of what was observed, in a repro's docstring
+
+
 def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str | None,
                internal: str | None = None) -> str:
     """A standalone file: the program, what was observed, and a main that checks it (fails while it differs)."""
@@ -274,7 +277,10 @@ def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str |
             f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{verdict['detail']}")
     if "reference" in verdict:
         what += f"\ntorch.compile on the same program: {verdict['reference']}"
-    text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in what.splitlines())
+    lines = what.splitlines()
+    if len(lines) > _DETAIL_LINES:  # (a compiler's own output: a C++ error quotes the whole command and source)
+        lines = [*lines[:_DETAIL_LINES], f"... ({len(lines) - _DETAIL_LINES} more lines)"]
+    text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in lines)
     head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
             f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (the calls, argument layouts,\n"
             "dtypes, backend and shape policy its CALLS and COMPILE name; with a gradient check when TRAIN is set)\n"
