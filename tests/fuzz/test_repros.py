@@ -28,8 +28,12 @@ STILL_OPEN: dict[str, str] = {  # file name -> why it still fails
                             "had no grad raises 'a leaf Variable' in eager (torch.compile fails it too)",
     "repro_6500700_39.py": "inductor, not framejit: two equal float16 reductions at a dynamic size; inductor's C++ "
                            "declares the conversion twice and does not compile (torch.compile fails it too)",
-    "repro_6500700_714.py": "inductor: `y` a row of `x`, `y -= g_t; x -= y.roll(1, 0)` at a dynamic size: x differs "
-                            "from eager (open; torch.compile with inductor gets it right)",
+    "repro_6500700_65.py": "inductor, not framejit: cats of a strided input, a cumsum and writes into the inputs; "
+                           "inductor raises KeyError: 'buf15' while compiling (torch.compile fails the minimal "
+                           "form too)",
+    "repro_6500700_714.py": "inductor, not framejit (as repro_4000000_5): `y` a row of `x`, `y -= g_t; x -= "
+                            "y.roll(1, 0)`: x differs from eager; torch.compile with inductor fails the minimal "
+                            "form too, eager and aot_eager agree",
     "repro_4000000_5.py": "inductor, not framejit: `x[-1] = torch.flip(y, [0])` with y passed as x[-1]; the "
                           "compiled copy reads y while writing it (torch.compile with inductor fails it too; eager "
                           "and aot_eager agree)",
