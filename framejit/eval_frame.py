@@ -398,7 +398,6 @@ def make_context(backend: Callable, backend_name: str, *, nopython: bool = False
 
 
 RUN_ONLY = _Context(False)
-DISABLED = _Context(None)
 
 
 def disable(fn: Any = None, recursive: bool = True) -> Any:

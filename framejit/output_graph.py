@@ -105,7 +105,6 @@ class OutputGraph:
         self.autocast_left: list[tuple[Source, tuple]] = []  # blocks entered outside the trace that it left
         self.budget = options.instruction_budget
         self._used_names: set[str] = set()
-        self.current_tx: "Translator | None" = None
 
     # -- building the graph -------------------------------------------------------------------
     def _placeholder(self, source: Source) -> torch.fx.Node:
