@@ -247,7 +247,7 @@ class OutputGraph:
                 # fuzz 3083 of seed 2200000.)
                 error.raise_instead = e
             raise error
-        check_eager_accepts_dtypes(name, op, target, fake_args, fake_kwargs)
+        check_eager_accepts_dtypes(name, op, target, fake_args, fake_kwargs, leaves)
         behind_copy_slices = None
         if writes_first_argument(target, op_name(target), fake_kwargs) and isinstance(result, torch.Tensor) \
                 and result.requires_grad and result._is_view():

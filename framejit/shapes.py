@@ -201,6 +201,12 @@ def is_symbolic(value: Any) -> bool:
     return isinstance(value, SYMBOLIC_TYPES) and not value.node.expr.is_number
 
 
+def hint(value: Any) -> Any:
+    """The value a (symbolic) number has in the call being traced, read without a guard; None for an unbacked
+    one. A plain number is itself."""
+    return value.node.hint if isinstance(value, SYMBOLIC_TYPES) else value
+
+
 def symbolic_strides(fake: torch.Tensor) -> frozenset[int]:
     """The dims of `fake` whose stride is symbolic (the shape guards cover them; the rest are guarded by value)."""
     return frozenset(d for d, stride in enumerate(fake.stride()) if is_symbolic(stride))

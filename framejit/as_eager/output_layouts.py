@@ -14,10 +14,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit.op_effects import storage_of
-
-
-def _hint(value: Any) -> int | None:
-    return value.node.hint if isinstance(value, torch.SymInt) else value
+from framejit.shapes import hint
 
 
 def _strides_in_order(sizes: Sequence[int], order: Sequence[int]) -> list[int]:
@@ -37,8 +34,8 @@ def _same_where_sized(sizes: Sequence[int], strides: Sequence[int], others: Sequ
 
 def dim_order(fake: torch.Tensor) -> tuple[int, ...] | None:
     """The order of `fake`'s dims in memory, outermost first, where it is dense but not contiguous; else None."""
-    sizes = [_hint(n) for n in fake.shape]
-    strides = [_hint(s) for s in fake.stride()]
+    sizes = [hint(n) for n in fake.shape]
+    strides = [hint(s) for s in fake.stride()]
     if None in sizes or None in strides or fake.layout != torch.strided:
         return None
     order = sorted(range(len(sizes)), key=lambda d: -strides[d])  # (stable: dims of one stay in dim order)

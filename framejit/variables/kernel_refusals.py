@@ -21,7 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from framejit.exc import BreakCode, unsupported
-from framejit.shapes import SYMBOLIC_TYPES
+from framejit.shapes import SYMBOLIC_TYPES, hint
 
 _FLOATING = frozenset({torch.float32, torch.float64})
 _SMALL = 1 << 14  # elements in all, up to which an op is checked (its kernel runs once more on them)
@@ -33,10 +33,10 @@ _OPERATORS = frozenset(f for f in vars(operator).values() if callable(f))
 _UNKNOWN = object()
 
 
-def check_eager_accepts_dtypes(name: str, op: str, target: Any, fake_args: list[Any],
-                               fake_kwargs: dict[str, Any]) -> None:
-    """Break the graph before an op whose (fake-accepted) dtypes eager's kernel refuses (see the module)."""
-    leaves = pytree.tree_leaves((fake_args, fake_kwargs))
+def check_eager_accepts_dtypes(name: str, op: str, target: Any, fake_args: list[Any], fake_kwargs: dict[str, Any],
+                               leaves: list[Any]) -> None:
+    """Break the graph before an op whose (fake-accepted) dtypes eager's kernel refuses (see the module);
+    `leaves` are those of (fake_args, fake_kwargs)."""
     tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
     one_floating = {t.dtype for t in tensors} <= _FLOATING and len({t.dtype for t in tensors}) == 1
     if not tensors or one_floating and not any(type(a) is bool for a in fake_args):  # (flags are mostly keywords)
@@ -64,8 +64,8 @@ def check_eager_accepts_dtypes(name: str, op: str, target: Any, fake_args: list[
 def _concrete(value: Any) -> Any:
     """This call's value of a symbolic number (also inside a slice), _UNKNOWN for an unbacked one."""
     if isinstance(value, SYMBOLIC_TYPES):
-        hint = value.node.hint
-        return _UNKNOWN if hint is None else hint
+        number = hint(value)
+        return _UNKNOWN if number is None else number
     if isinstance(value, slice):
         parts = [_concrete(x) for x in (value.start, value.stop, value.step)]
         return _UNKNOWN if any(x is _UNKNOWN for x in parts) else slice(*parts)
