@@ -17,7 +17,7 @@ setup(
         ),
         CppExtension(
             "framejit._C._tensor_guard",
-            sources=["framejit/_C/tensor_guard.cpp"],
+            sources=["framejit/_C/tensor_guard.cpp", "framejit/_C/guard_program.cpp"],
             extra_compile_args=["-O2"],
         ),
         CppExtension(

@@ -253,22 +253,31 @@ class Tracer(Protocol):
 
 
 class GuardScope(Protocol):
-    """The generated guard function (guards.compile_guard_fn), as a source writes its expression there."""
+    """The guard program being built (guard_program.ProgramBuilder), as a source loads its value there: each
+    method loads a value into a register, once per source, and returns the register."""
 
-    def __call__(self, source: Source) -> str:
-        """The expression of another source (computed once into a local when several guards read it)."""
+    def __call__(self, source: Source) -> int:
+        """The register of another source (loaded there first if it is not yet)."""
         ...
 
-    def argument(self, local_name: str) -> str: ...
+    def argument(self, local_name: str) -> int: ...
 
-    def closure_cell(self, var_name: str) -> str:
-        """The contents of a free variable of the captured function."""
+    def closure_cell(self, var_name: str) -> int:
+        """The contents of a free variable of the captured function (or of a continuation's cell parameter)."""
         ...
 
-    def globals_dict(self) -> str: ...
+    def globals_dict(self) -> int: ...
 
-    def const(self, value: Any) -> str:
-        """A name for an object the guard function holds."""
+    def const(self, value: Any) -> int: ...
+
+    def attr(self, base: Source, name: str, generic: bool = False) -> int:
+        """base.name; with `generic`, object.__getattribute__(base, name)."""
+        ...
+
+    def item(self, base: Source, key: Any) -> int: ...
+
+    def call(self, base: Source, fn: Callable[..., Any], *args: Any) -> int:
+        """fn(base, *args)."""
         ...
 
 

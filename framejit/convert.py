@@ -17,7 +17,7 @@ from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
 from framejit.graph_break import finish_at_break
-from framejit.guards import compile_guard_fn
+from framejit.guard_program import compile_guard_fn
 from framejit.output_graph import OutputGraph
 from framejit.shapes import TraceShapes
 from framejit.trace.translator import root_translator

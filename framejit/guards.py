@@ -48,59 +48,6 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
                  for i, t in enumerate(tensors))
 
 
-def _value_groups(records: list[_Record]) -> dict[int, tuple[Source, list[_Record], list[tuple]]]:
-    """Two or more value guards on one object's attributes and items, or keys it must not have (a convolution's
-    stride, padding...; a config's fields; the functions and classes a module's globals hold and the builtins
-    they must not shadow), by the id of each record: `values_match` checks each group in one call."""
-    by_base: dict[str, tuple[Source, list[_Record], list[tuple]]] = {}
-    for r in records:
-        base = _value_base(r)
-        entry = _value_entry(r) if base is not None else None
-        if entry is not None:
-            group = by_base.setdefault(base.name(), (base, [], []))
-            group[1].append(r)
-            group[2].append(entry)
-    return {id(r): group for group in by_base.values() if len(group[1]) > 1 for r in group[1]}
-
-
-def _value_base(r: _Record) -> Source | None:
-    if r.kind == GuardKind.NO_KEY:
-        return r.source
-    return r.source.base if type(r.source) in (AttrSource, ItemSource) else None
-
-
-# values_match's spec (tensor_guard.cpp): how the value is read, and how it is compared
-_ATTRIBUTE, _ITEM, _ABSENT_KEY = 0, 1, 2
-_EQUAL, _IDENTICAL, _WEAKLY_IDENTICAL, _SAME_CODE = 0, 1, 2, 3
-
-
-def _value_entry(r: _Record) -> tuple[int, Any, int, Any, type | None] | None:
-    """(how, name or key, mode, expected, exact type) of a guard `values_match` checks as its Python checks
-    do; None for others (a float 0.0 or NaN: their extra checks)."""
-    if r.kind == GuardKind.NO_KEY:
-        return _ABSENT_KEY, r.value, _IDENTICAL, None, None
-    how = _ITEM if type(r.source) is ItemSource else _ATTRIBUTE
-    name = r.source.key if how == _ITEM else r.source.attr
-    value = r.value
-    if r.kind == GuardKind.EQUALS and not (isinstance(value, float) and (value != value or value == 0.0)):
-        return how, name, _EQUAL, value, type(value)
-    if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH):
-        # by id where the Python check is (the guard holds no strong reference: a weak one)
-        return (how, name, _WEAKLY_IDENTICAL, weakref.ref(value), None) if _weakrefable(value) else \
-            (how, name, _IDENTICAL, value, None)
-    if r.kind == GuardKind.CODE_MATCH:
-        return how, name, _SAME_CODE, value.__code__, type(value)
-    return None
-
-
-def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
-    """The flags of one module for `modules_without_hooks` (tensor_guard.cpp): 1 when its forward hook dicts are
-    checked too (the backward ones always are), 2 when no instance `forward` may appear."""
-    if tuple(dicts) not in (MODULE_HOOK_DICTS, MODULE_HOOK_DICTS[2:]):
-        raise AssertionError(f"NO_HOOKS of other dicts than modules_without_hooks checks: {dicts}")
-    return (1 if len(dicts) == 4 else 0) | (2 if forward_from_class else 0)
-
-
 def _all_distinct(*objects: Any) -> bool:
     return len(set(map(id, objects))) == len(objects)
 
@@ -117,7 +64,7 @@ def _autocast_state() -> tuple[Any, ...]:
     return tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES)
 
 
-_HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys,
+HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys,
                             "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
                             "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
                             "___any_autocast": torch._C._is_any_autocast_enabled,
@@ -129,7 +76,7 @@ _HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "__
 
 
 @dataclasses.dataclass(frozen=True)
-class _Record:
+class GuardRecord:
     source: Source | None   # None for global state (grad mode, default dtype/device)
     kind: GuardKind
     value: Any
@@ -149,7 +96,7 @@ class GuardSet:
     """The guards of one compile, in the order they were recorded."""
 
     def __init__(self) -> None:
-        self.records: dict[tuple[str, str], _Record] = {}
+        self.records: dict[tuple[str, str], GuardRecord] = {}
         self.constants: dict[str, Any] = {}
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
         self.dynamic_dims: dict[str, frozenset[int]] = {}  # tensor source name -> its symbolic dims
@@ -181,11 +128,11 @@ class GuardSet:
         root = source.root()
         if isinstance(root, ConstSource):
             self.constants.setdefault("K", {})[id(root.value)] = root.value
-        if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and _weakrefable(value):
+        if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and weakrefable(value):
             self.watched.append(value)
         checks = tuple(self._checks(kind, value, dynamic_dims, dynamic_strides))
         code = tuple(c.text(name, _readable) for c in checks)
-        self.records[key] = _Record(source, kind, value, Guard(name=name, kind=kind, code_list=code,
+        self.records[key] = GuardRecord(source, kind, value, Guard(name=name, kind=kind, code_list=code,
                                                                source_kind=source.kind, checks=checks))
         if dynamic_dims:
             self.dynamic_dims[name] = dynamic_dims
@@ -195,7 +142,7 @@ class GuardSet:
     def watch(self, value: Any) -> None:
         """Tie the entry's life to `value` (a module guarded by type): when it dies the entry is dropped, as one
         guarded by its identity would be, though other objects of its type meanwhile use the entry too."""
-        if _weakrefable(value) and not any(w is value for w in self.watched):
+        if weakrefable(value) and not any(w is value for w in self.watched):
             self.watched.append(value)
 
     def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]], specialised_ints: dict[str, int]
@@ -220,7 +167,7 @@ class GuardSet:
             return
         readable = [shapes.render(e, tokens, _readable) for e in exprs]
         checks = tuple(Check(e, field="shape") for e in readable)
-        self.records[("", "SHAPE_ENV")] = _Record(None, GuardKind.SHAPE_ENV, (tuple(exprs), tokens), Guard(
+        self.records[("", "SHAPE_ENV")] = GuardRecord(None, GuardKind.SHAPE_ENV, (tuple(exprs), tokens), Guard(
             name="", kind=GuardKind.SHAPE_ENV, code_list=tuple(readable), source_kind="global", checks=checks))
 
     def add_storage_sharing(self) -> None:
@@ -235,25 +182,32 @@ class GuardSet:
 
     def add_global_state(self) -> None:
         device = _get_default_device()
-        for kind, check in ((GuardKind.GRAD_MODE, _literal("___is_grad_enabled()", "is", torch.is_grad_enabled())),
-                            (GuardKind.DEFAULT_DTYPE, self._is("___get_default_dtype()", torch.get_default_dtype())),
-                            (GuardKind.DEFAULT_DEVICE, _literal("___get_default_device()", "==", device)),
-                            # one C call when autocast is off, the usual case; the full state when it is on
-                            (GuardKind.AUTOCAST, _literal("___any_autocast()", "is", False)
-                             if not torch._C._is_any_autocast_enabled()
-                             else self._equal("___autocast_state()", _autocast_state()))):
-            self._add_global(kind, kind, "", check)
+        autocast_off = not torch._C._is_any_autocast_enabled()
+        for kind, fn, check in (
+                (GuardKind.GRAD_MODE, torch.is_grad_enabled,
+                 _literal("___is_grad_enabled()", "is", torch.is_grad_enabled())),
+                (GuardKind.DEFAULT_DTYPE, torch.get_default_dtype,
+                 self._is("___get_default_dtype()", torch.get_default_dtype())),
+                (GuardKind.DEFAULT_DEVICE, _get_default_device, _literal("___get_default_device()", "==", device)),
+                # one C call when autocast is off, the usual case; the full state when it is on
+                (GuardKind.AUTOCAST, *((torch._C._is_any_autocast_enabled, _literal("___any_autocast()", "is", False))
+                                       if autocast_off else
+                                       (_autocast_state, self._equal("___autocast_state()", _autocast_state()))))):
+            self._add_global(kind, kind, "", check, (fn, ()))
 
     def add_query(self, fn: Callable[..., Any], args: tuple, result: Any) -> None:
         """A query of global state folded to `result` at trace time (torch.get_autocast_dtype("cpu")...): the
         entry holds only while the query still answers the same."""
         call = f"{self._const(fn)}(*{self._const(args)})"
         self._add_global(f"QUERY {call}", GuardKind.GLOBAL_QUERY,
-                         f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", self._equal(call, result))
+                         f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", self._equal(call, result),
+                         (fn, args))
 
-    def _add_global(self, key: str, kind: GuardKind, name: str, check: Check) -> None:
-        """A guard on torch's state rather than on a source: its check reads no guarded value."""
-        self.records[("", key)] = _Record(None, kind, None, Guard(
+    def _add_global(self, key: str, kind: GuardKind, name: str, check: Check,
+                    call: tuple[Callable[..., Any], tuple] | None = None) -> None:
+        """A guard on torch's state rather than on a source: its check reads no guarded value. `call` is the
+        (function, arguments) whose result the check compares, where it is one call."""
+        self.records[("", key)] = GuardRecord(None, kind, call, Guard(
             name=name, kind=kind, code_list=(check.text("", _readable),), source_kind="global", checks=(check,)))
 
     def _is(self, expr: str, expected: Any, field: str = "") -> Check:
@@ -269,7 +223,7 @@ class GuardSet:
             case GuardKind.TENSOR_MATCH:
                 return self._tensor_checks(value, dynamic_dims, dynamic_strides)
             case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH:
-                return [_literal(f"id({X})", "==", id(value))] if _weakrefable(value) else [self._is(X, value)]
+                return [_literal(f"id({X})", "==", id(value))] if weakrefable(value) else [self._is(X, value)]
             case GuardKind.EQUALS:
                 return self._equals_checks(value)
             case GuardKind.CODE_MATCH:  # a function by its code: closures made anew each call still match
@@ -335,174 +289,18 @@ class GuardSet:
                      if isinstance(r.source, LocalSource) and (
                          r.kind == GuardKind.ID_MATCH or (r.kind == GuardKind.TYPE_MATCH
                                                           and issubclass(type(r.value), torch.nn.Module)))
-                     and _weakrefable(r.value))
+                     and weakrefable(r.value))
 
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]
 
 
-def _weakrefable(value: Any) -> bool:
+def weakrefable(value: Any) -> bool:
     try:
         weakref.ref(value)
     except TypeError:
         return False
     return True
-
-
-class _Renderer:
-    """Sources as expressions over the guard function's parameters; shared ones hoisted into locals.
-
-    Each source writes its own expression (`Source.guard_expr`) in terms of this scope (contracts.GuardScope).
-    """
-
-    def __init__(self, guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...],
-                 sources: list[Source]) -> None:
-        self.guard_set = guard_set
-        self.slot_of = {name: i for i, name in enumerate(argnames)}
-        self.freevars = code.co_freevars
-        # keyed by name (a memoised string, hashed once) rather than by the Source (a dataclass whose hash
-        # walks its whole chain on every lookup)
-        self.uses: Counter[str] = Counter()
-        for source in sources:
-            self._count(source)
-        self.memo: dict[str, str] = {}
-        self.prologue: list[str] = []
-
-    def _count(self, source: Source) -> None:
-        """Count the uses of `source` and of the sources it is reached from. A source met again is hoisted
-        into a local, so its own bases are evaluated once whatever their count: stop there."""
-        while True:
-            name = source.name()
-            self.uses[name] += 1
-            if self.uses[name] > 1 or not isinstance(source, DerivedSource):
-                return
-            source = source.base
-
-    def __call__(self, source: Source) -> str:
-        name = source.name()
-        expr = self.memo.get(name)
-        if expr is not None:
-            return expr
-        expr = source.guard_expr(self)
-        if self.uses[name] > 1 and not expr.isidentifier():
-            local = f"___s{len(self.prologue)}"
-            self.prologue.append(f"    {local} = {expr}")
-            expr = local
-        self.memo[name] = expr
-        return expr
-
-    def argument(self, local_name: str) -> str:
-        return f"___a{self.slot_of[local_name]}"
-
-    def closure_cell(self, var_name: str) -> str:
-        if var_name in self.freevars:
-            return f"___fn.__closure__[{self.freevars.index(var_name)}].cell_contents"
-        return f"{self.argument(var_name)}.cell_contents"  # a continuation's cell parameter holds the cell
-
-    def globals_dict(self) -> str:
-        return "___G"  # set from ___fn.__globals__ by the function's prologue
-
-    def const(self, value: Any) -> str:
-        return self.guard_set._const(value)
-
-    def checks(self, record: _Record) -> list[str]:
-        """A guard's checks over this function's expressions."""
-        return [c.text(self(record.source), self) for c in record.guard.checks]
-
-
-def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
-                     ) -> tuple[Callable[..., bool], str]:
-    """Generate `guard(fn, *arg_slots) -> bool` for these guards; returns it and its source."""
-    records = list(guard_set.records.values())
-    sources = [r.source for r in records if r.source is not None]
-    sources += [r.value for r in records if issubclass(type(r.value), Source)]
-    sources += [s for r in records if r.kind == GuardKind.SHAPE_ENV for s in r.value[1].values()]
-    render = _Renderer(guard_set, code, argnames, sources)
-    tensors = [r for r in records if r.kind == GuardKind.TENSOR_MATCH]
-    # identity checks of arguments first: one compare rejects the entries of other module instances
-    first = [r for r in records if r.kind == GuardKind.ID_MATCH and isinstance(r.source, LocalSource)]
-    exprs = [e for r in first for e in render.checks(r)]
-    done = {id(r) for r in first}
-    if tensors:
-        dynamic = [sorted(guard_set.dynamic_dims.get(r.source.name(), ())) for r in tensors]
-        strides = [sorted(guard_set.dynamic_strides.get(r.source.name(), ())) for r in tensors]
-        spec = guard_set._const(_tensor_guard.make_spec([r.value for r in tensors], dynamic, strides))
-        exprs.append(f"___check_tensors({spec}, " + ", ".join(render(r.source) for r in tensors) + ")")
-    distinct = _distinct_groups(records)
-    values = _value_groups(records)
-    hooked: list[tuple[str, int]] = []  # NO_HOOKS: (module expression, flags), one C++ call after the rest
-    for r in records:
-        if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
-            continue
-        if r.kind == GuardKind.NO_HOOKS:
-            hooked.append((render(r.source), _no_hooks_flags(*r.value)))
-            continue
-        same_object = values.get(id(r))
-        if same_object is not None:  # the value guards of one object's attributes and items: one C++ call
-            base, grouped, entries = same_object
-            spec = guard_set._const(_tensor_guard.make_value_spec(tuple(entries)))
-            exprs.append(f"___values_match({spec}, {render(base)})")
-            done.update(id(g) for g in grouped)
-            continue
-        group = distinct.get(id(r))
-        if group is not None:  # one check for a set of objects that must all stay distinct
-            exprs.append(f"___all_distinct({', '.join(render(s) for s in group.sources)})")
-            done.update(group.records)
-            continue
-        if r.kind == GuardKind.SHAPE_ENV:
-            shape_exprs, tokens = r.value
-            exprs += [shapes.render(e, tokens, render) for e in shape_exprs]
-        else:
-            exprs += r.guard.code_list if r.source is None else render.checks(r)
-    if hooked:  # (last: every module's type is checked before its dicts are read)
-        flags = bytes(f for _, f in hooked)
-        exprs.append(f"___modules_without_hooks({flags!r}, {', '.join(e for e, _ in hooked)})")
-    params = ", ".join(["___fn", *[f"___a{i}" for i in range(len(argnames))]])
-    body = " and ".join(f"({e})" for e in exprs) or "True"
-    prologue = ["    ___G = ___fn.__globals__"] if "___G" in body + "".join(render.prologue) else []
-    source = "\n".join([f"def ___guard({params}):", *prologue, *render.prologue, f"    return {body}"]) + "\n"
-    namespace = dict(_HELPERS, **guard_set.constants)
-    exec(compile(source, f"<framejit guards for {code.co_name}>", "exec"), namespace)
-    return namespace["___guard"], source
-
-
-@dataclasses.dataclass
-class _DistinctGroup:
-    sources: list[Source]
-    records: set[int]  # ids of its NOT_ALIAS records
-
-
-def _distinct_groups(records: list[_Record]) -> dict[int, _DistinctGroup]:
-    """Sets of three or more sources every two of which a NOT_ALIAS guard keeps apart (the builder guards each
-    object against every earlier one of its type: quadratic in them), by the id of each record a set covers;
-    the sets are grown greedily, in the order the sources were first guarded, and pairs left over stay pairs."""
-    pairs = [r for r in records if r.kind == GuardKind.NOT_ALIAS]
-    if len(pairs) < 3:
-        return {}
-    by_name: dict[str, Source] = {}
-    apart: dict[str, set[str]] = {}
-    for r in pairs:
-        a, b = r.source.name(), r.value.name()
-        by_name.setdefault(b, r.value)
-        by_name.setdefault(a, r.source)
-        apart.setdefault(a, set()).add(b)
-        apart.setdefault(b, set()).add(a)
-    cliques: list[list[str]] = []
-    for name in by_name:
-        home = next((c for c in cliques if apart[name].issuperset(c)), None)
-        if home is None:
-            cliques.append([name])
-        else:
-            home.append(name)
-    clique_of = {name: i for i, c in enumerate(cliques) if len(c) >= 3 for name in c}
-    groups = {i: _DistinctGroup([by_name[n] for n in cliques[i]], set()) for i in set(clique_of.values())}
-    found: dict[int, _DistinctGroup] = {}
-    for r in pairs:
-        i = clique_of.get(r.source.name())
-        if i is not None and i == clique_of.get(r.value.name()):
-            groups[i].records.add(id(r))
-            found[id(r)] = groups[i]
-    return found
 
 
 def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.FunctionType,
@@ -511,7 +309,7 @@ def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.Fu
     expression is evaluated over the readable names and compared with what it expects."""
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     closure.update((name, cell) for name, cell in zip(argnames, args) if name in passed_cells(fn.__code__))
-    ns = dict(_HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
+    ns = dict(HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
               C=_CellContents(closure), M=_ModuleDicts())
     for guard in guards:
         for check, text in zip(guard.checks, guard.code_list, strict=True):

@@ -2,14 +2,15 @@
 
 `name()` is the expression guards are written in (L['x'] for arguments, G['x']
 for globals, C['x'] for closure cells of the captured function, M['mod'] for
-the globals dict of another module); `guard_expr(scope)` is the same value's
-expression in the generated guard function;
+the globals dict of another module); `guard_load(program)` loads the same value
+into a register of the guard program (guard_program.py);
 `reconstruct(cg)` emits the bytecode that loads the same value in the
 transformed code.
 """
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import sys
 from typing import Any, ClassVar
@@ -23,8 +24,8 @@ class Source:
     def name(self) -> str:
         raise NotImplementedError
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        """This value's expression in the generated guard function."""
+    def guard_load(self, program: GuardScope) -> int:
+        """Load this value in the guard program; returns its register."""
         raise NotImplementedError
 
     def reconstruct(self, cg: Emitter) -> None:
@@ -44,7 +45,7 @@ class DerivedSource(Source):
     base: Source
 
     def wrap(self, base: str) -> str:
-        """This value's expression, given its base's (the same in guard text and in the guard function)."""
+        """This value's expression in guard text, given its base's."""
         raise NotImplementedError
 
     def name(self) -> str:
@@ -55,9 +56,6 @@ class DerivedSource(Source):
             text = self.wrap(self.base.name())
             object.__setattr__(self, "_name", text)
         return text
-
-    def guard_expr(self, scope: GuardScope) -> str:
-        return self.wrap(scope(self.base))
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -74,8 +72,8 @@ class LocalSource(Source):
     def name(self) -> str:
         return f"L[{self.local_name!r}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return scope.argument(self.local_name)
+    def guard_load(self, program: GuardScope) -> int:
+        return program.argument(self.local_name)
 
     def reconstruct(self, cg: Emitter) -> None:
         # an argument captured by an inner function is a cell once the frame starts
@@ -91,8 +89,8 @@ class GlobalSource(Source):
     def name(self) -> str:
         return f"G[{self.global_name!r}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return f"{scope.globals_dict()}[{self.global_name!r}]"
+    def guard_load(self, program: GuardScope) -> int:
+        return program.item(GlobalsDictSource(), self.global_name)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_GLOBAL", (False, self.global_name))
@@ -107,8 +105,8 @@ class GlobalsDictSource(Source):
     def name(self) -> str:
         return "G"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return scope.globals_dict()
+    def guard_load(self, program: GuardScope) -> int:
+        return program.globals_dict()
 
     def reconstruct(self, cg: Emitter) -> None:
         raise NotImplementedError("the globals dict is never reloaded")
@@ -125,8 +123,8 @@ class ModuleGlobalsSource(Source):
     def name(self) -> str:
         return f"M[{self.module!r}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return scope.const(vars(sys.modules[self.module]))
+    def guard_load(self, program: GuardScope) -> int:
+        return program.const(vars(sys.modules[self.module]))
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(vars(sys.modules[self.module]))
@@ -144,8 +142,8 @@ class ClosureSource(Source):
     def name(self) -> str:
         return f"C[{self.var_name!r}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return scope.closure_cell(self.var_name)
+    def guard_load(self, program: GuardScope) -> int:
+        return program.closure_cell(self.var_name)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("LOAD_DEREF", self.var_name)
@@ -163,8 +161,8 @@ class ConstSource(Source):
     def name(self) -> str:
         return f"K[{id(self.value)}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return scope.const(self.value)
+    def guard_load(self, program: GuardScope) -> int:
+        return program.const(self.value)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit_const(self.value)
@@ -178,6 +176,9 @@ class AttrSource(DerivedSource):
 
     def wrap(self, base: str) -> str:
         return f"{base}.{self.attr}"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.attr(self.base, self.attr)
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -193,6 +194,9 @@ class GenericAttrSource(DerivedSource):
 
     def wrap(self, base: str) -> str:
         return f"___object_getattr({base}, {self.attr!r})"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.attr(self.base, self.attr, generic=True)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
@@ -212,8 +216,8 @@ class DictItemSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"___dict_getitem({base}, {self.key!r})"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return f"___dict_getitem({scope(self.base)}, {key_expr(scope, self.key)})"
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, dict.__getitem__, self.key)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
@@ -230,6 +234,9 @@ class ReduceSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"{base}.__reduce__()"
 
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, operator.methodcaller("__reduce__"))
+
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
         cg.emit("LOAD_METHOD", "__reduce__")
@@ -243,6 +250,9 @@ class WeakrefCallSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"{base}()"
 
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, operator.call)
+
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
         self.base.reconstruct(cg)
@@ -255,6 +265,9 @@ class IndexSource(DerivedSource):
 
     def wrap(self, base: str) -> str:
         return f"{base}.__index__()"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, operator.methodcaller("__index__"))
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -271,8 +284,8 @@ class ItemSource(DerivedSource):
     def wrap(self, base: str) -> str:
         return f"{base}[{self.key!r}]"
 
-    def guard_expr(self, scope: GuardScope) -> str:
-        return f"{scope(self.base)}[{key_expr(scope, self.key)}]"
+    def guard_load(self, program: GuardScope) -> int:
+        return program.item(self.base, self.key)
 
     def reconstruct(self, cg: Emitter) -> None:
         self.base.reconstruct(cg)
@@ -285,11 +298,6 @@ def written_inline(key: Any) -> bool:
     if isinstance(key, tuple):
         return all(map(written_inline, key))
     return type(key) in (str, int, bool, bytes, type(None))
-
-
-def key_expr(scope: GuardScope, key: Any) -> str:
-    """`key` in guard code: written inline, or (a class, a type hint...) a constant the guard function holds."""
-    return repr(key) if written_inline(key) else scope.const(key)
 
 
 _IDENT = re.compile(r"[^0-9a-zA-Z_]+")

@@ -6,6 +6,7 @@
 // Which tensors share storage is checked too: the same ones as among the examples (STORAGE_SHARING).
 #include <Python.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include "guard_checks.h"
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
@@ -162,22 +163,30 @@ PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return PyCapsule_New(spec, "framejit.TensorSpec", free_spec);
 }
 
+int tensors_match_spec(PyObject* capsule, PyObject* const* tensors, Py_ssize_t n) {
+  auto spec = static_cast<Spec*>(PyCapsule_GetPointer(capsule, "framejit.TensorSpec"));
+  if (spec == nullptr) return -1;
+  if (static_cast<size_t>(n) != spec->size()) {
+    PyErr_SetString(PyExc_TypeError, "check_tensors: wrong number of tensors for this spec");
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!matches((*spec)[i], tensors[i])) return 0;
+  }
+  return n < 2 || same_storage_sharing(*spec, tensors);
+}
+
+PyObject* as_bool(int result) {
+  if (result < 0) return nullptr;
+  return Py_NewRef(result ? Py_True : Py_False);
+}
+
 PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1) {
     PyErr_SetString(PyExc_TypeError, "check_tensors(spec, *tensors)");
     return nullptr;
   }
-  auto spec = static_cast<Spec*>(PyCapsule_GetPointer(args[0], "framejit.TensorSpec"));
-  if (spec == nullptr) return nullptr;
-  if (static_cast<size_t>(nargs - 1) != spec->size()) {
-    PyErr_SetString(PyExc_TypeError, "check_tensors: wrong number of tensors for this spec");
-    return nullptr;
-  }
-  for (Py_ssize_t i = 1; i < nargs; ++i) {
-    if (!matches((*spec)[i - 1], args[i])) Py_RETURN_FALSE;
-  }
-  if (nargs > 2 && !same_storage_sharing(*spec, args + 1)) Py_RETURN_FALSE;
-  Py_RETURN_TRUE;
+  return as_bool(tensors_match_spec(args[0], args + 1, nargs - 1));
 }
 
 // NO_HOOKS of the modules an entry calls, in one call: for each module, its backward hook dicts are empty, and
@@ -221,18 +230,20 @@ int module_without_hooks(PyObject* module, char flags) {
   return result;
 }
 
+int all_without_hooks(const char* flags, PyObject* const* modules, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    int ok = module_without_hooks(modules[i], flags[i]);
+    if (ok <= 0) return ok;
+  }
+  return 1;
+}
+
 PyObject* modules_without_hooks(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1 || !PyBytes_Check(args[0]) || PyBytes_GET_SIZE(args[0]) != nargs - 1) {
     PyErr_SetString(PyExc_TypeError, "modules_without_hooks(flags: one byte per module, *modules)");
     return nullptr;
   }
-  const char* flags = PyBytes_AS_STRING(args[0]);
-  for (Py_ssize_t i = 1; i < nargs; ++i) {
-    int ok = module_without_hooks(args[i], flags[i - 1]);
-    if (ok < 0) return nullptr;
-    if (!ok) Py_RETURN_FALSE;
-  }
-  Py_RETURN_TRUE;
+  return as_bool(all_without_hooks(PyBytes_AS_STRING(args[0]), args + 1, nargs - 1));
 }
 
 // The value guards on one object's attributes and items (and the keys it must not have), in one call: spec is
@@ -318,28 +329,31 @@ PyObject* make_value_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return PyCapsule_New(spec, "framejit.ValueSpec", free_value_spec);
 }
 
+int values_match_spec(PyObject* capsule, PyObject* obj) {
+  auto spec = static_cast<ValueSpec*>(PyCapsule_GetPointer(capsule, "framejit.ValueSpec"));
+  if (spec == nullptr) return -1;
+  for (const ValueCheck& c : *spec) {
+    int ok;
+    if (c.how == ABSENT_KEY) {
+      int found = PySequence_Contains(obj, c.name);
+      ok = found < 0 ? -1 : !found;
+    } else {
+      PyObject* value = c.how == ATTRIBUTE ? PyObject_GetAttr(obj, c.name) : PyObject_GetItem(obj, c.name);
+      if (value == nullptr) return -1;
+      ok = value_matches(value, c.mode, c.expected, c.type);
+      Py_DECREF(value);
+    }
+    if (ok <= 0) return ok;
+  }
+  return 1;
+}
+
 PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 2) {
     PyErr_SetString(PyExc_TypeError, "values_match(spec, obj)");
     return nullptr;
   }
-  auto spec = static_cast<ValueSpec*>(PyCapsule_GetPointer(args[0], "framejit.ValueSpec"));
-  if (spec == nullptr) return nullptr;
-  for (const ValueCheck& c : *spec) {
-    int ok;
-    if (c.how == ABSENT_KEY) {
-      int found = PySequence_Contains(args[1], c.name);
-      ok = found < 0 ? -1 : !found;
-    } else {
-      PyObject* value = c.how == ATTRIBUTE ? PyObject_GetAttr(args[1], c.name) : PyObject_GetItem(args[1], c.name);
-      if (value == nullptr) return nullptr;
-      ok = value_matches(value, c.mode, c.expected, c.type);
-      Py_DECREF(value);
-    }
-    if (ok < 0) return nullptr;
-    if (!ok) Py_RETURN_FALSE;
-  }
-  Py_RETURN_TRUE;
+  return as_bool(values_match_spec(args[0], args[1]));
 }
 
 PyMethodDef methods[] = {
@@ -359,10 +373,20 @@ PyMethodDef methods[] = {
      "(see tensor_guard.cpp)"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "TENSOR_MATCH, NO_HOOKS and grouped value guards in C++", -1,
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tensor_guard", "Guards in C++: TENSOR_MATCH, NO_HOOKS, grouped value guards and the guard program", -1,
                       methods};
 
 }  // namespace
+
+namespace framejit {
+int tensors_match(PyObject* spec, PyObject* const* tensors, Py_ssize_t n) {
+  return tensors_match_spec(spec, tensors, n);
+}
+int modules_without_hooks(const char* flags, PyObject* const* modules, Py_ssize_t n) {
+  return all_without_hooks(flags, modules, n);
+}
+int values_match(PyObject* spec, PyObject* obj) { return values_match_spec(spec, obj); }
+}  // namespace framejit
 
 PyMODINIT_FUNC PyInit__tensor_guard() {
   const char* names[4] = {"_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks"};
@@ -373,5 +397,10 @@ PyMODINIT_FUNC PyInit__tensor_guard() {
   forward_name = PyUnicode_InternFromString("forward");
   code_name = PyUnicode_InternFromString("__code__");
   if (forward_name == nullptr || code_name == nullptr) return nullptr;
-  return PyModule_Create(&module);
+  PyObject* m = PyModule_Create(&module);
+  if (m == nullptr || framejit::add_guard_program(m) < 0) {
+    Py_XDECREF(m);
+    return nullptr;
+  }
+  return m;
 }

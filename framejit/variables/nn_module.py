@@ -15,7 +15,7 @@ from torch import nn
 
 from framejit.contracts import MODULE_HOOK_DICTS, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import AttrSource, ItemSource, ModuleGlobalsSource
+from framejit.sources import AttrSource, ConstSource, ItemSource, ModuleGlobalsSource
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, TupleVariable
@@ -92,6 +92,20 @@ class NNModuleVariable(Variable):
         # the module is guarded by identity (or type, when stateless): its class's methods need no guard
         bound = bound_class_attribute(tx, self, attr, None)
         return bound if bound is not None else self._wrap_attr(tx, name, getattr(mod, name))
+
+    def guard_missing(self, tx: Tracer, name: str) -> bool:
+        """Guard that `name` stays missing by where var_getattr looked (the instance dict, the parameter, buffer
+        and submodule dicts, each class's dict): a few C checks, where hasattr() would run nn.Module.__getattr__
+        to raise. False (not guarded) for a class with a lookup of its own."""
+        cls = type(self.module)
+        if self.source is None or lookup_class_attr(cls, "__getattr__")[1] is not nn.Module.__getattr__ or \
+                lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__:
+            return False
+        for dict_name in ("__dict__", "_parameters", "_buffers", "_modules"):
+            tx.output.guards.add(self._attr_source(dict_name), GuardKind.NO_KEY, name)
+        for klass in cls.__mro__:
+            tx.output.guards.add(AttrSource(ConstSource(klass), "__dict__"), GuardKind.NO_KEY, name)
+        return True
 
     def _wrap_attr(self, tx: Tracer, name: str, value: Any) -> Variable:
         source = self._attr_source(name)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
-"""Runs the tests that drive framejit's C extensions (framejit/_C/hook.c, tensor_guard.cpp, tensor_state.cpp) under a
-memory checker, and says what each checker found.
+"""Runs the tests that drive framejit's C extensions (framejit/_C/hook.c, tensor_guard.cpp, guard_program.cpp,
+tensor_state.cpp) under a memory checker, and says what each checker found.
 
     python tests/memcheck/run_memcheck.py [debug|asan|valgrind|all ...] [--timeout S] [-- pytest paths/args]
 
@@ -66,7 +66,7 @@ VALGRIND_SUBSET = ["tests/hook", "tests/reliability/test_many_arguments.py"]
 DEBUG_ERRORS = re.compile(r"Fatal Python error|Debug memory block at address|bad (leading|trailing) pad byte|"
                           r"==\d+==ERROR: AddressSanitizer|AddressSanitizer:DEADLYSIGNAL|"
                           r"AddressSanitizer: CHECK failed")
-FRAMEJIT_FRAME = re.compile(r"framejit/_C/|\bhook\.c:|\btensor_(guard|state)\.cpp:|_hook\.cpython|"
+FRAMEJIT_FRAME = re.compile(r"framejit/_C/|\bhook\.c:|\b(tensor_guard|tensor_state|guard_program)\.cpp:|_hook\.cpython|"
                             r"_tensor_(guard|state)\.cpython")
 
 
