@@ -160,7 +160,8 @@ def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
     assert row["status"] == "built" and row["inputs"] == "input_ids[2, 8],attention_mask[2, 8]"
     assert (row["fj_status"], row["fj_graphs"], row["fj_breaks"]) == ("ok", 1, 0), row
     assert (row["tc_status"], row["tc_graphs"]) == ("ok", 1), row
-    assert sweep.normalise("call to <function f at 0x7f00> line 12") == "call to <function f at <addr>> line N"
+    from benchmarks.hf_sweep_report import normalise
+    assert normalise("call to <function f at 0x7f00> line 12") == "call to <function f at <addr>> line N"
     assert sweep.compare((torch.ones(2),), (torch.ones(2) + 1e-6,))[0]
     assert not sweep.compare((torch.ones(2),), (torch.ones(2) + 1,))[0]
     init = torch.nn.Module.__init__

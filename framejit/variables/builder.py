@@ -4,12 +4,13 @@ from __future__ import annotations
 import builtins
 import collections
 import contextlib
+import dataclasses
 import enum
 import inspect
 import operator
 import os
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -163,91 +164,13 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
 
 
 def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> Variable:
-    if isinstance(value, types.ModuleType):
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return ObjectVariable(value, source)
-    if policy.is_disallowed(value):
-        return DisallowedVariable(value)
-    if policy.is_constant_result(value):
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return ConstantResultVariable(value)
-    is_query, answer = policy.compile_query_answer(value)
-    if is_query:
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return ConstantResultVariable(value, answer)
-    if is_constant_query(value):  # a Python function of torch's that reads global state (folded, guarded)
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return TorchVariable(value, source)
-    if any(value is c for c in _PROFILER_CONTEXTS):  # profiler ranges in a graph do nothing, as under torch.compile:
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)  # the graph stays whole (its ops are not ranged)
-        return wrap_value(tx, contextlib.nullcontext, ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext"))
-    if value in GRAD_MODE_CTORS:
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return GradModeCtorVariable(value)
-    if is_autocast_class(value):
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        return AutocastCtorVariable(value, source)
-    if is_autocast_decorated(value):
-        _guard(tx, source, GuardKind.CODE_MATCH, value)
-        return AutocastDecoratedVariable(value, source)
-    if is_autograd_function_class(value):
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        return AutogradFunctionClassVariable(value, source)
-    if is_callable_op(value):
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return CallableOpVariable(value, source)
-    if is_bound_apply(value):  # `MyFn.apply` read from a global or an attribute: guarded through its class
-        cls = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
-        return cls.var_getattr(tx, "apply")
-    if id(value) in _BUILTIN_CALLABLES or getattr(value, "__module__", None) == "math" or _has_traced_rule(value):
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return BuiltinVariable(value, source)
-    if is_torch_op(value):
-        _guard(tx, source, GuardKind.FUNCTION_MATCH, value)
-        return TorchVariable(value, source)
-    if isinstance(value, types.FunctionType):
-        if vars(value).get("_torchdynamo_disable") is True and callable(vars(value).get("_torchdynamo_orig_callable")):
-            # @torch.compiler.disable: the user keeps it out of compiled code. The call runs as Python, and the
-            # function the wrapper calls is not captured either (framejit.disable's rule)
-            _guard(tx, source, GuardKind.ID_MATCH, value)
-            policy.mark_disabled(value._torchdynamo_orig_callable)
-            return DisallowedVariable(value, reason="torch.compiler.disable")
-        if policy.is_disabled(value):
-            return DisallowedVariable(value, reason="framejit.disable")
-        if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile
-            _guard(tx, source, GuardKind.ID_MATCH, value)  # takes what it wraps (the outermost context wins)
-            return wrap_value(tx, value._framejit_orig, AttrSource(source, "_framejit_orig") if source else None)
-        if getattr(value, "__script_if_tracing_wrapper", False):  # @torch.jit.script_if_tracing outside a jit
-            _guard(tx, source, GuardKind.ID_MATCH, value)  # trace calls the function it wraps
-            return wrap_value(tx, value.__original_fn, AttrSource(source, "__original_fn") if source else None)
-        _guard(tx, source, GuardKind.CODE_MATCH, value)  # closure contents and defaults are guarded when read
-        return UserFunctionVariable(value, source)
-    if type(value) in _SEQUENCE_ITERATORS and source is not None:
-        return _wrap_iterator(tx, value, source)
-    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
-            and source is not None:
-        _guard(tx, AttrSource(source, "__name__"), GuardKind.EQUALS, value.__name__)
-        return BoundMethod(wrap_value(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
-    if isinstance(value, types.MethodType) and isinstance(value.__self__, GRAD_MODE_CTORS) \
-            and value.__func__.__name__ == "__exit__" and source is not None:
-        return _wrap_entered_grad_mode(tx, value, source)
-    if isinstance(value, types.MethodType) and isinstance(value.__self__, torch.amp.autocast) \
-            and value.__func__.__name__ == "__exit__" and source is not None:
-        return WithExitVariable(AutocastVariable.from_entered(tx, value.__self__, source), source)
-    if isinstance(value, types.MethodType):
-        fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
-        obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
-        return UserMethodVariable(fn, obj, source)
-    if isinstance(value, type) or callable(value) and not hasattr(value, "__dict__") or is_numpy_number_function(value):
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        return ObjectVariable(value, source)
-    if isinstance(value, (types.CodeType, inspect.Signature, inspect.Parameter)):  # immutable: what is read
-        # from it needs no further guard (a decorator's signature kept in a closure, bound in the trace)
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        return ObjectVariable(value, source)
-    if isinstance(value, (enum.Enum, TYPE_HINTS)):
-        _guard(tx, source, GuardKind.ID_MATCH, value)
-        return ObjectVariable(value, source)
+    """A value no container or tensor rule took: the first rule of _CALLABLE_OR_OBJECT_RULES that matches wraps it,
+    else it is a user object, guarded by its type."""
+    for rule in _CALLABLE_OR_OBJECT_RULES:
+        if rule.matches(value, source):
+            if rule.guard is not None:
+                _guard(tx, source, rule.guard, value)
+            return rule.make(tx, value, source)
     if source is None:
         unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
     _guard(tx, source, GuardKind.TYPE_MATCH, value)
@@ -290,3 +213,120 @@ def _wrap_iterator(tx: Tracer, iterator: Any, source: Source) -> Variable:
         variable = IteratorVariable(sequence.unpack(tx)[index:], source, start=index)
     tx.output.side_effects.track_iterator(variable)
     return variable
+
+
+def _wrap_function(tx: Tracer, value: types.FunctionType, source: Source | None) -> Variable:
+    """A plain Python function: inlined by the trace unless the user disabled it or it wraps another function."""
+    if vars(value).get("_torchdynamo_disable") is True and callable(vars(value).get("_torchdynamo_orig_callable")):
+        # @torch.compiler.disable: the user keeps it out of compiled code. The call runs as Python, and the
+        # function the wrapper calls is not captured either (framejit.disable's rule)
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        policy.mark_disabled(value._torchdynamo_orig_callable)
+        return DisallowedVariable(value, reason="torch.compiler.disable")
+    if policy.is_disabled(value):
+        return DisallowedVariable(value, reason="framejit.disable")
+    if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile
+        _guard(tx, source, GuardKind.ID_MATCH, value)  # takes what it wraps (the outermost context wins)
+        return wrap_value(tx, value._framejit_orig, AttrSource(source, "_framejit_orig") if source else None)
+    if getattr(value, "__script_if_tracing_wrapper", False):  # @torch.jit.script_if_tracing outside a jit
+        _guard(tx, source, GuardKind.ID_MATCH, value)  # trace calls the function it wraps
+        return wrap_value(tx, value.__original_fn, AttrSource(source, "__original_fn") if source else None)
+    _guard(tx, source, GuardKind.CODE_MATCH, value)  # closure contents and defaults are guarded when read
+    return UserFunctionVariable(value, source)
+
+
+def _wrap_bound_method(tx: Tracer, value: types.MethodType, source: Source | None) -> Variable:
+    fn = wrap_value(tx, value.__func__, AttrSource(source, "__func__") if source else None)
+    obj = wrap_value(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+    return UserMethodVariable(fn, obj, source)
+
+
+def _is_exit_of_entered(value: Any, source: Source | None, context_types: Any) -> bool:
+    """The bound __exit__ of an entered context manager of `context_types`, as a continuation receives it."""
+    return isinstance(value, types.MethodType) and isinstance(value.__self__, context_types) \
+        and value.__func__.__name__ == "__exit__" and source is not None
+
+
+def _is_member(value: Any, source: Source | None) -> bool:
+    """A builtin method of a tensor, list or dict read from a source: re-read through its object."""
+    return isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
+        and source is not None
+
+
+def _wrap_member(tx: Tracer, value: Any, source: Source) -> Variable:
+    _guard(tx, AttrSource(source, "__name__"), GuardKind.EQUALS, value.__name__)
+    return BoundMethod(wrap_value(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WrapRule:
+    """One kind of callable or object: `matches(value, source)`; `guard`, when set, is recorded on the source
+    before `make(tx, value, source)` builds the Variable (a rule that guards otherwise does it in `make`)."""
+
+    kind: str
+    matches: Callable[[Any, Source | None], bool]
+    guard: GuardKind | None
+    make: Callable[[Tracer, Any, Source | None], Variable]
+
+
+# In order: the first rule that matches wins (a torch op is also a callable; a function may be disallowed).
+_CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
+    WrapRule(kind="module", matches=lambda v, s: isinstance(v, types.ModuleType), guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: ObjectVariable(v, s)),
+    WrapRule(kind="disallowed", matches=lambda v, s: policy.is_disallowed(v), guard=None,
+             make=lambda tx, v, s: DisallowedVariable(v)),
+    WrapRule(kind="constant result", matches=lambda v, s: policy.is_constant_result(v), guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: ConstantResultVariable(v)),
+    WrapRule(kind="is-compiling query", matches=lambda v, s: policy.compile_query_answer(v)[0],
+             guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: ConstantResultVariable(v, policy.compile_query_answer(v)[1])),
+    # a Python function of torch's that reads global state (folded, guarded)
+    WrapRule(kind="torch state query", matches=lambda v, s: is_constant_query(v), guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: TorchVariable(v, s)),
+    # profiler ranges in a graph do nothing, as under torch.compile: the graph stays whole (its ops are not ranged)
+    WrapRule(kind="profiler context", matches=lambda v, s: any(v is c for c in _PROFILER_CONTEXTS),
+             guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: wrap_value(tx, contextlib.nullcontext,
+                                              ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext"))),
+    WrapRule(kind="grad mode class", matches=lambda v, s: v in GRAD_MODE_CTORS, guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: GradModeCtorVariable(v)),
+    WrapRule(kind="autocast class", matches=lambda v, s: is_autocast_class(v), guard=GuardKind.ID_MATCH,
+             make=lambda tx, v, s: AutocastCtorVariable(v, s)),
+    WrapRule(kind="autocast-decorated function", matches=lambda v, s: is_autocast_decorated(v),
+             guard=GuardKind.CODE_MATCH, make=lambda tx, v, s: AutocastDecoratedVariable(v, s)),
+    WrapRule(kind="autograd.Function class", matches=lambda v, s: is_autograd_function_class(v),
+             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: AutogradFunctionClassVariable(v, s)),
+    WrapRule(kind="callable op", matches=lambda v, s: is_callable_op(v), guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: CallableOpVariable(v, s)),
+    # `MyFn.apply` read from a global or an attribute: guarded through its class
+    WrapRule(kind="autograd.Function apply", matches=lambda v, s: is_bound_apply(v), guard=None,
+             make=lambda tx, v, s: wrap_value(tx, v.__self__, AttrSource(s, "__self__") if s else None)
+             .var_getattr(tx, "apply")),
+    WrapRule(kind="builtin", matches=lambda v, s: id(v) in _BUILTIN_CALLABLES
+             or getattr(v, "__module__", None) == "math" or _has_traced_rule(v),
+             guard=GuardKind.FUNCTION_MATCH, make=lambda tx, v, s: BuiltinVariable(v, s)),
+    WrapRule(kind="torch op", matches=lambda v, s: is_torch_op(v), guard=GuardKind.FUNCTION_MATCH,
+             make=lambda tx, v, s: TorchVariable(v, s)),
+    WrapRule(kind="user function", matches=lambda v, s: isinstance(v, types.FunctionType), guard=None,
+             make=_wrap_function),
+    WrapRule(kind="sequence iterator", matches=lambda v, s: type(v) in _SEQUENCE_ITERATORS and s is not None,
+             guard=None, make=_wrap_iterator),
+    WrapRule(kind="tensor, list or dict method", matches=_is_member, guard=None, make=_wrap_member),
+    WrapRule(kind="entered grad mode's __exit__", matches=lambda v, s: _is_exit_of_entered(v, s, GRAD_MODE_CTORS),
+             guard=None, make=_wrap_entered_grad_mode),
+    WrapRule(kind="entered autocast's __exit__", matches=lambda v, s: _is_exit_of_entered(v, s, torch.amp.autocast),
+             guard=None,
+             make=lambda tx, v, s: WithExitVariable(AutocastVariable.from_entered(tx, v.__self__, s), s)),
+    WrapRule(kind="bound method", matches=lambda v, s: isinstance(v, types.MethodType), guard=None,
+             make=_wrap_bound_method),
+    WrapRule(kind="class or plain callable", matches=lambda v, s: isinstance(v, type) or callable(v)
+             and not hasattr(v, "__dict__") or is_numpy_number_function(v), guard=GuardKind.ID_MATCH,
+             make=lambda tx, v, s: ObjectVariable(v, s)),
+    # immutable: what is read from it needs no further guard (a decorator's signature kept in a closure, bound in
+    # the trace)
+    WrapRule(kind="code or signature", matches=lambda v, s: isinstance(v, (types.CodeType, inspect.Signature,
+                                                                            inspect.Parameter)),
+             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: ObjectVariable(v, s)),
+    WrapRule(kind="enum member or type hint", matches=lambda v, s: isinstance(v, (enum.Enum, TYPE_HINTS)),
+             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: ObjectVariable(v, s)),
+)
