@@ -112,16 +112,12 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         return compiled, name
 
     try:
-        tx = root_translator(output, fn, args)
-        tx.break_at = break_at.break_index if break_at is not None else None
-        # an error eager raises at the break instruction itself (not inside a function it calls, whose frame runs
-        # as Python and is captured again) is raised there, so the trace stops the time it failed, not the first
-        # time a loop ran that instruction
-        raise_instead = break_at.raise_instead if break_at is not None and len(break_at.user_stack) == 1 else None
-        tx.break_budget = break_at.break_budget if raise_instead is not None else None
+        break_point = break_at.break_point() if break_at is not None else None
+        tx = root_translator(output, fn, args, break_point)
         result = tx.run()
         if result is None:
-            finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph, raise_instead)
+            assert break_point is not None
+            finished = finish_at_break(output, tx, tx.instructions[tx.ip], compile_graph, break_point.raise_instead)
             _report_break(break_at, compiler, options)
         else:
             finished = output.finish(tx, result, compile_graph)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from framejit import cache, config, logs, policy, shapes
+from framejit import cache, capture_policy, config, logs, policy, shapes
 from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
@@ -23,7 +23,6 @@ from framejit.exc import (BackendFallbackWarning, BreakCode, CacheLimitExceeded,
                           NothingCompiledWarning, Unsupported, fullgraph_error)
 from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
-from framejit.trace import skipfiles
 from framejit.tracebacks import add_user_line_note
 
 log = logs.log
@@ -83,7 +82,7 @@ class FrameCallback:
             return None  # functorch's wrapped tensors, which fake tensors cannot stand for
         if _in_eager_checkpoint():
             return None
-        reason = skipfiles.capture_refusal(code)
+        reason = capture_policy.capture_refusal(code)
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)
             return None
@@ -333,8 +332,8 @@ class OptimizedModule(nn.Module):
         self._orig_mod = mod
         policy.mark_compiled_module(mod)
         forward = getattr(type(mod).forward, "__code__", None)
-        if forward is not None and skipfiles.capture_refusal(forward):
-            skipfiles.forced_capture.add(forward)  # e.g. optimize(nn.Linear(...)): capture its forward
+        if forward is not None:
+            capture_policy.force_capture(forward, self)  # e.g. optimize(nn.Linear(...)): capture its forward
         self.forward = ctx.wrap(mod.__call__, forward)
 
     def __getattr__(self, name: str) -> Any:
@@ -356,7 +355,7 @@ def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | 
     """Before the first call of a function or module handed to framejit: a frame framejit will not capture is an
     error under fullgraph=True, and otherwise a warning (never a silent run as plain Python). The number of graphs
     compiled so far, or None where that was said."""
-    reason = skipfiles.capture_refusal(entry)
+    reason = capture_policy.capture_refusal(entry)
     if reason is None:
         return callback.graph_count
     message = (f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "

@@ -1,6 +1,7 @@
 """The errors framejit raises (every one a FramejitError), and why a trace stops: `BreakCode`, `unsupported()`."""
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import NoReturn
 
@@ -105,6 +106,17 @@ def unsupported(msg: str, code: BreakCode = BreakCode.UNSUPPORTED) -> NoReturn:
     raise Unsupported(msg, code=code)
 
 
+@dataclasses.dataclass(frozen=True)
+class BreakPoint:
+    """Where a root trace stops for a graph break: before instruction `index`, the time it runs with `budget`
+    instructions left after it (None: the first time); `raise_instead`, what eager raises there (the code then
+    raises it), or None."""
+
+    index: int
+    budget: int | None = None
+    raise_instead: BaseException | None = None
+
+
 class FramejitError(RuntimeError):
     """Base of every framejit error."""
 
@@ -129,6 +141,15 @@ class Unsupported(FramejitError):
         # no break within the frame that met it can keep Python's behaviour: that frame runs as Python (a frame
         # that called it inline breaks at the call instead)
         self.frame_runs_as_python = False
+
+    def break_point(self) -> "BreakPoint":
+        """Where the trace that met this stops when it runs again as a graph break."""
+        assert self.break_index is not None, "not met in the captured frame"
+        # an error eager raises at the break instruction itself (not inside a function it calls, whose frame runs
+        # as Python and is captured again) is raised there, so the trace stops the time it failed, not the first
+        # time a loop ran that instruction
+        raise_instead = self.raise_instead if len(self.user_stack) == 1 else None
+        return BreakPoint(self.break_index, self.break_budget if raise_instead is not None else None, raise_instead)
 
     def __str__(self) -> str:
         text = self.msg if not self.user_stack else \

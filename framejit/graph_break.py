@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import dis
 import types
-from typing import Any
 
 import torch
-from bytecode import BinaryOp, Compare, Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from framejit._C import _hook
 from framejit.codegen import PyCodegen
-from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, forward_jump, live_locals_table,
-                              original_location, own_cells, resume_fn_name, resume_parameters, stack_inputs)
+from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, leaves_null_below, live_locals_table,
+                              original_location, own_cells, reemit, resume_fn_name, resume_parameters, stack_inputs)
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, unsupported
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph, reachable as _reachable
@@ -141,7 +140,7 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
     if try_start is not None:
         cg.instructions.append(try_start)
     if raise_instead is None:
-        _emit_instruction(cg, tx, inst, successors)
+        cg.instructions.extend(reemit(inst, tx.kw_names, successors[1].label if len(successors) > 1 else None))
     else:  # K's inputs stay on the stack: raising clears it, down to the handler's depth
         cg.emit("PUSH_NULL")
         cg.emit_const(type(raise_instead))
@@ -154,7 +153,7 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
         if succ.label is not None:
             cg.instructions.append(succ.label)
         _call_continuation(cg, orig_code, succ, deep_temps, live[succ.offset], local_temps,
-                           _store_outputs(cg, succ.n_out, _null_result(inst)))
+                           _store_outputs(cg, succ.n_out, leaves_null_below(inst)))
     if except_target is not None:
         cg.instructions.append(try_start.target)
         # the exception (and lasti) are on the stack: the original except/finally block runs in a continuation
@@ -219,43 +218,6 @@ def _store_deep_stack(cg: PyCodegen, deep: list[Variable]) -> list[str | None]:
         else:
             temps.append(cg.store_temp(lambda v=value: cg.load(v)))
     return temps
-
-
-def _emit_instruction(cg: PyCodegen, tx: Translator, inst: Inst, successors: list[_Successor]) -> None:
-    """The unsupported instruction itself, as the original had it (jumps go to their continuation)."""
-    op, line = inst.opname, inst.lineno
-    if op == "CALL":
-        if tx.kw_names:
-            cg.instructions.append(Instr("KW_NAMES", tx.kw_names, lineno=line))
-        cg.instructions.append(Instr("PRECALL", inst.arg, lineno=line))
-        cg.instructions.append(Instr("CALL", inst.arg, lineno=line))
-    elif op == "LOAD_METHOD":  # always [NULL, bound attribute]: a known stack layout to store from
-        cg.instructions.append(Instr("LOAD_ATTR", inst.argval, lineno=line))
-        cg.instructions.append(Instr("PUSH_NULL", lineno=line))
-        cg.instructions.append(Instr("SWAP", 2, lineno=line))
-    elif op == "LOAD_GLOBAL":
-        cg.instructions.append(Instr("LOAD_GLOBAL", (bool(inst.arg & 1), inst.argval), lineno=line))
-    elif op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
-        cg.instructions.append(Instr(forward_jump(op), successors[1].label, lineno=line))
-    elif inst.arg is not None:
-        cg.instructions.append(Instr(op, _instr_arg(inst), lineno=line))
-    else:
-        cg.instructions.append(Instr(op, lineno=line))
-
-
-def _instr_arg(inst: Inst) -> Any:
-    if inst.opname == "BINARY_OP":
-        return BinaryOp(inst.arg)
-    if inst.opname == "COMPARE_OP":
-        return Compare(inst.arg)
-    if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
-        return inst.argval
-    return inst.arg
-
-
-def _null_result(inst: Inst) -> bool:
-    """Whether K leaves a NULL below its result (as emitted by _emit_instruction)."""
-    return inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and bool(inst.arg & 1))
 
 
 def _store_outputs(cg: PyCodegen, n_out: int, null_at_bottom: bool) -> list[str | None]:

@@ -22,6 +22,7 @@ from framejit.contracts import MODULE_HOOK_DICTS, GuardKind
 from framejit.guards import HELPERS, GuardRecord, GuardSet, weakrefable
 from framejit.sources import AttrSource, ItemSource, LocalSource, Source
 
+
 def _value_groups(records: list[GuardRecord]) -> dict[int, tuple[Source, list[GuardRecord], list[tuple]]]:
     """Two or more value guards on one object's attributes and items, or keys it must not have (a convolution's
     stride, padding...; a config's fields; the functions and classes a module's globals hold and the builtins
@@ -59,7 +60,7 @@ def _value_entry(r: GuardRecord) -> tuple[int, Any, int, Any, type | None] | Non
     if r.kind == GuardKind.EQUALS and not (isinstance(value, float) and (value != value or value == 0.0)):
         return how, name, _EQUAL, value, type(value)
     if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH):
-        # by id where the Python check is (the guard holds no strong reference: a weak one)
+        # by a weak reference where it can be (the guard then holds no strong one)
         return (how, name, _WEAKLY_IDENTICAL, weakref.ref(value), None) if weakrefable(value) else \
             (how, name, _IDENTICAL, value, None)
     if r.kind == GuardKind.CODE_MATCH:
@@ -73,8 +74,6 @@ def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
     if tuple(dicts) not in (MODULE_HOOK_DICTS, MODULE_HOOK_DICTS[2:]):
         raise AssertionError(f"NO_HOOKS of other dicts than modules_without_hooks checks: {dicts}")
     return (1 if len(dicts) == 4 else 0) | (2 if forward_from_class else 0)
-
-
 
 
 # guard_program.cpp's instructions: (op, out, in, obj, regs)

@@ -1,14 +1,9 @@
-"""Guards: what a cache entry assumes, compiled into one generated Python function per entry.
+"""Guards: what a cache entry assumes, recorded as (source, kind, value) with structured checks.
 
-Each guard is recorded once, when a real value is first wrapped, as (source,
-kind, value), and its tests as `Check` records. Two renderings come from the
-same checks: readable ones over L[...] / G[...] names (`Guard.code_list`, used
-for listings), and the fast generated function, where every source is an
-expression over the function's parameters and a source shared by several guards
-(e.g. `L['self']._modules['fc']`) is computed once into a local. All TENSOR_MATCH
-guards of an entry are checked by one C++ call. A miss is explained by
-evaluating each check's expression over the readable names and comparing the
-result with the value the check expects.
+Each guard is recorded once, when a real value is first wrapped, and its tests as `Check` records. From those
+records come the readable checks over L[...] / G[...] names (`Guard.code_list`, used for listings and to
+explain a miss) and the guard program the hook runs (guard_program.py). A miss is explained by evaluating
+each check's expression over the readable names and comparing the result with the value the check expects.
 """
 from __future__ import annotations
 
@@ -19,7 +14,6 @@ import operator
 import sys
 import types
 import weakref
-from collections import Counter
 from typing import Any, Callable
 
 import torch
@@ -27,8 +21,8 @@ import torch
 from framejit import shapes
 from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
-from framejit.contracts import MODULE_HOOK_DICTS, Check, Guard, GuardKind
-from framejit.sources import AttrSource, ConstSource, DerivedSource, ItemSource, LocalSource, Source, written_inline
+from framejit.contracts import Check, Guard, GuardKind
+from framejit.sources import ConstSource, LocalSource, Source, written_inline
 from framejit.codeobj import passed_cells
 from framejit.codeobj.reading import safe_repr
 

@@ -18,6 +18,9 @@ ABOVE = {
     "framejit.sources": ("framejit.variables", "framejit.trace", "framejit.guards", "framejit.codegen"),
     "framejit.contracts": ("framejit.variables", "framejit.sources", "framejit.trace", "framejit.guards"),
     "framejit.exc": ("framejit.",),
+    "framejit.capture_policy": ("framejit.",),  # which code is captured or inlined: by file, before any trace
+    "framejit.guard_program": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
+                               "framejit.convert", "framejit.eval_frame"),
     "framejit.op_effects": ("framejit.",),  # what an op does besides its result: asked by every layer
     "framejit.fate": ("framejit.",),  # each graph's record: reported by the backends and the as-eager layer
     "framejit.codeobj": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen"),

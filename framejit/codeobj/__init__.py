@@ -32,7 +32,7 @@ from framejit.codeobj.resume import (
     passed_cells,
     resume_parameters,
 )
-from framejit.codeobj.stack_effects import forward_jump, stack_inputs
+from framejit.codeobj.break_instruction import forward_jump, leaves_null_below, reemit, stack_inputs
 
 __all__ = [
     "GRAPH_OUT",
@@ -47,6 +47,7 @@ __all__ = [
     "forward_jump",
     "code_label",
     "is_continuation",
+    "leaves_null_below",
     "live_locals_at",
     "live_locals_table",
     "offset_to_index",
@@ -55,6 +56,7 @@ __all__ = [
     "own_cells",
     "passed_cells",
     "read_instructions",
+    "reemit",
     "resume_fn_name",
     "resume_parameters",
     "roundtrip",

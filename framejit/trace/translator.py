@@ -13,12 +13,12 @@ import traceback
 import types
 from typing import Any
 
+from framejit import capture_policy
 from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
-from framejit.exc import BreakCode, ObservedException, Unsupported, unsupported
+from framejit.exc import BreakCode, BreakPoint, ObservedException, Unsupported, unsupported
 from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
                               ModuleGlobalsSource, Source)
-from framejit.trace import skipfiles
 from framejit.trace.cells import EMPTY, Cell, outside_cell
 from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
@@ -48,7 +48,8 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
 class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
     def __init__(self, output: TraceOutput, code: types.CodeType, f_globals: dict[str, Any],
                  symbolic_locals: dict[str, Variable], cells: dict[str, Cell], *,
-                 parent: "Translator | None" = None, globals_source: Source | None = None) -> None:
+                 parent: "Translator | None" = None, globals_source: Source | None = None,
+                 break_point: BreakPoint | None = None) -> None:
         self.output = output
         self.code = code
         self.f_globals = f_globals
@@ -65,12 +66,11 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         self.current: Inst | None = None
         self.kw_names: tuple[str, ...] = ()
         self.generated: list[Variable] = []  # values yielded by an inlined generator expression
-        self.break_at: int | None = None       # root frame: stop before this instruction index (a graph break)
-        self.break_budget: int | None = None   # ...the time it runs with this budget left after it, if given
+        self.break_point = break_point  # root frame only: where to stop (a graph break)
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
-        """Trace to the return; returns its value, or None when stopped at `break_at` (root frame only)."""
+        """Trace to the return; returns its value, or None when stopped at the break point (root frame only)."""
         while True:
             try:
                 return self._run_until_return()
@@ -85,12 +85,13 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
 
     def _run_until_return(self) -> Variable | None:
         insts = self.instructions
+        stop = self.break_point
         try:
             while True:
                 inst = insts[self.ip]
                 self.current = inst
-                if self.ip == self.break_at and (self.break_budget is None
-                                                 or self.output.budget - 1 == self.break_budget):
+                if stop is not None and self.ip == stop.index and (stop.budget is None
+                                                                   or self.output.budget - 1 == stop.budget):
                     return None
                 self.ip += 1
                 self.output.budget -= 1
@@ -166,10 +167,10 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
     def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
                     closure: Any, fn_source: Source | None, fn_name: str) -> Variable:
         """Trace a call to user code inside this frame and return its result Variable."""
-        reason = skipfiles.inline_refusal(code)
+        reason = capture_policy.inline_refusal(code)
         if reason:  # (torch.distributed's: no advice to allow it in the graph, which would not make it a collective)
             unsupported(f"call to {fn_name}: {reason}", BreakCode.DISTRIBUTED
-                        if code.co_filename.startswith(skipfiles.TORCH_DISTRIBUTED_DIR) else BreakCode.SKIPPED_FILE)
+                        if code.co_filename.startswith(capture_policy.TORCH_DISTRIBUTED_DIR) else BreakCode.SKIPPED_FILE)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unsupported(f"call to coroutine function {fn_name}", BreakCode.GENERATOR)
         if self.depth + 1 > self.output.options.inline_depth_limit:
@@ -281,10 +282,12 @@ def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Sour
     return AttrSource(fn_source, "__globals__") if fn_source is not None else None
 
 
-def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple) -> Translator:
-    """The Translator for the captured frame: arguments become Variables with LocalSources."""
+def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple,
+                    break_point: BreakPoint | None = None) -> Translator:
+    """The Translator for the captured frame: arguments become Variables with LocalSources; with `break_point`,
+    it stops there (a graph break)."""
     code = fn.__code__
-    tx = Translator(output, code, fn.__globals__, {}, {})
+    tx = Translator(output, code, fn.__globals__, {}, {}, break_point=break_point)
     names = arg_slot_names(code)
     values = dict(zip(names, args))
     # arguments are wrapped (and guarded) when first read: an unused argument adds no guard

@@ -228,3 +228,22 @@ def test_a_compiled_submodule_inside_a_compiled_model_is_one_graph():
     expected = model._modules["1"](model[0]._orig_mod(x))
     assert same(compiled(x), expected)
     assert (inner_cnt.frame_count, outer_cnt.frame_count, outer_cnt.op_count) == (0, 1, 2)
+
+
+def test_a_torch_modules_forward_is_captured_while_its_optimized_module_lives():
+    import gc
+
+    from framejit import capture_policy
+
+    forward = nn.Linear.forward.__code__
+    assert capture_policy.capture_refusal(forward) is not None  # torch's own code: not captured by itself
+    counter = CompileCounter()
+    compiled = framejit.optimize(counter)(nn.Linear(3, 2))
+    x = torch.randn(4, 3)
+    assert same(compiled(x), compiled._orig_mod(x)) and counter.frame_count == 1
+    assert capture_policy.capture_refusal(forward) is None
+    framejit.reset()  # (the forcing belongs to the live module, not to the cache)
+    assert same(compiled(x), compiled._orig_mod(x)) and counter.frame_count == 2
+    del compiled
+    gc.collect()
+    assert capture_policy.capture_refusal(forward) is not None

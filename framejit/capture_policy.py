@@ -16,10 +16,12 @@ import inspect
 import os
 import sysconfig
 import types
+import weakref
+from typing import Any
 
 import torch
 
-_FRAMEJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # this file is in framejit/trace
+_FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this file is in framejit/
 # framejit's own example models (the demo, the bench suite): user-style code, captured like user code
 _USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"),
                                                                    ("bench", "hf_models.py")))
@@ -57,8 +59,16 @@ _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
 _TRACED_STDLIB = frozenset({"<frozen _collections_abc>", collections.__file__, dataclasses.__file__,
                             functools.__file__, contextlib.__file__})  # nullcontext(), suppress()...
 
-# Code objects captured even though their file is skipped (e.g. nn.Linear.forward of an optimized module).
-forced_capture: "set[types.CodeType]" = set()
+# code objects captured even though their file is skipped (nn.Linear.forward of an optimized nn.Linear), each
+# for as long as the object that asked for it lives
+_forced: "dict[types.CodeType, weakref.WeakSet[Any]]" = {}
+
+
+def force_capture(code: types.CodeType, owner: Any) -> None:
+    """Capture frames of `code`, refused by its file, while `owner` (the OptimizedModule whose forward it is)
+    lives."""
+    if _refusal(code) is not None:
+        _forced.setdefault(code, weakref.WeakSet()).add(owner)
 
 
 def _skipped_file(filename: str) -> str | None:
@@ -77,8 +87,10 @@ def _skipped_file(filename: str) -> str | None:
 
 def capture_refusal(code: types.CodeType) -> str | None:
     """Why a frame of `code` should run untouched, or None to capture it."""
-    if code in forced_capture:
-        return None
+    return None if _forced.get(code) else _refusal(code)
+
+
+def _refusal(code: types.CodeType) -> str | None:
     if not code.co_flags & inspect.CO_OPTIMIZED:
         return "module or class body"
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):

@@ -1,7 +1,11 @@
 """3.11 facts a graph break needs about the instruction it stops at: how many stack values it consumes
-(`dis.stack_effect` gives only the net effect), and the forward form of a conditional jump (the break code
-places the jump's target after it)."""
+(`dis.stack_effect` gives only the net effect), the forward form of a conditional jump (the break code places
+the jump's target after it), and the instruction written again into the break code (`reemit`)."""
 from __future__ import annotations
+
+from typing import Any
+
+from bytecode import BinaryOp, Compare, Instr, Label
 
 from framejit.codeobj.reading import Inst
 
@@ -45,3 +49,38 @@ def stack_inputs(inst: Inst) -> int | None:
 def forward_jump(opname: str) -> str:
     """The forward form of a conditional jump: break code puts the jump's target after the jump."""
     return _POP_JUMPS.get(opname, opname)
+
+
+def reemit(inst: Inst, kw_names: tuple[str, ...], jump_target: Label | None) -> list[Instr]:
+    """The instruction `inst` as the break code runs it, as the original had it: a CALL with its KW_NAMES and
+    PRECALL, a LOAD_METHOD as an attribute load leaving [NULL, attribute] (a known layout to store from), a
+    conditional jump to `jump_target` (its continuation)."""
+    op, line = inst.opname, inst.lineno
+    if op == "CALL":
+        names = [Instr("KW_NAMES", kw_names, lineno=line)] if kw_names else []
+        return [*names, Instr("PRECALL", inst.arg, lineno=line), Instr("CALL", inst.arg, lineno=line)]
+    if op == "LOAD_METHOD":
+        return [Instr("LOAD_ATTR", inst.argval, lineno=line), Instr("PUSH_NULL", lineno=line),
+                Instr("SWAP", 2, lineno=line)]
+    if op == "LOAD_GLOBAL":
+        return [Instr("LOAD_GLOBAL", (bool(inst.arg & 1), inst.argval), lineno=line)]
+    if op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
+        return [Instr(forward_jump(op), jump_target, lineno=line)]
+    if inst.arg is not None:
+        return [Instr(op, _argument(inst), lineno=line)]
+    return [Instr(op, lineno=line)]
+
+
+def _argument(inst: Inst) -> Any:
+    if inst.opname == "BINARY_OP":
+        return BinaryOp(inst.arg)
+    if inst.opname == "COMPARE_OP":
+        return Compare(inst.arg)
+    if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
+        return inst.argval
+    return inst.arg
+
+
+def leaves_null_below(inst: Inst) -> bool:
+    """Whether `inst`, as `reemit` writes it, leaves a NULL below its result."""
+    return inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and bool(inst.arg & 1))
