@@ -53,8 +53,8 @@ DEBUG_SUBSET = [
     f"{MANY_CALLS}[densenet-infer-eager]",
     f"{MANY_CALLS}[densenet-train-eager]",
     "tests/graph_breaks/test_continuation_frames.py",
-    "tests/graph_breaks/test_closures.py",
-    "tests/graph_breaks/test_exceptions.py",
+    "tests/graph_breaks/test_cells_across_breaks.py",
+    "tests/graph_breaks/test_try_blocks_across_breaks.py",
     "tests/graph_breaks/test_stack_and_calls.py",
     "tests/graph_breaks/test_loops.py",
     "tests/as_eager/test_rerun_on_graph_error.py",  # snapshots of what a graph writes (tensor_state.cpp)
