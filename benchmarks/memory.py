@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import sys
 import types
 import warnings
 import weakref

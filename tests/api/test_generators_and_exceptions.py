@@ -2,7 +2,6 @@
 entries live."""
 import asyncio
 
-import pytest
 import torch
 
 import framejit
