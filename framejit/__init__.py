@@ -1,6 +1,6 @@
 """framejit: a PEP 523 JIT that captures PyTorch programs into FX graphs and compiles them.
 
-See API.md for the contract: optimize / compile / run / disable / reset, explain / export, backends, config,
+See docs/api.md for the contract: optimize / compile / run / disable / reset, explain / export, backends, config,
 exc, testing.
 """
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)

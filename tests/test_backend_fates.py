@@ -1,4 +1,4 @@
-"""Issue 29, items 1 and 3: a backend compiles what it is asked to compile, and says so when it does not.
+"""Graph fates: a backend compiles what it is asked to compile, and says so when it does not.
 
 Each graph's fate (which compiler made its code, or why it runs as its torch ops) is recorded: explain() shows it,
 FRAMEJIT_LOGS=graph prints it, `framejit bench` counts it, and a graph the requested backend did not compile warns

@@ -1,4 +1,4 @@
-"""Backends (API.md "Backends", issue 4): the registry and its entry points, each built-in backend against eager on
+"""Backends (docs/api.md "Backends"): the registry and its entry points, each built-in backend against eager on
 an MLP, a CNN and a transformer block, backends that decline or are missing, and the seeds' composition pattern.
 AOTAutograd and training steps are in test_aot.py."""
 import logging

@@ -177,7 +177,7 @@ def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
 @pytest.mark.parametrize("model", list(models.SUITE))
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_the_backend_compiles_every_graph_of_every_bench_model(tmp_path, backend, model):
-    """Issue 29: no silent slow path. Every framejit graph of the suite is compiled whole by the backend asked
+    """No silent slow path. Every framejit graph of the suite is compiled whole by the backend asked
     for, in inference and training, and inductor generates kernels for each model."""
     from torch._inductor import metrics
     metrics.reset()

@@ -1,4 +1,4 @@
-"""Dynamic shapes (issue 11): symbolic sizes, the dynamic= policy, mark_dynamic / mark_static, shape guards.
+"""Dynamic shapes: symbolic sizes, the dynamic= policy, mark_dynamic / mark_static, shape guards.
 
 Every test is differential (compiled results equal eager's on each size) and counts compiles; the expected
 counts are torch.compile's on the same sequences of sizes (automatic dynamic: static first, then the dims that

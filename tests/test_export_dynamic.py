@@ -1,4 +1,4 @@
-"""Export with dynamic dims (issue 11): `dynamic_shapes` with framejit.Dim, the constraints returned with the
+"""Export with dynamic dims: `dynamic_shapes` with framejit.Dim, the constraints returned with the
 guards, stack traces on nodes, and saved programs (ONNX, TorchScript) that run in a fresh process without
 framejit, with the dynamic dims still dynamic."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The import structure docs/design.md draws: no cycle at load time, the only import circle is the value
+"""The import structure docs/architecture.md draws: no cycle at load time, the only import circle is the value
 kinds, and the layers below the translator import nothing above them. Read from the source with `ast`."""
 import ast
 import pathlib

@@ -101,7 +101,7 @@ def test_assume_constant_result():
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 29, item 5: a function allowed in the graph for what it does stays there and runs
+# a function allowed in the graph for what it does stays there and runs
 
 
 def _adds_one_in_place(t):

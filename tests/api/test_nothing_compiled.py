@@ -1,4 +1,4 @@
-"""Issue 29, item 4: a compile that compiles nothing in the frame it was given says so (NothingCompiledWarning),
+"""A compile that compiles nothing in the frame it was given says so (NothingCompiledWarning),
 and raises under fullgraph=True where framejit will not capture that frame at all."""
 from __future__ import annotations
 

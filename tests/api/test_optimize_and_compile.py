@@ -1,4 +1,4 @@
-"""The public API (API.md): framejit.optimize as a decorator, module wrapper and context manager,
+"""The public API (docs/api.md): framejit.optimize as a decorator, module wrapper and context manager,
 and the forms of framejit.compile."""
 import torch
 from torch import nn

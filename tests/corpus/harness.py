@@ -1,4 +1,4 @@
-"""The harness of the capture corpus: small programs for the symbolic interpreter (issue 2, item 4),
+"""The harness of the capture corpus: small programs for the symbolic interpreter,
 each checked against eager. The programs are in this folder's test_*.py, one file per group of sections.
 
 Every program is compiled with `nopython=True` (fullgraph) and must give one graph

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): assorted combinations.
+"""Capture corpus: assorted combinations.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): f-strings and str ops on constants, builtins.
+"""Capture corpus: f-strings and str ops on constants, builtins.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

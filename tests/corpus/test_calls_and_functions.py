@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): calls with *args/**kwargs and keyword arguments, MAKE_FUNCTION
+"""Capture corpus: calls with *args/**kwargs and keyword arguments, MAKE_FUNCTION
 (lambdas, nested functions, closures), user functions (inlined).
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): building containers and slices, subscripts, unpacking.
+"""Capture corpus: building containers and slices, subscripts, unpacking.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): for loops, while loops, branches on Python constants, comprehensions and
+"""Capture corpus: for loops, while loops, branches on Python constants, comprehensions and
 generator expressions.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): grad mode blocks.
+"""Capture corpus: grad mode blocks.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

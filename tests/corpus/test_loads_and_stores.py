@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): loads and stores: locals, globals, closures, attributes.
+"""Capture corpus: loads and stores: locals, globals, closures, attributes.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): nn.Modules.
+"""Capture corpus: nn.Modules.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

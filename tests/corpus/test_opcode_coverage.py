@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): the corpus as a whole: its size, and every opcode in its
+"""Capture corpus: the corpus as a whole: its size, and every opcode in its
 programs has a handler (or is a known exception-path-only opcode)."""
 import dis
 import importlib

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): BINARY_OP on tensors (in place too), Python numbers mixed with tensors,
+"""Capture corpus: BINARY_OP on tensors (in place too), Python numbers mixed with tensors,
 comparisons, unary ops, `is`, `in`.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""

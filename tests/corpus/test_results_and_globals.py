@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): returning mixed structures, programs with no graph op, the identity of
+"""Capture corpus: returning mixed structures, programs with no graph op, the identity of
 returned values, and side effects on globals and closures.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""

@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): torch functions, torch.nn.functional, tensor methods and attributes.
+"""Capture corpus: torch functions, torch.nn.functional, tensor methods and attributes.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
 from __future__ import annotations

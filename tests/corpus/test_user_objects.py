@@ -1,4 +1,4 @@
-"""Capture corpus (issue 2, item 4): user-defined objects, and side effects on arguments (compared with eager's
+"""Capture corpus: user-defined objects, and side effects on arguments (compared with eager's
 argument state).
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): the corpus: a brk() before every statement of every statement list of the
+"""Graph breaks: the corpus: a brk() before every statement of every statement list of the
 functions in break_corpus.py.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""

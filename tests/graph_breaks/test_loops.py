@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): breaks inside loops.
+"""Graph breaks: breaks inside loops.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): mutation by the unsupported part, and other frames and state across a break.
+"""Graph breaks: mutation by the unsupported part, and other frames and state across a break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations

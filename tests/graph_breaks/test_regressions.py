@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): regressions.
+"""Graph breaks: regressions.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): values of every kind on the stack at a break, multiple breaks and nested calls, and
+"""Graph breaks: values of every kind on the stack at a break, multiple breaks and nested calls, and
 calls at the break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): the seeds' toy example: its graphs, explain(), fullgraph / nopython errors that name this
+"""Graph breaks: the seeds' toy example: its graphs, explain(), fullgraph / nopython errors that name this
 file and line, the debug view, and continuations cached per (code, offset, stack layout).
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): breaks inside try / except / finally, and exceptions that propagate across a break.
+"""Graph breaks: breaks inside try / except / finally, and exceptions that propagate across a break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graph breaks (issue 3): what breaks a graph, and where the break is reported.
+"""Graph breaks: what breaks a graph, and where the break is reported.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 29, item 3: guards are sound for everything traced code can observe about its inputs, under every shape
+"""Guards are sound for everything traced code can observe about its inputs, under every shape
 policy.
 
 Each property is a function whose result depends on that property alone, and two ways to make its input: the

@@ -1,7 +1,7 @@
 """The Hugging Face model zoo (tests/models/hf_zoo.py), each model called 100 times.
 
 test_hf_zoo.py calls each compiled model twice, which never reaches CPython's quickening (a code object is
-specialised after about eight runs), where issue 29's crash was (a graph of 255+ inputs, at its ~7th call).
+specialised after about eight runs), where a graph of 255+ inputs once crashed the interpreter (at its ~7th call).
 Here every architecture that test_hf_zoo.py runs in inference (the same lists, builds and output comparison) is
 compiled with backend eager and called 100 times: fresh inputs on most calls, the previous call's input objects
 on some (as they are, or with new values written into them in place), and its outputs compared with eager's on
@@ -18,8 +18,9 @@ from tests.reliability.many_calls import CALLS, inputs_for, one_thread  # noqa: 
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-# zoo models whose graph takes more values than one CALL's oparg holds (255), issue 29's crash: MobileNetV2's 156
-# parameters and its BatchNorms' running statistics: 261 inputs (the old code generation crashed on its 100 calls)
+# zoo models whose graph takes more values than one CALL's oparg holds (255), the case that once crashed under
+# quickening: MobileNetV2's 156 parameters and its BatchNorms' running statistics: 261 inputs (the old code
+# generation crashed on its 100 calls)
 MORE_INPUTS_THAN_A_BYTE = {"mobilenet_v2"}
 
 

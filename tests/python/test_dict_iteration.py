@@ -1,4 +1,4 @@
-"""Issue 29, item 4: a dict changed during iteration behaves as in eager (torch.compile gets the same-size cases
+"""A dict changed during iteration behaves as in eager (torch.compile gets the same-size cases
 wrong). A changed size raises at once; as many keys but other ones raise "keys changed", yield the new key or stop,
 by where CPython's table put them, which a trace cannot know: that frame runs as Python."""
 from __future__ import annotations

@@ -2,7 +2,7 @@
 how many calls, which inputs each call gets, and a quick comparison of many named tensors.
 
 A compiled model called twice never reaches CPython's quickening (a code object is specialised after about
-eight runs), where issue 29's crash was: these tests call each model 100 times."""
+eight runs), where a graph of 255+ inputs once crashed the interpreter: these tests call each model 100 times."""
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar

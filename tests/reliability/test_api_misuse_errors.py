@@ -1,4 +1,4 @@
-"""Issue 10, bad input: each mistake gives a clear error at the call that made it. The exception's traceback
+"""Bad input: each mistake gives a clear error at the call that made it. The exception's traceback
 ends in the test's own line followed only by a few frames of framejit's API (never the tracer's or torch's),
 and the message names the cause."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 10, failure behaviour: a backend failure or an internal error runs the frame as Python with one warning
+"""Failure behaviour: a backend failure or an internal error runs the frame as Python with one warning
 naming it under config.suppress_errors, else raises a FramejitError; a backend that returns something unusable
 is named with what was wrong; an exception a graph op raises at run time names the user's line; BaseExceptions
 pass through untouched; deep recursion behaves as in eager; generators and coroutines run correctly."""

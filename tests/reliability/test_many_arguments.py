@@ -1,4 +1,4 @@
-"""Issue 29, item 0: generated code with more values than fit in one byte, called many times.
+"""Generated code with more values than fit in one byte, called many times.
 
 CPython 3.11 specialises a call of a C function after about eight runs of the code (quickening) and then skips
 the CALL after PRECALL by a fixed length, which lands inside CALL's inline cache when an EXTENDED_ARG sits in

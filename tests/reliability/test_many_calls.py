@@ -1,4 +1,4 @@
-"""Issue 29, item 0, as a class of failure: every model of `framejit bench`'s suite, called 100 times.
+"""Generated code under CPython's quickening: every model of `framejit bench`'s suite, called 100 times.
 
 The bench and the model zoo called each compiled model twice, so they never reached CPython's quickening (a
 code object is specialised after about eight runs): a graph of 255+ inputs crashed the interpreter at its ~7th

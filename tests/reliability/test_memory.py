@@ -1,4 +1,4 @@
-"""Issue 10, memory: compiling, calling and dropping many distinct functions, closures and modules leaves
+"""Memory: compiling, calling and dropping many distinct functions, closures and modules leaves
 nothing behind (weak references to them, their code and the graphs handed to the backend all die, cache
 entries go, RSS plateaus), and framejit.reset() frees every cache entry and compiled graph.
 benchmarks/memory.py measures the same at 2,000 (figures in benchmarks/RESULTS.md)."""

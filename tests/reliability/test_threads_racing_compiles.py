@@ -1,4 +1,4 @@
-"""Issue 10, threads: 4-8 threads at once on one compiled function and module with different shapes
+"""Threads: 4-8 threads at once on one compiled function and module with different shapes
 (compiles racing with cache hits), with framejit.reset() called while they run, and with a different backend
 per thread. Results match eager, no thread is stuck (a deadlock fails the test instead of hanging it), no
 crash. Every function breaks its graph (a print), so continuations race too."""
