@@ -31,7 +31,7 @@ def _value_groups(records: list[GuardRecord]) -> dict[int, tuple[Source, list[Gu
     for r in records:
         base = _value_base(r)
         entry = _value_entry(r) if base is not None else None
-        if entry is not None:
+        if base is not None and entry is not None:
             group = by_base.setdefault(base.name(), (base, [], []))
             group[1].append(r)
             group[2].append(entry)
@@ -39,9 +39,10 @@ def _value_groups(records: list[GuardRecord]) -> dict[int, tuple[Source, list[Gu
 
 
 def _value_base(r: GuardRecord) -> Source | None:
+    source = r.source  # None for a global-state guard
     if r.kind == GuardKind.NO_KEY:
-        return r.source
-    return r.source.base if type(r.source) in (AttrSource, ItemSource) else None
+        return source
+    return source.base if type(source) is AttrSource or type(source) is ItemSource else None
 
 
 # values_match's spec (tensor_guard.cpp): how the value is read, and how it is compared
@@ -54,8 +55,12 @@ def _value_entry(r: GuardRecord) -> tuple[int, Any, int, Any, type | None] | Non
     do; None for others (a float 0.0 or NaN: their extra checks)."""
     if r.kind == GuardKind.NO_KEY:
         return _ABSENT_KEY, r.value, _IDENTICAL, None, None
-    how = _ITEM if type(r.source) is ItemSource else _ATTRIBUTE
-    name = r.source.key if how == _ITEM else r.source.attr
+    source = r.guarded_source()  # an item or an attribute (see _value_base)
+    if type(source) is ItemSource:
+        how, name = _ITEM, source.key
+    else:
+        assert isinstance(source, AttrSource)
+        how, name = _ATTRIBUTE, source.attr
     value = r.value
     if r.kind == GuardKind.EQUALS and not (isinstance(value, float) and (value != value or value == 0.0)):
         return how, name, _EQUAL, value, type(value)
@@ -207,7 +212,8 @@ class ProgramBuilder:
             case _:  # in Python: its checks over the registers
                 self.python_check(lambda reg: [c.text("" if x is None else reg(x), reg) for c in r.guard.checks])
 
-    def _type_is(self, source: Source, value: Any) -> None:
+    def _type_is(self, source: Source | None, value: Any) -> None:
+        assert source is not None, "a type check of no value"
         self.check(TYPE_IS, f"type(\x00) is {self.guard_set._const(type(value))}", source, type(value))
 
     def python_check(self, write: Callable[[Callable[[Source], str]], list[str]]) -> None:
@@ -246,10 +252,10 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     done = {id(r) for r in first}
     tensors = [r for r in records if r.kind == GuardKind.TENSOR_MATCH]
     if tensors:
-        dynamic = [sorted(guard_set.dynamic_dims.get(r.source.name(), ())) for r in tensors]
-        strides = [sorted(guard_set.dynamic_strides.get(r.source.name(), ())) for r in tensors]
+        dynamic = [sorted(guard_set.dynamic_dims.get(r.guarded_source().name(), ())) for r in tensors]
+        strides = [sorted(guard_set.dynamic_strides.get(r.guarded_source().name(), ())) for r in tensors]
         spec = _tensor_guard.make_spec([r.value for r in tensors], dynamic, strides)
-        regs = tuple(program(r.source) for r in tensors)
+        regs = tuple(program(r.guarded_source()) for r in tensors)
         program.check(TENSORS, f"___check_tensors({guard_set._const(spec)}, {', '.join(f'r{n}' for n in regs)})",
                       obj=spec, regs=regs)
     distinct = _distinct_groups(records)
@@ -259,7 +265,7 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         if r.kind in (GuardKind.TENSOR_MATCH, GuardKind.STORAGE_SHARING) or id(r) in done:
             continue
         if r.kind == GuardKind.NO_HOOKS:
-            hooked.append((r.source, _no_hooks_flags(*r.value)))
+            hooked.append((r.guarded_source(), _no_hooks_flags(*r.value)))
             continue
         same_object = values.get(id(r))
         if same_object is not None:  # the value guards of one object's attributes and items: one check
@@ -298,9 +304,10 @@ def _distinct_groups(records: list[GuardRecord]) -> dict[int, _DistinctGroup]:
     by_name: dict[str, Source] = {}
     apart: dict[str, set[str]] = {}
     for r in pairs:
-        a, b = r.source.name(), r.value.name()
+        source = r.guarded_source()
+        a, b = source.name(), r.value.name()
         by_name.setdefault(b, r.value)
-        by_name.setdefault(a, r.source)
+        by_name.setdefault(a, source)
         apart.setdefault(a, set()).add(b)
         apart.setdefault(b, set()).add(a)
     cliques: list[list[str]] = []
@@ -314,7 +321,7 @@ def _distinct_groups(records: list[GuardRecord]) -> dict[int, _DistinctGroup]:
     groups = {i: _DistinctGroup([by_name[n] for n in cliques[i]], set()) for i in set(clique_of.values())}
     found: dict[int, _DistinctGroup] = {}
     for r in pairs:
-        i = clique_of.get(r.source.name())
+        i = clique_of.get(r.guarded_source().name())
         if i is not None and i == clique_of.get(r.value.name()):
             groups[i].records.add(id(r))
             found[id(r)] = groups[i]

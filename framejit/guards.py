@@ -28,7 +28,7 @@ from framejit.codeobj.reading import safe_repr
 
 _dispatch_keys = torch._C._dispatch_keys
 _has_storage = torch._C._has_storage
-_storage_id = torch._C._storage_id
+_storage_id = torch._C._storage_id  # type: ignore[attr-defined]  # torch's stubs omit it
 _get_default_device = torch._C._get_default_device
 _INLINE_TYPES = (int, str, bytes)
 _AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -75,6 +75,11 @@ class GuardRecord:
     kind: GuardKind
     value: Any
     guard: Guard
+
+    def guarded_source(self) -> Source:
+        """The source of the value this guard is on (every kind but the global-state ones has one)."""
+        assert self.source is not None, f"a {self.kind} guard is on no value"
+        return self.source
 
 
 def _readable(source: Source) -> str:
@@ -145,14 +150,14 @@ class GuardSet:
         `range(x.shape[0])`): the shape environment then has a replacement rather than a guard for them."""
         for name, value in specialised_ints.items():
             record = self.records[(name, GuardKind.TYPE_MATCH)]
-            self.add(record.source, GuardKind.EQUALS, value)
+            self.add(record.guarded_source(), GuardKind.EQUALS, value)
         for name, dims in still_symbolic.items():
             if dims == self.dynamic_dims.get(name):
                 continue
             record = self.records.pop((name, GuardKind.TENSOR_MATCH))
             self.dynamic_dims.pop(name, None)
             strides = self.dynamic_strides.pop(name, frozenset()) if dims else frozenset()
-            self.add(record.source, GuardKind.TENSOR_MATCH, record.value, dims, strides)
+            self.add(record.guarded_source(), GuardKind.TENSOR_MATCH, record.value, dims, strides)
 
     def add_shape_guards(self, exprs: list[str], tokens: dict[str, Source]) -> None:
         """The shape environment's guards on the symbolic sizes (shapes.TraceShapes.guards), written over
@@ -170,7 +175,7 @@ class GuardSet:
         The fast path is the TENSOR_MATCH C++ call; this record explains a miss."""
         tensors = [r for r in self.records.values() if r.kind == GuardKind.TENSOR_MATCH]
         if len(tensors) > 1:
-            call = f"___storage_sharing({', '.join(_readable(r.source) for r in tensors)})"
+            call = f"___storage_sharing({', '.join(_readable(r.guarded_source()) for r in tensors)})"
             self._add_global("STORAGE_SHARING", GuardKind.STORAGE_SHARING, "",
                              _literal(call, "==", _storage_sharing(*(r.value for r in tensors))))
 
@@ -352,7 +357,9 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
         case GuardKind.SHAPE_ENV:
             return f"a dynamic size no longer satisfies `{text}`"
         case GuardKind.STORAGE_SHARING:
-            names = [ast.unparse(a) for a in ast.parse(check.expr, mode="eval").body.args]
+            call = ast.parse(check.expr, mode="eval").body
+            assert isinstance(call, ast.Call)  # ___storage_sharing(...), written by add_storage_sharing
+            names = [ast.unparse(a) for a in call.args]
             return (f"other tensors share storage (are views of one another) than when compiled: now "
                     f"{_sharing(names, actual)}, then {_sharing(names, check.expected)}")
         case GuardKind.GLOBAL_QUERY:

@@ -9,7 +9,7 @@ import inspect
 import types
 from typing import Sequence, Union
 
-from bytecode import UNSET, Bytecode, CellVar, FreeVar, Instr, Label, SetLineno, TryBegin, TryEnd
+from bytecode import UNSET, Bytecode, CellVar, CompilerFlags, FreeVar, Instr, Label, SetLineno, TryBegin, TryEnd
 
 BodyItem = Union[Instr, Label, TryBegin, TryEnd, SetLineno]
 
@@ -61,7 +61,7 @@ def _assemble(bc: Bytecode, stacksize: int | None = None) -> types.CodeType:
         if isinstance(instr, Instr) and instr.name == "LOAD_CONST" and not _is_plain_const(instr.arg):
             slot = slots.setdefault(id(instr.arg), _ConstSlot())
             objects[id(slot)] = instr.arg
-            instr.arg = slot
+            instr.arg = slot  # type: ignore[assignment]  # any object is a constant; bytecode's InstrArg omits it
     missing_depth = any(isinstance(i, TryBegin) and i.stack_depth is UNSET for i in bc)
     code = bc.to_code(stacksize=stacksize, compute_exception_stack_depths=missing_depth)
     if not objects:
@@ -108,6 +108,7 @@ def _prepare(item: BodyItem, template: types.CodeType) -> BodyItem:
         return item  # labels and try markers are matched by identity: keep them
     out = item.copy()
     if item.name in _CELL_OPNAMES:
+        assert isinstance(item.arg, (CellVar, FreeVar))
         name = item.arg.name
         if name in template.co_cellvars:
             out.arg = CellVar(name)
@@ -154,7 +155,7 @@ def build_function_code(
     bc.argnames = list(args) + [n for n in dict.fromkeys(extra_varnames) if n not in args]
     bc.cellvars = list(template.co_cellvars)
     bc.freevars = list(template.co_freevars)
-    bc.flags = (template.co_flags & ~_DROPPED_FLAGS) | inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
+    bc.flags = CompilerFlags((template.co_flags & ~_DROPPED_FLAGS) | inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS)
     bc.docstring = None  # co_consts[0] is the docstring in 3.11: never let a body string become one
     bc.extend(cell_prologue(template.co_cellvars, len(template.co_freevars), passed_cells))
     bc.append(Instr("RESUME", 0, lineno=template.co_firstlineno))

@@ -28,9 +28,9 @@ def stack_inputs(inst: Inst) -> int | None:
     """How many stack values instruction `inst` consumes, for the instructions a break can stop at."""
     op = inst.opname
     if op == "CALL":
-        return inst.arg + 2
+        return inst.oparg + 2
     if op == "CALL_FUNCTION_EX":
-        return 3 + (inst.arg & 1)
+        return 3 + (inst.oparg & 1)
     if op in _ONE_INPUT:
         return 1
     if op in _TWO_INPUTS:
@@ -38,9 +38,9 @@ def stack_inputs(inst: Inst) -> int | None:
     if op == "STORE_SUBSCR":
         return 3
     if op == "FORMAT_VALUE":
-        return 2 if inst.arg & 4 else 1
+        return 2 if inst.oparg & 4 else 1
     if op in _BUILDS:
-        return inst.arg
+        return inst.oparg
     if op == "LOAD_GLOBAL":
         return 0
     return None
@@ -57,14 +57,16 @@ def reemit(inst: Inst, kw_names: tuple[str, ...], jump_target: Label | None) -> 
     conditional jump to `jump_target` (its continuation)."""
     op, line = inst.opname, inst.lineno
     if op == "CALL":
-        names = [Instr("KW_NAMES", kw_names, lineno=line)] if kw_names else []
-        return [*names, Instr("PRECALL", inst.arg, lineno=line), Instr("CALL", inst.arg, lineno=line)]
+        # KW_NAMES takes its tuple of names as a constant; bytecode's InstrArg type omits tuples of str
+        names = [Instr("KW_NAMES", kw_names, lineno=line)] if kw_names else []  # type: ignore[arg-type]
+        return [*names, Instr("PRECALL", inst.oparg, lineno=line), Instr("CALL", inst.oparg, lineno=line)]
     if op == "LOAD_METHOD":
         return [Instr("LOAD_ATTR", inst.argval, lineno=line), Instr("PUSH_NULL", lineno=line),
                 Instr("SWAP", 2, lineno=line)]
     if op == "LOAD_GLOBAL":
-        return [Instr("LOAD_GLOBAL", (bool(inst.arg & 1), inst.argval), lineno=line)]
+        return [Instr("LOAD_GLOBAL", (bool(inst.oparg & 1), inst.argval), lineno=line)]
     if op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):
+        assert jump_target is not None
         return [Instr(forward_jump(op), jump_target, lineno=line)]
     if inst.arg is not None:
         return [Instr(op, _argument(inst), lineno=line)]
@@ -73,9 +75,9 @@ def reemit(inst: Inst, kw_names: tuple[str, ...], jump_target: Label | None) -> 
 
 def _argument(inst: Inst) -> Any:
     if inst.opname == "BINARY_OP":
-        return BinaryOp(inst.arg)
+        return BinaryOp(inst.oparg)
     if inst.opname == "COMPARE_OP":
-        return Compare(inst.arg)
+        return Compare(inst.oparg)
     if inst.opname in ("LOAD_ATTR", "STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "IMPORT_NAME"):
         return inst.argval
     return inst.arg
@@ -83,4 +85,4 @@ def _argument(inst: Inst) -> Any:
 
 def leaves_null_below(inst: Inst) -> bool:
     """Whether `inst`, as `reemit` writes it, leaves a NULL below its result."""
-    return inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and bool(inst.arg & 1))
+    return inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and bool(inst.oparg & 1))

@@ -51,8 +51,9 @@ def _live_in(code: types.CodeType, insts: list[Inst]) -> list[frozenset[str]]:
             after = frozenset().union(*(live[s] for s in succs[i]))
             new = reads[i] | (after - writes[i])
             # The instruction may raise before its own write lands: nothing is subtracted here.
-            if except_targets[i] is not None:
-                new |= live[except_targets[i]]
+            handler = except_targets[i]
+            if handler is not None:
+                new |= live[handler]
             if new != live[i]:
                 live[i] = new
                 changed = True

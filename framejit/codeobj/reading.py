@@ -9,7 +9,7 @@ import dataclasses
 import dis
 import reprlib
 import types
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 JUMP_OPNAMES: frozenset[str] = frozenset(dis.opname[op] for op in dis.hasjrel + dis.hasjabs)
 # Jumps that never fall through to the next instruction.
@@ -26,17 +26,24 @@ class Inst:
 
     `lineno` is never None (inherited from the previous line start, or the
     code's first line); `target_index` is the list index of a jump's target.
+    `argval` is what `arg` means for the opcode: a name, a constant, a jump's target offset...
     """
 
     opname: str
     opcode: int
     arg: int | None
-    argval: object
+    argval: Any
     offset: int
     starts_line: int | None
     lineno: int
     is_jump_target: bool
     target_index: int | None
+
+    @property
+    def oparg(self) -> int:
+        """`arg` of an instruction whose opcode takes one (which the caller knows it does)."""
+        assert self.arg is not None, f"{self.opname} has no argument"
+        return self.arg
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,6 +94,7 @@ def dis_instructions(code: types.CodeType, const_repr: Callable[[object], str]) 
     viewed = code.replace(co_consts=tuple(_ConstView(const_repr(c)) for c in code.co_consts))
     for ins in dis.get_instructions(viewed):
         if ins.opcode in dis.hasconst:
+            assert ins.arg is not None
             ins = ins._replace(argval=code.co_consts[ins.arg])
         yield ins
 

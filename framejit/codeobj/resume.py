@@ -17,7 +17,7 @@ import inspect
 import types
 import weakref
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, CompilerFlags, Instr, Label
 
 from framejit.codeobj.assemble import _assemble, cell_prologue
 from framejit.codeobj.names import stack_arg_name
@@ -132,7 +132,7 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     out.posonlyargcount = out.kwonlyargcount = 0
     out.cellvars = list(code.co_cellvars)
     out.freevars = list(code.co_freevars)
-    out.flags = code.co_flags & ~_DROPPED_FLAGS
+    out.flags = CompilerFlags(code.co_flags & ~_DROPPED_FLAGS)
     out.docstring = None
     # The body is the original's and the prologue rebuilds a stack the original had at `offset`, so the
     # original's stack size bounds it. bytecode's own pass can't be used: it takes the depth at which a try

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import dis
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 Handler = Callable[[Any, Any], None]  # handler(translator, instruction)
+H = TypeVar("H", bound=Handler)
 
 
-def handles(*opnames: str) -> Callable[[Handler], Handler]:
+def handles(*opnames: str) -> Callable[[H], H]:
     """Mark a method as the handler of these opcodes, named exactly as in `dis.opmap`."""
-    def mark(fn: Handler) -> Handler:
+    def mark(fn: H) -> H:
         for name in opnames:
             if name not in dis.opmap:
                 raise AssertionError(f"no opcode named {name} in CPython {sys.version_info[:2]}")

@@ -9,12 +9,13 @@ from framejit.codeobj import Inst
 from framejit.contracts import GuardKind
 from framejit.exc import BreakCode, unsupported
 from framejit.trace.cells import CellVariable
+from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, LazyArg
 from framejit.variables.user_object import delete_attribute
 
 
-class BasicOps:
+class BasicOps(FrameState):
     """Opcode handlers of the translator: stack shuffling, locals, cells, globals, constants and attributes."""
 
     @handles("NOP", "RESUME", "MAKE_CELL", "COPY_FREE_VARS", "EXTENDED_ARG", "CACHE")
@@ -31,12 +32,12 @@ class BasicOps:
 
     @handles("COPY")
     def COPY(self, inst: Inst) -> None:
-        self.push(self.stack[-inst.arg])
+        self.push(self.stack[-inst.oparg])
 
     @handles("SWAP")
     def SWAP(self, inst: Inst) -> None:
         s = self.stack
-        s[-1], s[-inst.arg] = s[-inst.arg], s[-1]
+        s[-1], s[-inst.oparg] = s[-inst.oparg], s[-1]
 
     @handles("LOAD_CONST")
     def LOAD_CONST(self, inst: Inst) -> None:
@@ -79,7 +80,7 @@ class BasicOps:
 
     @handles("LOAD_GLOBAL")
     def LOAD_GLOBAL(self, inst: Inst) -> None:
-        if inst.arg & 1:
+        if inst.oparg & 1:
             self.push(NULL)
         name = inst.argval
         pending = self.output.side_effects.pending_global(self.f_globals, name)

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import inspect
-from typing import Sequence
+from typing import Sequence, cast
 
 from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
+from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.callables import NestedFunctionVariable
@@ -23,7 +24,7 @@ class ReturnValue(Exception):
         self.value = value
 
 
-class CallOps:
+class CallOps(FrameState):
     """Opcode handlers of the translator: calls, function creation, with-blocks, exceptions and return."""
 
     def _call(self, fn: Variable, args: list[Variable], kw_names: Sequence[str]) -> None:
@@ -43,7 +44,7 @@ class CallOps:
 
     @handles("CALL")
     def CALL(self, inst: Inst) -> None:
-        args = self.popn(inst.arg)
+        args = self.popn(inst.oparg)
         callable_or_self, below = self.pop(), self.pop()
         if below is NULL:
             fn = callable_or_self
@@ -54,7 +55,7 @@ class CallOps:
 
     @handles("CALL_FUNCTION_EX")
     def CALL_FUNCTION_EX(self, inst: Inst) -> None:
-        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
+        kwargs = self.pop() if inst.oparg & 1 else DictVariable({})
         args, fn = self.pop(), self.pop()
         self.pop()  # 3.11 always pushes a NULL below the callable of CALL_FUNCTION_EX
         if not isinstance(kwargs, DictVariable):
@@ -65,10 +66,10 @@ class CallOps:
     @handles("MAKE_FUNCTION")
     def MAKE_FUNCTION(self, inst: Inst) -> None:
         code = self.pop().as_python_constant()
-        closure = [c.cell for c in self.pop().unpack(self)] if inst.arg & 0x08 else None  # type: ignore[attr-defined]
-        annotations = self.pop() if inst.arg & 0x04 else None  # not needed to run it; kept if it is rebuilt
-        kwdefaults = self.pop().items if inst.arg & 0x02 else {}  # type: ignore[attr-defined]
-        defaults = self.pop().unpack(self) if inst.arg & 0x01 else []
+        closure = [c.cell for c in self.pop().unpack(self)] if inst.oparg & 0x08 else None  # type: ignore[attr-defined]
+        annotations = self.pop() if inst.oparg & 0x04 else None  # not needed to run it; kept if it is rebuilt
+        kwdefaults = self.pop().items if inst.oparg & 0x02 else {}  # type: ignore[attr-defined]
+        defaults = self.pop().unpack(self) if inst.oparg & 0x01 else []
         self.push(NestedFunctionVariable(code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure,
                                          annotations))
 
@@ -93,14 +94,14 @@ class CallOps:
 
     @handles("GET_YIELD_FROM_ITER")
     def GET_YIELD_FROM_ITER(self, inst: Inst) -> None:
-        self.GET_ITER(inst)  # type: ignore[attr-defined]  # iter(); coroutines are never traced
+        self.GET_ITER(inst)  # iter(); coroutines are never traced
 
     @handles("SEND")
     def SEND(self, inst: Inst) -> None:
         """`yield from it` in a generator the trace runs to completion: it yields every remaining item of `it` now,
         and its value is what `it` returned. Nothing is sent into a generator the trace runs (the value is None)."""
         self.pop()
-        iterator = self.pop()
+        iterator = cast(IteratorVariable, self.pop())  # GET_YIELD_FROM_ITER's
         while (item := iterator.next()) is not None:
             self.generated.append(item)
         self.push(iterator.returned or ConstantVariable(None))
@@ -117,7 +118,7 @@ class CallOps:
         if not hasattr(ctx, "enter"):
             unsupported(f"with-block on {ctx}, which is not a supported context manager", BreakCode.CONTEXT_MANAGER)
         self.push(WithExitVariable(ctx))
-        self.push(ctx.enter(self))  # type: ignore[attr-defined]
+        self.push(ctx.enter(self))
 
     @handles("PUSH_EXC_INFO")
     def PUSH_EXC_INFO(self, inst: Inst) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from framejit.codeobj import Inst, exception_table, offset_to_index
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, ObservedException, raise_observed, unsupported
+from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, ObjectVariable
@@ -25,12 +26,12 @@ def _raised(value: Variable) -> BaseException | None:
     return exc if isinstance(exc, BaseException) else None
 
 
-class ExceptOps:
+class ExceptOps(FrameState):
     """Opcode handlers of the translator that raise, and the routing of a raised exception to its handler."""
 
     @handles("RAISE_VARARGS")
     def RAISE_VARARGS(self, inst: Inst) -> None:
-        args = self.popn(inst.arg)
+        args = self.popn(inst.oparg)
         exc = _raised(args[0]) if args else None
         if exc is None:
             unsupported("raise of an exception not known at trace time (or a bare raise)", BreakCode.EXCEPTION)

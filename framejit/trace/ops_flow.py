@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
+from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.containers import IteratorVariable, ListVariable
 from framejit.variables.mappings import dict_iterator
 from framejit.variables.user_object import iterate_user_object
 
 
-class FlowOps:
+class FlowOps(FrameState):
     """Opcode handlers of the translator: jumps and for-loops."""
 
     @handles("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
@@ -63,10 +64,11 @@ class FlowOps:
             self.push(IteratorVariable([], live=value))
         elif (iterator := dict_iterator(self, value)) is not None:
             self.push(iterator)
-        elif (iterator := iterate_user_object(self, value)) is not None:
-            if not isinstance(iterator, IteratorVariable):
-                unsupported(f"__iter__ of {value} gave {iterator}, not an iterator the trace follows", BreakCode.ITER)
-            self.push(iterator)
+        elif (user_iterator := iterate_user_object(self, value)) is not None:
+            if not isinstance(user_iterator, IteratorVariable):
+                unsupported(f"__iter__ of {value} gave {user_iterator}, not an iterator the trace follows",
+                            BreakCode.ITER)
+            self.push(user_iterator)
         else:
             self.push(IteratorVariable(value.unpack(self)))
 

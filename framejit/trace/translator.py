@@ -57,7 +57,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         self.f_builtins: dict[str, Any] = builtins if isinstance(builtins, dict) else vars(builtins)
         self.symbolic_locals = symbolic_locals
         self.cells = cells
-        self.parent = parent
+        self.parent: Translator | None = parent
         self.depth = 0 if parent is None else parent.depth + 1
         self.globals_source = globals_source  # None: the captured frame's own globals (G[...])
         self.instructions = instructions_of(code)
@@ -116,31 +116,14 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             e.break_budget = self.output.budget  # ...and which time it ran (a loop runs it again)
         return e
 
-    # -- stack ----------------------------------------------------------------------------
-    def push(self, value: Variable) -> None:
-        self.stack.append(value)
-
-    def pop(self) -> Variable:
-        return self.stack.pop()
-
-    def popn(self, n: int) -> list[Variable]:
-        if n == 0:
-            return []
-        items = self.stack[-n:]
-        del self.stack[-n:]
-        return items
-
-    def jump(self, inst: Inst) -> None:
-        assert inst.target_index is not None
-        self.ip = inst.target_index
-
     # -- where we are, for error messages and node stack traces ---------------------------
     def frame_summary(self) -> traceback.FrameSummary:
         lineno = self.current.lineno if self.current else self.code.co_firstlineno
         return traceback.FrameSummary(self.code.co_filename, lineno, original_code(self.code).co_name)
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        stack, tx = [], self
+        stack: list[traceback.FrameSummary] = []
+        tx: Translator | None = self
         while tx is not None:
             stack.append(tx.frame_summary())
             tx = tx.parent
@@ -187,6 +170,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                            globals_source=globals_source)
         checkpoint = self.output.side_effects.checkpoint()
         result = child.run()
+        assert result is not None  # (only the captured frame stops at a break point)
         if code.co_flags & inspect.CO_GENERATOR and self.output.side_effects.wrote_older_state(checkpoint):
             # its items were produced eagerly; a consumer that stops early would not see all these writes
             unsupported(f"generator {fn_name} with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
@@ -241,6 +225,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 custom.call(self, [ConstantVariable(name), value], {})
                 return
         if self.output.side_effects.rewrites_held_value(obj, name, value):
+            assert obj.source is not None  # (it says True only of an object with a source)
             self.output.guards.add(AttrSource(obj.source, name), GuardKind.EQUALS, value.as_python_constant())
             return
         self.output.side_effects.store_attr(obj, name, value, generic)
@@ -303,7 +288,10 @@ def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple,
         try:
             contents = real.cell_contents
         except ValueError:
-            tx.cells[name] = Cell(on_store=lambda v, n=name: output.side_effects.store_cell(n, v))
+            def store(value: Variable, name: str = name) -> None:
+                output.side_effects.store_cell(name, value)
+
+            tx.cells[name] = Cell(on_store=store)
             output.real_cells[id(real)] = tx.cells[name]
             continue
         tx.cells[name] = outside_cell(tx, contents, ClosureSource(name), name)
