@@ -1,10 +1,4 @@
 """Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset.
-
-An entry is a `contracts.CacheEntry` (guard_fn, code, memo, owner), a named tuple
-that the C hook reads by position; `owner` is the FrameCallback (one per backend and
-options) that compiled it, so contexts with different backends never run each other's code. The
-CompiledFrame behind an entry is kept weakly keyed by its guard function (stored without it: a value that
-referred to its key would keep the entry alive forever).
 """
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
 """Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no.
-
-torch.nn's module code is the exception: module forwards and their helper
-methods are traced through, so that layers become graph ops on parameters. So is
-`torch.backends.mha` (its fast-path switch, read by the transformer layers, is a
-guarded global rather than a call that stops the trace).
 """
 from __future__ import annotations
 

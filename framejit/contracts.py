@@ -1,8 +1,4 @@
 """Contracts between the pipeline's layers: record types, guard kinds, and the protocols the value layer sees.
-
-Records are frozen dataclasses or named tuples with keyword fields; never unpack them positionally.
-The value kinds (variables/) and sources see the translator only as a `Tracer` and the code
-generator only as an `Emitter`, so the layers below the translator import nothing above them.
 """
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
 """framejit.export: capture a function for given inputs as one standalone graph module.
-
-The function runs once under a recording backend with graph breaks as errors (nopython), so the trace is
-one graph. That graph takes its inputs from wherever the function read them (arguments, module parameters,
-globals); the exported module takes the function's own arguments instead:
-
-- a graph input that *is* one of the arguments' pytree leaves (the same tensor object) becomes that leaf's
-  placeholder;
-- any other graph input (a parameter, a buffer, a global tensor) is held by the exported module as a
-  parameter or buffer, shared with its owner, as torch.export lifts them;
-- the output is rebuilt from the function's real result: each tensor leaf is matched by identity to a graph
-  output (or an input returned as is), every other leaf is a constant.
-
-Arguments and outputs are pytrees (tuples, lists, dicts of tensors and constants); the module flattens and
-rebuilds them with torch.fx's pytree codegen, so `gm(*args, **kwargs)` returns what `fn(*args, **kwargs)`
-returned. Non-tensor arguments are specialised to their values, which the returned guards record.
-The cache is left as export found it.
 """
 from __future__ import annotations
 

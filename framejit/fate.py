@@ -1,11 +1,5 @@
 """What became of each graph handed to a backend: which compiler made its code, or which parts of it run as their
 own torch ops instead, and why.
-
-A built-in backend falls back to a graph's torch ops where compiling it would change what eager does (autograd's
-history of a write in place, a backward that runs again after a first one freed the graph, a graph AOTAutograd
-refuses). Each such place reports itself here with `ran_as_torch_ops`; each compiler that made code reports with
-`compiled_by`. framejit records the result per graph (explain(), FRAMEJIT_LOGS=graph, `framejit bench`) and warns
-once per frame when the backend the user asked for did not compile all of a graph: a slow path is never silent.
 """
 from __future__ import annotations
 

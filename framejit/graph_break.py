@@ -1,12 +1,4 @@
 """Graph breaks: run the graph traced so far, the unsupported instruction as Python, then a continuation.
-
-At a break before instruction K the replacement code: calls the graph; replays
-side effects; keeps the values deeper on the stack and the live locals in
-temporaries; pushes K's inputs and runs K itself (with the original's
-except or finally block around it, if K is inside a try or with block); then
-returns a tail call of `__resume_at_<offset>_<n>` with the stack and live locals:
-the hook calls it in place of the finished frame, and it continues the original
-bytecode in a frame that the hook captures again.
 """
 from __future__ import annotations
 

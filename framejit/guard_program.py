@@ -1,13 +1,5 @@
 """A cache entry's guard as a C++ program (`_tensor_guard.make_guard_program`, guard_program.cpp), built from the
 guards' records.
-
-The program runs over registers: the guarded function and its argument slots first, then each source's value,
-loaded once where a check first needs it (`Source.guard_load`: an attribute, an item, a free variable... of
-another register). Each guard kind becomes one or two C++ checks on its register (`type(x) is C`, `id(x) == N`,
-`x == v`, `list(d) == keys`...); all TENSOR_MATCH guards are one check, and so are the value guards of one
-object's attributes and items, a set of objects that must stay distinct, and the NO_HOOKS of every module
-called. What has no C++ check (the shape guards' arithmetic, a float's sign) is a generated Python function of
-the registers it reads. A miss is explained from the records by `guards.explain_failure`, not by the program.
 """
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
 """Guards: what a cache entry assumes, recorded as (source, kind, value) with structured checks.
-
-Each guard is recorded once, when a real value is first wrapped, and its tests as `Check` records. From those
-records come the readable checks over L[...] / G[...] names (`Guard.code_list`, used for listings and to
-explain a miss) and the guard program the hook runs (guard_program.py). A miss is explained by evaluating
-each check's expression over the readable names and comparing the result with the value the check expects.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """What an op does besides its result: writes in place (and into which argument), makes a view, draws random
 numbers, switches grad mode or autocast; and a tensor's storage and autograd node.
-
-Facts about torch and FX nodes only: this module imports nothing from framejit, so that every layer (the value
-kinds, the output graph, the as-eager layer, the backends) asks the same place.
 """
 from __future__ import annotations
 

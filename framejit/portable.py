@@ -1,14 +1,5 @@
-"""Saving an exported program so that it runs without framejit (or Python, for ONNX): the seeds' "exported graph
-... intended to be run on different (i.e. Python-less) environments".
-
-- `save_onnx(gm, path, *example_args)`: ONNX through torch's TorchScript-based exporter (`dynamo=False`: the
-  other one is built on TorchDynamo), run by ONNX Runtime;
-- `save_torchscript(gm, path, *example_args)`: `torch.jit.trace` of the exported module, loaded by
-  `torch.jit.load`.
-
-Both keep the dimensions `export(..., dynamic_shapes=...)` made symbolic: the exported graph reads those sizes
-with `x.size()`, which both formats record as operations on the input rather than as the example's numbers,
-and the ONNX file declares them as named dynamic axes.
+"""Saving an exported program so that it runs without framejit (or without Python, for ONNX): `save_onnx`
+and `save_torchscript`.
 """
 from __future__ import annotations
 

@@ -1,21 +1,4 @@
 """Dynamic shapes: which input dims are symbolic, the shape environment they live in, and the guards it asks for.
-
-A trace has one `ShapeEnv` (torch.fx.experimental.symbolic_shapes) and one `FakeTensorMode` over it. An input tensor
-whose dims are dynamic gets a fake tensor with a symbol for each such dim; sizes read from it are SymInts, size
-arithmetic becomes graph nodes (variables/symbolic.py), and every decision the trace makes on a size (a branch,
-a specialisation, a `view` whose sizes must divide) is recorded by the shape environment as a guard on the
-symbols. At the end `produce_guards` writes those as Python expressions over each input's sizes and strides;
-they join the entry's guards (guards.GuardSet.add_shape_guards). Sizes 0 and 1 are always specialised (the
-shape environment's rule, as in torch.compile), and so is a dim the guards pin to one value.
-
-Which dims are dynamic (the policy of torch.compile):
-- `dynamic=False`: none.
-- `dynamic=True`: every dim of every input tensor that is not a module's parameter or buffer.
-- `dynamic=None` (automatic, the default): the first compile of a frame is static; a later compile makes dynamic
-  the dims whose size differs from what an earlier compile of that frame saw at that source, so a third size
-  does not compile again.
-- `mark_dynamic(t, dim)` / `maybe_mark_dynamic` mark dims of one tensor, under every policy (export uses them
-  with `dynamic=False`); `mark_static` keeps them static.
 """
 from __future__ import annotations
 

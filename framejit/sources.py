@@ -1,11 +1,4 @@
 """Where a traced value came from: each Source names its guard expression and reloads the value.
-
-`name()` is the expression guards are written in (L['x'] for arguments, G['x']
-for globals, C['x'] for closure cells of the captured function, M['mod'] for
-the globals dict of another module); `guard_load(program)` loads the same value
-into a register of the guard program (guard_program.py);
-`reconstruct(cg)` emits the bytecode that loads the same value in the
-transformed code.
 """
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
 """Where an exception raised while a compiled graph ran came from in the user's code.
-
-A graph runs as generated code (FX's `<eval_with_key>.N` forward, AOTAutograd's, a backend's), and the
-user's frame in the traceback shows only the line of its `def`. The graph's nodes remember the user's line
-they were traced from (node.meta["stack_trace"]), and FX maps each generated line to its node: the
-compiled code's entry points add that line to the exception as a note, once. Where the backend's code is
-not FX's (inductor), the note lists the lines of all the ops of the graph that raised.
 """
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
 """A weak-keyed mapping that tells keys apart by identity: for per-code caches.
-
-`weakref.WeakKeyDictionary` looks keys up by equality, and code objects compare by value: two functions with
-the same body, name and first line in different files (transformers copies code between models) have equal
-code objects (`co_filename` is not compared), so a cache keyed by one answered for the other: after certain
-models had run in the process, vilt's list comprehension in a continuation saw a closure cell where its value
-belonged (the instructions and continuation origins cached per code). Entries here go when their key is freed.
 """
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
 """The as-eager layer: what makes a compiled graph behave as eager's ops under autograd (saved tensors, None
 gradients, view metadata, output layouts, where backward runs, what a failing call leaves behind).
-
-`behaving_as_eager` is the one entry point the output graph calls on what a backend compiled: it applies the
-run-time stages of `run_time_stages`, in their order. A backend built on AOTAutograd must itself call, before
-compiling a graph:
-- `input_writes.autograd_needs_eager_ops(gm, example_inputs)` (inside `input_writes.why_aot_cannot`): True where
-  AOTAutograd would record another autograd history than eager's ops (a write in place into an input autograd
-  tracks, or, under no_grad, into a value that requires grad); the graph then runs as its torch ops (return `gm`,
-  and report it with `fate.ran_as_torch_ops`);
-- `autograd_parts.compile_per_autograd_part(gm, example_inputs, compile_one)`: compiles a training graph as
-  several autograd nodes, each part by `compile_one`, where one node would run a backward eager's ops do not.
 """
 from __future__ import annotations
 

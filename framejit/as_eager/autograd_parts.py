@@ -1,31 +1,4 @@
 """A training graph compiles as several autograd nodes where one node would run a backward eager's ops do not.
-
-AOTAutograd (and inductor, which runs it) makes one autograd node of a whole graph. Its backward runs when any of
-the graph's outputs gets a gradient; it unpacks everything the graph saved for every output, and autograd then
-runs the history of every input it gives a gradient to, even None (the engine runs a node whose incoming
-gradients are all None, and the node's ops unpack what they saved). Eager's nodes are per op: a backward that
-never reaches an op never runs it. Two splits make the nodes run where eager's ops would:
-
-- **Unrelated computations.** A graph computing `t = x.sigmoid()` (kept, then written in place: `t += 1`) and
-  `p = w * g` (the loss) side by side raised "modified by an inplace operation" in `p`'s backward where eager does
-  not; a second backward through an output of an unrelated earlier computation raised "backward through the graph
-  a second time". Each computation (parts meet through any value computed in the graph; reading the same input
-  does not join them) gets its own node. A model's forward is one computation, so this split is rare.
-- **One computation, an input with a history of its own feeding only some outputs.** `h` made by `exp` (which
-  saves `h`) and passed in, `(h * v, v.relu())` returned, `h += 1` after the graph: a backward from `v.relu()`
-  alone never runs `exp`'s backward in eager. One node would give `h` a gradient (None, from the gate) and
-  autograd would run `h`'s history, which raises. Such a graph splits by the set of outputs each op leads to, so
-  that each node's backward runs exactly when eager's would run each of its ops. Module parameters have no
-  history, so a model's graph (a loss and its logits) stays whole. (Outputs reaching different tensors eager's
-  ops saved do not split the graph: decoders returning their key/value cache would split per layer.)
-
-Parts without a differentiable output ride with another part. Memory written in place keeps the ops touching it
-in their order: in one part for an input's (a module's buffer), in parts run in that order for a computed value's
-(a part writing into what an earlier part computed runs as its torch ops, as a whole graph writing into its input
-does). Ops run with grad mode off (a `no_grad`
-block in the graph) land in parts like the others, each part switching grad mode around them, and the run ends in
-the mode the graph ends in. Graphs that run ops under autocast, or draw random numbers (the order of draws), are
-left whole.
 """
 from __future__ import annotations
 

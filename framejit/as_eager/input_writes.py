@@ -1,12 +1,4 @@
 """Whether a captured graph writes in place into one of its inputs where autograd is watching.
-
-AOTAutograd turns such a write into a functional graph plus a `copy_` into the input after it runs. Autograd then
-sees other history than eager's: a gradient of zeros where eager leaves None (the input's new value is an output
-of the whole compiled function, so every input of it gets a gradient), a saved tensor "modified by an inplace
-operation" where eager's was not, an output that requires grad where eager's does not. The fuzzer found each of
-these. A training graph that does this runs its own torch ops instead (the backends' fallback), so autograd
-records exactly what eager records; inference graphs and graphs that write only into their own intermediates
-(in-place activations) or into inputs outside autograd (a BatchNorm's running statistics) still compile.
 """
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
 """Outputs laid out in memory as eager's ops lay them out.
-
-A program reads an output's layout (`stride()`, `is_contiguous()`) and depends on it (`view(-1)` raises on a
-transposed tensor). A backend may return an output in another layout than eager's: AOTAutograd makes a tensor
-written in place by the op's functional form (`t.masked_fill_(...)` becomes `masked_fill`, whose result is
-contiguous where `t` was transposed), and ONNX Runtime returns every output contiguous. An output eager lays out
-otherwise than contiguously, that is no view and shares its memory with no input and no other output, is copied
-into eager's layout when it comes back in another.
 """
 from __future__ import annotations
 

@@ -1,25 +1,4 @@
 """Outputs that autograd must see as eager's ops made them: views where eager's are views, made in grad mode.
-
-AOTAutograd returns some outputs with view metadata that eager's ops would not give them, and autograd then
-refuses an in-place write the program makes later:
-- An output that is a view without grad (`torch.where(...)[1:]`) comes back made under `no_grad` (AOTAutograd
-  runs an inference graph so, even when grad mode is on) or inside AOTAutograd's autograd Function (a training
-  graph); writing a value that requires grad into it then raises. Such an output, if its base has no grad
-  either, is made again from that base, in grad mode, as eager's view was.
-- A training graph that writes into an output through a view of it (`t = x + x; t.view(-1).add_(1)`) may return
-  that output as a view made inside its autograd Function, and such a view may not be written in place. Where
-  eager's output is no view and shares its memory with no input, and only with outputs that are views of it, a
-  view that comes back is copied (the copy is differentiable; nothing else sees its memory) and those outputs
-  are made again as views of the copy.
-- A view eager refuses to write in place (a row from `unbind` or `for row in t`, one of several views one op
-  made; a view made under no_grad that requires grad) comes back made again by AOTAutograd without that mark,
-  or as no view at all: the write went through where eager raises. The mark (autograd's creation meta, read
-  from the trace's fake) is set on the returned view, or on a view of the returned tensor, so that the write
-  raises eager's error (also in place of the mark of a view made inside AOTAutograd's Function, which refuses
-  the write with another error).
-- Outputs eager computes twice (`[t.topk(2).values, t.topk(2).values]`) come back as one tensor: AOTAutograd's
-  common-subexpression elimination merged them, and a write into one showed in the other. A later one that
-  comes back sharing memory with an earlier one is cloned (differentiable).
 """
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
 """A graph that raises at run time: the frame runs again as plain Python, so that what the code did before the
 failing op is done, as in eager.
-
-The replacement code runs the graph first and replays the frame's Python writes (attribute, global and list
-writes, `self.calls += 1`) after it; an op that fails only on real data (a dtype clash, an index out of range)
-raised before those writes, and they were lost. Before the graph call the frame has changed nothing: its
-locals are still the arguments. So if the graph had written nothing outside itself when it raised (no in-place
-op into an input or a view of one had run: their version counters say so, or small inputs were put back) and
-draws no random numbers, running the frame's own code again from its start, capture off, is eager's
-execution: the writes happen, then the same op raises the same exception where the user wrote it, and a `try`
-of the user's around it catches it. The graph's exception is dropped. If the Python run returns, the graph
-raised where eager does not (a backend's fault): that is logged as a warning and the Python result kept.
-`codegen.emit_rerun_on_error` wraps the graph call in the handler that calls `run_as_python`.
 """
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
 """Eager's check that a tensor saved for backward was not written in place before the backward ran.
-
-In eager, each op saves what its backward needs (`max` its result, `mul` its operands, `x[-1]` for `minimum`),
-and the backward raises "one of the variables needed for gradient computation has been modified by an inplace
-operation" when a saved tensor's version moved since. A graph compiled by AOTAutograd is one autograd node that
-saves what its partitioner chose (often other tensors: a mask, a recomputable input), so a write after the graph
-(`t = x.max()` in the graph, `t.add_(1)` after it) went unnoticed, and the backward gave gradients eager refuses.
-
-The trace ran eager's ops on fake tensors with autograd on, so the fake autograd graph holds exactly what eager's
-ops save. Of those, the ones that share storage with a graph input or output are the ones the program can write
-after the graph; their versions are noted after each call, and a prehook on the node of each output that leads
-to them checks them when the backward reaches it. A saved tensor the graph itself wrote after saving it (the
-fake's unpacking raises) makes the backward raise whenever it reaches that output, as eager's does.
-
-Saved-tensor hooks see the saved tensors themselves: under them (activation checkpointing, `save_on_cpu`) a
-training graph runs its own ops, so that what they see is what eager's ops save.
 """
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
 """Which ops of a training graph save tensors for backward, found by running it on fake tensors under a pack hook.
-
-A backward that runs through an autograd node a second time, after a first backward freed what it saved, raises
-"backward through the graph a second time". Eager's nodes are per op, and most ops save something; but adds,
-views, sums and `cat` save nothing, so eager allows a program to backpropagate again through outputs it keeps
-(a global summing every step's result). A compiled graph is one node, which then raises where eager does not:
-`autograd_parts` splits graphs, and runs those that save nothing as their torch ops, from what is found here.
 """
 from __future__ import annotations
 

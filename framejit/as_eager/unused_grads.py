@@ -1,19 +1,4 @@
 """Gradients eager leaves None: an input whose every dependent graph output gets no gradient.
-
-In eager, `y.grad` stays None when nothing the loss depends on was computed from y. A compiled graph is one
-autograd node for all its outputs (AOTAutograd's, inductor's): when any of its outputs gets a gradient, its
-backward runs and gives every input that requires grad one, zeros for an input whose outputs the program
-never differentiated (an output kept in a list, a local the rest of the frame does not use). This restores
-eager's None. The graph's inputs pass through an identity autograd node (`_Gate`) before the graph; the nodes
-that made the outputs they feed get a hook that notes which got a gradient; and in backward the gate gives None
-unless one of its outputs got one. Inputs that feed every output are gated too (not module parameters, for
-speed): autograd calls a graph's backward even when none of its outputs got a gradient (a later gate gave
-None), and the graph then gives zeros to all its inputs. Autograd runs the hooks (at the outputs) before the
-graph's backward, and that before the gates (at the inputs), so the note is complete when a gate reads it.
-
-Which outputs depend on which inputs comes from the graph's data flow, through the values that require grad;
-an in-place op makes what later reads the memory it writes (and an output sharing it) depend on what it reads
-(an over-approximation, in that it takes all of that memory for written, errs towards a gradient).
 """
 from __future__ import annotations
 

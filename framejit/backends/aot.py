@@ -1,9 +1,5 @@
 """AOTAutograd: backends whose compilers see canonical ATen graphs for forward and backward (for training).
-
-`aot_autograd(fw_compiler=...)` turns compilers of ATen graphs into a framejit backend; `aot_eager` is the one
-whose forward and backward graphs run as Python. functorch is imported only when a graph is compiled: it pulls
-in much of torch (TorchDynamo's utilities among them, which AOTAutograd itself uses) and `import framejit`
-should not."""
+"""
 from __future__ import annotations
 
 import contextlib

@@ -1,10 +1,4 @@
 """`autotune`: compile each graph with every candidate backend that works for it, keep the fastest correct one.
-
-A candidate is rejected when it fails, returns None, or its results (outputs, and for training graphs the
-gradients of the inputs) differ from eager's beyond TOLERANCE. Eager is always a candidate and wins unless
-another is faster by MIN_GAIN, so autotune is never slower than eager beyond timing noise. The choice is stored
-in a JSON file (FRAMEJIT_AUTOTUNE_CACHE, default ~/.cache/framejit/autotune.json) under a hash of the graph's
-code and input metadata, and the next process compiles that graph with the stored backend without timing.
 """
 from __future__ import annotations
 

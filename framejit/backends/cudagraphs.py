@@ -1,9 +1,6 @@
 """`cudagraphs`: record the graph's CUDA kernels once into a CUDA graph and replay it on each call (no per-kernel
 launch cost). CUDA only; training works through AOTAutograd (forward and backward are each one CUDA graph).
-
-Inputs are copied into static buffers the graph was recorded with, and outputs are copied out of the graph's
-static outputs, because a replay overwrites both. The graph must not depend on data it reads on the CPU (no
-`.item()`, no data-dependent shapes): those are graph breaks in framejit already."""
+"""
 from __future__ import annotations
 
 from typing import Any, Callable

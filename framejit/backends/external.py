@@ -1,10 +1,6 @@
 """Backends from packages framejit does not depend on: `tensorrt` (Torch-TensorRT), `tvm` (Apache TVM),
 `ipex` (Intel Extension for PyTorch).
-
-Registered always; each imports its package only when it compiles a graph, and without the package it raises
-BackendUnavailable naming what to install (a composing backend catches it and tries its next candidate).
-The paths after the import are written to the packages' documented APIs but are not exercised by framejit's
-tests (the packages are not installed there)."""
+"""
 from __future__ import annotations
 
 import warnings

@@ -1,9 +1,5 @@
 """`onnxrt`: export the graph to ONNX (TorchScript-based exporter) and run it in ONNX Runtime's CPU provider.
-
-Needs the `onnx` extra (`pip install 'framejit[onnx]'`: onnx and onnxruntime). The exporter is the TorchScript one
-(`dynamo=False`): the default one goes through torch.export, i.e. TorchDynamo, which framejit does not use.
-ONNX graphs are pure functions of their inputs with no autograd, so training graphs and graphs that write to their
-inputs get None (a composing backend falls back) and a line in the `framejit.backends` log."""
+"""
 from __future__ import annotations
 
 import contextlib

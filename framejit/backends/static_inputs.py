@@ -1,11 +1,4 @@
 """The graph inputs that live as long as the model (its parameters and buffers), told to AOTAutograd's partitioner.
-
-The min-cut partitioner takes such inputs as free to save for backward (`treat_parameters_as_free_to_save`):
-the backward then reads the weight itself and recomputes the cheap ops on it (`weight.t()`), where it would
-otherwise save their results from the forward. torch.compile tells it through metadata TorchDynamo leaves on the
-graph module; framejit hands the positions to the partitioner itself, so that both give a backend the same
-forward and backward graphs (without them, gpt2's forward computed and saved four weight transposes that
-torch.compile's backward recomputes).
 """
 from __future__ import annotations
 

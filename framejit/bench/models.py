@@ -1,8 +1,4 @@
 """The built-in `framejit bench` suite: small but real models, written as ordinary user code.
-
-Everything the JITs compile lives in this file (the models, the losses and `WithLoss`), so it
-is captured like user code. Sizes come in two scales: `quick` (tiny, for tests) and the default
-(moderate, so the whole suite with inductor compiles in minutes on a 2-core CPU).
 """
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
 """Runs the suite: for each (model, mode, backend, jit) an isolated eager-vs-compiled measurement.
-
-Inference times the model's forward under no_grad. Training times a whole step: zero_grad,
-forward + loss (the compiled part), backward and an SGD step; eager and compiled copies start
-from the same weights and train in lockstep, so their losses and parameters can be compared.
-Eager and compiled calls alternate (in short blocks) inside one timing loop, so drift in machine load hits
-both alike.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
 """Code objects for CPython 3.11 as instruction lists and back.
-
-Reading (`read_instructions`, `exception_table`), listing (`format_code`),
-liveness (`live_locals_at`) and assembling (`roundtrip`, `build_function_code`).
-The one place that checks the interpreter version: framejit speaks 3.11 bytecode only.
 """
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
 """Continuation functions: `__resume_at_<offset>_<n>` runs the rest of a function from an offset.
-
-The continuation is the original code with a prologue that rebuilds the value
-stack from its arguments (NULLs where the original stack held NULLs) and jumps
-to the offset. Exception tables, line numbers and every later instruction are
-the original's, so the rest of the function behaves exactly as it would have.
-The original's cell variables stay cell variables, passed in as parameters that
-hold the calling frame's cells (`passed_cells`), so both frames share them and
-the continuation's frame reads them as the original's does: an empty one raises
-UnboundLocalError, and a method's `self` held in a cell is still the first local
-that zero-argument `super()` reads. Free variables come in the closure.
 """
 from __future__ import annotations
 

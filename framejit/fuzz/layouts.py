@@ -1,9 +1,6 @@
 """The memory layouts the runner gives tensor arguments, each built from random values drawn from the call's
 generator in a fixed order, so the eager and the compiled run get equal values in equal layouts.
-
-A layout is one of the names below, or an alias of an argument built before it in the same call:
-`('same', 'x')` the very object `x`, `('view', 'x')` a new view of all of `x` (`x[:]`), `('row', 'x')` its last
-row (`x[-1]`, for a tensor shaped like a row of `x`)."""
+"""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence

@@ -1,9 +1,7 @@
-"""The calls the runner makes of a program and how it compiles it. A generated program records them as `CALLS`
-(per call: batch size N, dtype of the float arguments, seed of their values, a Python-number bump, the layout of
-each tensor argument that is not contiguous) and `COMPILE` (backend, `dynamic=`, the arguments given
-`framejit.mark_dynamic(t, 0)`); a program without them (older repro files) gets DEFAULT_CALLS and the default
-policy. The generator draws them from the program's seed (a stream of its own, so a change of the drawing rules
-leaves program bodies alone)."""
+"""The calls the runner makes of a program (`CALLS`: per call N, dtype, seed, number bump, layouts) and how it
+compiles it (`COMPILE`: backend, `dynamic=`, `mark_dynamic` arguments), drawn from the program's seed in a stream
+of their own; a program without them gets DEFAULT_CALLS and the default policy.
+"""
 from __future__ import annotations
 
 import dataclasses

@@ -1,21 +1,6 @@
 """Which arguments of a generated program may be written in place: a conservative static analysis of the whole
 module's source, used to pass an expanded tensor (stride 0, whose elements share memory) only to an argument
 nothing ever writes, since writing one raises or writes every element that shares the memory.
-
-Rules (flow-insensitive, over every function of the module at once, by name; an attribute of a name counts as
-a name of its own, `self.last`, and also as part of its base):
-- a value may alias an argument when it is the argument, a name or attribute bound to an alias, an item or
-  attribute of an alias (a row, a list element, `obj.t`), a view, `.detach()`, dtype/contiguity conversion or
-  in-place result of an alias (they may return the tensor itself), a container display or comprehension holding
-  an alias, a builtin that passes its arguments through (`list`, `sorted`, `sum`, `max`, `getattr`, ...), or the
-  result of a call of anything else that is given an alias (helpers, closures, modules: they may return it);
-- a name is bound to an alias by assignment, augmented assignment, `for`/comprehension targets over an alias,
-  a container method that stores an alias (`append`, `insert`, `extend`, `update`, `setdefault`), `setattr`,
-  and by being a parameter of a function called with an alias (every parameter of every function when the
-  callee is not a plain name of a function in the module);
-- a write is an in-place method or torch function (a name ending in one `_`) on an alias, an item assignment
-  or augmented assignment into an alias, an augmented assignment of an attribute that may hold a tensor, or a
-  call with `out=`/`inplace=True` naming an alias.
 """
 from __future__ import annotations
 

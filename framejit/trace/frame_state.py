@@ -1,8 +1,4 @@
 """What the opcode handler classes (ops_*.py) share: the state of the frame being traced and its stack.
-
-The Translator derives from every handler class, and they all derive from FrameState: a handler reads and
-writes the frame through it. The Translator's own methods that handlers call are declared here for the type
-checker only (they are defined in translator.py, which the handler classes cannot import).
 """
 from __future__ import annotations
 

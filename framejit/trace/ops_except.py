@@ -1,9 +1,4 @@
 """Exceptions inside inlined frames: `raise`, re-raise, and the jump to the handler a try block names.
-
-An exception the traced code raises (`exc.ObservedException`: a missing key, an index out of range, a `raise`
-statement) is routed as CPython routes it: the innermost exception-table entry covering the instruction gives the
-stack depth to keep and the handler to jump to. Only inlined frames catch; in the captured frame, and in a frame
-with no entry covering it, it stays a graph break (the caller's instruction breaks), as before.
 """
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
 """The symbolic interpreter: runs a frame's bytecode on Variables, one handler per opcode.
-
-A Translator owns one frame being traced (the captured frame, or a user
-function being inlined into it); all of them share one OutputGraph. Its opcode
-handlers are the methods of the handler classes it derives from (ops_*.py);
-it builds its dispatch table from them.
 """
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
 """In-place writes whose inputs share memory with the written tensor.
-
-Eager refuses a write that partly overlaps one of its inputs (`y[1:] += y[:-1]`: "some elements of the input
-tensor and the written-to tensor refer to a single memory location"), or a written tensor whose elements share
-memory (`x.expand(3, 4).add_(1)`). Fake tensors do not check, and AOTAutograd's functionalization computes such a
-write as if the input were a copy: the compiled code would return a value where eager raises, or a different
-value where eager's result depends on the order it visits memory. So the trace stops before such a write and
-eager runs it (a graph break): it raises, or computes, exactly as without the JIT.
 """
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """torch functions that run a callable the program passes them: `associative_scan` (one graph node) and
 `torch.utils.checkpoint.checkpoint` (traced into the graph, its nodes tagged for recomputation).
-
-associative_scan's own Python (a vmap of the combine function, a recursive scan over slices) is torch-internal
-code that the trace does not read. Instead the node calls the real function with the callable made real, so
-eager's implementation is what runs: at trace time on fake tensors (for the result's metadata), then in the
-compiled graph, where AOTAutograd and inductor trace through it as through any Python op. Its contract asks for a
-pure callable; one that closes over a traced tensor, or has defaults that are not constants, is a graph break.
 """
 from __future__ import annotations
 

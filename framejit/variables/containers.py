@@ -1,8 +1,4 @@
 """Tuples, lists, sets, slices and iterators of Variables (dicts are in mappings.py).
-
-Lists, dicts and sets are mutable here; mutating one that came from outside
-the frame (it has a source) records a side effect that the transformed code
-replays after the graph runs.
 """
 from __future__ import annotations
 

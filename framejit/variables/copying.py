@@ -1,15 +1,4 @@
 """copy.deepcopy and copy.copy of values the trace holds, made the way the copy module makes them.
-
-Copying reads its argument and makes new objects; it writes nothing that existed before. So the trace does the
-copy itself, on Variables: containers become new containers, a user object becomes an object made in the trace
-(NewObjectVariable) whose attributes are copies of the original's, and immutable values are themselves, as
-`copy._deepcopy_atomic` says. What is read is guarded where it is read (the original's `__dict__` keys and values),
-so a changed original recompiles. Only the default protocol is followed: a class with `__deepcopy__`/`__copy__`,
-its own `__reduce__`/`__reduce_ex__`/`__getstate__`/`__setstate__`, a copyreg entry, slots or a `__new__` of its
-own stops the trace with a reason, and so does a tensor (its copy is an autograd-aware clone).
-
-Tracing `copy.deepcopy`'s own Python would need `id()` of values made in the trace (its memo) and the C
-`object.__reduce_ex__`; doing the copy on Variables needs neither.
 """
 from __future__ import annotations
 

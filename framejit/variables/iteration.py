@@ -1,10 +1,5 @@
 """itertools and functools helpers, and the builtins that take an iterable whole (sorted, min, max, all, any),
 over values the trace holds: they produce their items (or fold them) now.
-
-Each is evaluated at once, which is what the lazy original gives when its inputs are containers: reading a
-container has no effect, so taking all of it cannot differ from taking it item by item. An iterator argument
-(a generator, a real iterator) would be advanced too far by that: islice takes from it item by item, the others run
-as Python (a graph break).
 """
 from __future__ import annotations
 

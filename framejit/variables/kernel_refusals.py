@@ -1,14 +1,4 @@
 """Dtypes eager's kernels refuse where the trace's meta kernels accept them.
-
-A fake tensor runs an op's meta kernel, which checks shapes but often not dtypes: `long - bool`, `mm` of float64
-by float32, `layer_norm` of float64 with float32 weights, `round` of a long tensor, `abs` of a bool one. Eager's
-CPU kernel raises there, while a compiler (inductor) computes a result. So an op on small tensors not all of one
-floating dtype runs once more, on real tensors of its arguments' shapes and dtypes (integers 0, others 1: never
-shapes the program does not use, which some kernels trust, nor an index out of range). Where that raises, it runs
-again with every tensor float32, and with every floating or bool tensor float32 (indices keep their integer dtype),
-a Python bool made an int both times (`long_t - True` raises as for a bool tensor). An op that raises only in its
-arguments' dtypes is one eager refuses: the trace stops before it (a graph break), and eager runs it and raises its
-own error. An op that raises either way fails for its values, which eager will check.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
 """nn.Modules during tracing: forward is inlined, parameters and buffers become graph inputs.
-
-The graph never holds a module: parameters are loaded from their module each
-call (`L['self']._modules['fc']._parameters['weight']`), so deleting a module
-frees it, and guards cover only the modules read, never each parameter.
 """
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
 """Calls whose only effect is to report: `warnings.warn` and a `logging.Logger`'s level methods.
-
-They are recorded and replayed after the graph, in trace order, before the replayed writes, as TorchDynamo does,
-instead of breaking the graph. Each replayed instruction carries the line of the call in the captured frame, so
-that warnings attribute themselves as in eager: a warning whose `stacklevel` names a frame the trace inlined is
-replayed by `warnings.warn_explicit` with that frame's file, line, module and registry (what `warn` would have
-read from it); one that names a frame above the captured one is replayed by `warn` with the stacklevel counted
-from the captured frame. A log call from an inlined frame is replayed from the captured frame: its record names
-that frame's function and line.
-
-A warning the warnings filters make an error (`-W error`) breaks the graph, so that it raises where it stands (a
-replayed one would raise after the graph, with the writes it precedes undone); the filters are read when the trace
-is made, not guarded. Only calls whose arguments are all constants are replayed (a message formatted from what the
-trace knows: shapes, names, config); one that needs the data (a tensor's values), an exception being handled
-(`exc_info`, `exception`) or the stack (`stack_info`) breaks the graph.
 """
 from __future__ import annotations
 

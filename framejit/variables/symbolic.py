@@ -1,10 +1,6 @@
 """Python numbers that depend on symbolic sizes: `x.shape[0]`, `x.size(-1) // heads`, `x.numel()` of a tensor whose
 dims are dynamic. Each is an FX node whose example value is a torch.SymInt (SymFloat, SymBool) of the graph's shape
 environment, so size arithmetic goes into the graph and the compiled code works for every size its guards admit.
-
-Where the trace needs the number itself (a `range()`, a dict key, a Python function that isn't traced) it asks for
-`as_python_constant()`, which specialises: the shape environment records a guard that the size equals its current
-value. Branching on a comparison (`if x.shape[0] > 1`) records that comparison as a guard instead.
 """
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
 """Tensors during tracing: an FX node plus a fake-tensor example value.
-
-Metadata (shape, dtype, device, ...) is static under our guards, so reading it
-gives Python constants and adds no node; everything else becomes a graph op. Sizes
-of dynamic dims are the exception: they are graph values (variables/symbolic.py).
 """
 from __future__ import annotations
 
