@@ -4,6 +4,7 @@ a graph writes (C++ against torch).
 Everything else is in pyproject.toml. torch must be installed first (pip --no-build-isolation),
 since the tensor guard compiles against its headers.
 """
+
 from setuptools import Extension, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
@@ -11,8 +12,12 @@ setup(
     ext_modules=[
         Extension(
             "framejit._C._hook",
-            sources=["framejit/_C/hook.c", "framejit/_C/thread_slot.c", "framejit/_C/tail_call.c",
-                     "framejit/_C/data_stack.c"],
+            sources=[
+                "framejit/_C/hook.c",
+                "framejit/_C/thread_slot.c",
+                "framejit/_C/tail_call.c",
+                "framejit/_C/data_stack.c",
+            ],
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
         ),
         CppExtension(

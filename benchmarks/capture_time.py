@@ -9,6 +9,7 @@ compiled once before timing (one-time imports and torch's lazy setup), then `rep
 `framejit.reset()`; the median is printed, in milliseconds, for inference (no_grad) and for a training
 step (forward, loss, backward).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -18,6 +18,7 @@ of the calls of the last pass over the workload, once nothing compiles any more.
 (framejit, torch.compile, torch.compile, framejit, from an empty cache each time): the table has the fewer compile
 seconds of the two. Printed as a table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -119,6 +120,7 @@ def mlp_train_calls(model: nn.Module) -> list:
 
 def decoder_calls(model: nn.Module, steps: int) -> list:
     """One call generates `steps` tokens: a prompt, then one token at a time with the cache."""
+
     def generate() -> torch.Tensor:
         torch.manual_seed(0)
         ids = torch.randint(0, 1000, (1, 8))
@@ -128,6 +130,7 @@ def decoder_calls(model: nn.Module, steps: int) -> list:
             logits, caches = model(out[-1][:, None], torch.tensor(8 + i), caches)
             out.append(logits.argmax(-1))
         return torch.stack(out)
+
     return [generate]
 
 
@@ -149,6 +152,7 @@ class Counter:
         if self.jit == "framejit":
             return framejit.lookup_backend(self.backend)(gm, example_inputs)
         from torch._dynamo.backends.registry import lookup_backend
+
         return lookup_backend(self.backend)(gm, example_inputs)
 
 
@@ -189,6 +193,7 @@ def prime(backend: str) -> None:
     # find the first one's kernels. Both compile from scratch here.
     import torch._functorch.config
     import torch._inductor.config
+
     torch._inductor.config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
     tiny = lambda x: (x * 2).sum()  # noqa: E731

@@ -6,6 +6,7 @@ Each JIT compiles the bench's quick-size model (backend eager), runs three train
 guard is then called with the arguments of that call (framejit: the guard program, `guard(fn, *arg_slots)`;
 torch.compile: `guard_manager.check(f_locals)`), best of 7 rounds of 20,000 calls. Needs the `hf` extra.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,9 @@ def _trained(jit: Callable[..., Any], name: str) -> tuple[Any, Any]:
 
 def _slots(code: types.CodeType, model: Any, x: Any) -> dict[str, Any]:
     """The forward frame's argument slots as the model's call fills them (the first positional is the input)."""
-    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4)
-                             + bool(code.co_flags & 8)]
+    names = code.co_varnames[
+        : code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+    ]
     slots: dict[str, Any] = {names[0]: model}
     if code.co_flags & 4:  # a decorator's (self, *args, **kwargs)
         slots.update({names[1]: (x,), **({names[2]: {}} if code.co_flags & 8 else {})})
@@ -63,6 +65,7 @@ def main() -> None:
         print(frame.check_fn_source)
 
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list  # (the comparison only)
+
     model, x = _trained(lambda m: torch.compile(m, backend="eager"), args.model)
     forward = type(model).forward
     entry = _debug_get_cache_entry_list(forward.__code__)[0]
@@ -70,9 +73,11 @@ def main() -> None:
     f_locals.update((v, c.cell_contents) for v, c in zip(forward.__code__.co_freevars, forward.__closure__ or ()))
     torch_us = _time(lambda: entry.guard_manager.check(f_locals))
 
-    print(f"{args.model}: framejit's guard {framejit_us:.2f} us a call ({len(frame.guards)} guards, "
-          f"{frame.check_fn_source.count(chr(10))} instructions); torch.compile's {torch_us:.2f} us; "
-          f"ratio {torch_us / framejit_us:.2f}x")
+    print(
+        f"{args.model}: framejit's guard {framejit_us:.2f} us a call ({len(frame.guards)} guards, "
+        f"{frame.check_fn_source.count(chr(10))} instructions); torch.compile's {torch_us:.2f} us; "
+        f"ratio {torch_us / framejit_us:.2f}x"
+    )
 
 
 if __name__ == "__main__":

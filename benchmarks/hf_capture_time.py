@@ -13,6 +13,7 @@ setup of the ops it meets); "again" is the median of the other R, where per-code
 JITs keep some) have been filled. Printed per model, in milliseconds, with each JIT's graph count, and the geomean of
 framejit's time over torch.compile's for both columns.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,13 +73,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     import transformers
+
     transformers.logging.set_verbosity_error()
     warnings.simplefilter("ignore")
     prime()
-    print(f"first call, backend eager, inference (ms); torch {torch.__version__}, "
-          f"transformers {transformers.__version__}")
-    print(f"{'model':18s} {'fj cold':>8s} {'tc cold':>8s} {'ratio':>6s}   {'fj again':>8s} {'tc again':>8s} "
-          f"{'ratio':>6s}   graphs fj/tc")
+    print(
+        f"first call, backend eager, inference (ms); torch {torch.__version__}, transformers {transformers.__version__}"
+    )
+    print(
+        f"{'model':18s} {'fj cold':>8s} {'tc cold':>8s} {'ratio':>6s}   {'fj again':>8s} {'tc again':>8s} "
+        f"{'ratio':>6s}   graphs fj/tc"
+    )
     ratios: dict[str, list[float]] = {"cold": [], "again": []}
     for index, name in enumerate(args.models.split(",")):
         overrides, make_inputs = ONE_GRAPH[name]
@@ -96,8 +101,11 @@ def main() -> None:
         cold, again = (fj[0], tc[0]), (statistics.median(fj[1:]), statistics.median(tc[1:]))
         ratios["cold"].append(cold[0] / cold[1])
         ratios["again"].append(again[0] / again[1])
-        print(f"{name:18s} {cold[0]:8.0f} {cold[1]:8.0f} {cold[0] / cold[1]:6.2f}   {again[0]:8.0f} {again[1]:8.0f} "
-              f"{again[0] / again[1]:6.2f}   {graphs['framejit']}/{graphs['torch.compile']}", flush=True)
+        print(
+            f"{name:18s} {cold[0]:8.0f} {cold[1]:8.0f} {cold[0] / cold[1]:6.2f}   {again[0]:8.0f} {again[1]:8.0f} "
+            f"{again[0] / again[1]:6.2f}   {graphs['framejit']}/{graphs['torch.compile']}",
+            flush=True,
+        )
     for column, values in ratios.items():
         geomean = math.exp(sum(map(math.log, values)) / len(values))
         print(f"geomean of framejit / torch.compile, {column}, over {len(values)} models: {geomean:.2f}")

@@ -42,6 +42,7 @@ partial rows; --markdown FILE writes the Markdown summary (benchmarks/hf_sweep_r
 This file is the command line and a worker's run of one model; beside it, hf_sweep_models.py builds the tiny models
 and their inputs, hf_sweep_batches.py runs the workers, hf_sweep_report.py writes the report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,9 +63,11 @@ from benchmarks.hf_sweep_report import markdown, report  # noqa: E402
 
 # --- running ---------------------------------------------------------------------------------------------------------
 
+
 def tensors(obj: Any, depth: int = 0) -> list[Any]:
     """Every tensor in an output (ModelOutput.to_tuple(), nested tuples/lists/dicts, cache objects), in order."""
     import torch
+
     if isinstance(obj, torch.Tensor):
         return [obj]
     if depth > 6 or obj is None or isinstance(obj, (str, bytes, int, float, bool, torch.nn.Module)):
@@ -82,6 +85,7 @@ def tensors(obj: Any, depth: int = 0) -> list[Any]:
 
 def compare(expected: Any, actual: Any) -> tuple[bool, float]:
     import torch
+
     a, b = tensors(expected), tensors(actual)
     if len(a) != len(b):
         return False, float("inf")
@@ -128,6 +132,7 @@ def step(model: Any, call: Any, inputs: dict[str, Any]) -> Any:
     """One call of `call` (the model, eager or compiled) from seed 0: under no_grad, or with --train a training step
     whose gradients are returned after the outputs."""
     import torch
+
     torch.manual_seed(0)
     if not TRAIN:
         with torch.no_grad():
@@ -160,6 +165,7 @@ def phase(name: str) -> None:
 def run_model(name: str) -> dict[str, Any]:
     import torch
     import framejit
+
     row: dict[str, Any] = {"model": name}
     model = expected = inputs = None
     failures = []
@@ -187,11 +193,17 @@ def run_model(name: str) -> dict[str, Any]:
         if inputs is not None:
             break
     if inputs is None:
-        row.update(status="not built", reason=failures[0] if failures else "no inputs",
-                   last_reason=failures[-1] if failures else "")
+        row.update(
+            status="not built",
+            reason=failures[0] if failures else "no inputs",
+            last_reason=failures[-1] if failures else "",
+        )
         return row
-    row["variant"] = (f"intermediate {intermediate}" + ("" if tiny_images else ", default image size") +
-                      (", tiny state-space sizes, sub-configs from overrides only" if ssm else ""))
+    row["variant"] = (
+        f"intermediate {intermediate}"
+        + ("" if tiny_images else ", default image size")
+        + (", tiny state-space sizes, sub-configs from overrides only" if ssm else "")
+    )
     row["model_class"] = type(model).__name__
     row["params"] = sum(p.numel() for p in model.parameters())
     row["status"] = "built"
@@ -236,13 +248,20 @@ def run_model(name: str) -> dict[str, Any]:
         reasons = []
         for br in explained.break_reasons:
             frame = br.user_stack[-1] if br.user_stack else None
-            reasons.append({"reason": br.reason[:500],
-                            "at": f"{short_path(frame.filename)}:{frame.lineno}" if frame else "",
-                            "line": (frame.line or "").strip()[:200] if frame else ""})
+            reasons.append(
+                {
+                    "reason": br.reason[:500],
+                    "at": f"{short_path(frame.filename)}:{frame.lineno}" if frame else "",
+                    "line": (frame.line or "").strip()[:200] if frame else "",
+                }
+            )
         row["fj_break_reasons"] = reasons
         if reasons:
-            row.update(fj_first_break=reasons[0]["reason"], fj_first_break_at=reasons[0]["at"],
-                       fj_first_break_line=reasons[0]["line"])
+            row.update(
+                fj_first_break=reasons[0]["reason"],
+                fj_first_break_at=reasons[0]["at"],
+                fj_first_break_line=reasons[0]["line"],
+            )
     except BaseException as exc:  # noqa: BLE001
         row["fj_explain_error"] = error_text(exc)
         if row.get("fj_status") == "ok":
@@ -253,9 +272,11 @@ def run_model(name: str) -> dict[str, Any]:
     phase("torch.compile")
     import torch._dynamo
     from torch._dynamo.utils import counters
+
     torch._dynamo.reset()
     counters.clear()
     from torch._dynamo.backends.registry import lookup_backend
+
     counter = GraphCounter(lookup_backend("aot_eager") if TRAIN else None)
     start = time.perf_counter()
     try:
@@ -279,11 +300,13 @@ class _ModuleInitKept:
 
     def __enter__(self) -> None:
         import torch
+
         self.kept = torch.nn.Module.__init__, torch.nn.Module.__setstate__
         self.flagged = "___needs_generation_tag_patch" in vars(torch.nn.Module)
 
     def __exit__(self, *exc: Any) -> None:
         import torch
+
         torch.nn.Module.__init__, torch.nn.Module.__setstate__ = self.kept
         if not self.flagged and "___needs_generation_tag_patch" in vars(torch.nn.Module):
             delattr(torch.nn.Module, "___needs_generation_tag_patch")
@@ -295,10 +318,13 @@ def worker(names: list[str], progress: str) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     warnings.simplefilter("ignore")
     import transformers
+
     transformers.logging.set_verbosity_error()
     import torch
+
     torch.set_num_threads(1)
     import framejit  # noqa: F401
+
     global _PROGRESS
     with open(progress, "a") as f:
         _PROGRESS = f
@@ -322,14 +348,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-rss-gb", type=float, default=6, help="kill a worker whose resident memory passes this")
     parser.add_argument("--resume", action="store_true", help="keep the models of OUT/hf_sweep.partial.jsonl")
     parser.add_argument("--out", default="hf_sweep_out")
-    parser.add_argument("--markdown", metavar="FILE", help="write FILE (e.g. benchmarks/hf_sweep_results.md) from "
-                        "OUT/hf_sweep.json and stop")
-    parser.add_argument("--command", default="python benchmarks/hf_sweep.py --jobs 1",
-                        help="the command the markdown says made the results")
-    parser.add_argument("--train", action="store_true", help="a training step (aot_eager backends) instead of "
-                        "inference; outputs and gradients compared")
-    parser.add_argument("--gradient-checkpointing", action="store_true", help="--train with HF's gradient "
-                        "checkpointing (use_reentrant=False) on, in train mode, where the model supports it")
+    parser.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write FILE (e.g. benchmarks/hf_sweep_results.md) from OUT/hf_sweep.json and stop",
+    )
+    parser.add_argument(
+        "--command",
+        default="python benchmarks/hf_sweep.py --jobs 1",
+        help="the command the markdown says made the results",
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="a training step (aot_eager backends) instead of inference; outputs and gradients compared",
+    )
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="--train with HF's gradient "
+        "checkpointing (use_reentrant=False) on, in train mode, where the model supports it",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--progress", help=argparse.SUPPRESS)
     parser.add_argument("--report-only", action="store_true", help="rebuild the report from OUT/hf_sweep.partial.jsonl")

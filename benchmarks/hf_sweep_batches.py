@@ -1,5 +1,6 @@
 """The parent of a sweep: models run in worker subprocesses, --batch per subprocess, --jobs at a time; a crash,
 a hang or a worker past its memory limit is pinned on the model and phase that was running."""
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,12 @@ class Batch:
         self.names, self.timeout, self.max_rss_gb = list(names), timeout, max_rss_gb
         self.progress = os.path.join(tmpdir, f"batch{index}.jsonl")
         self.log = open(os.path.join(tmpdir, f"batch{index}.log"), "w")
-        self.proc = subprocess.Popen([sys.executable, WORKER_SCRIPT, "--worker", ",".join(names),
-                                      "--progress", self.progress], cwd=ROOT, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, WORKER_SCRIPT, "--worker", ",".join(names), "--progress", self.progress],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         self.size = 0
         self.last_progress = time.monotonic()
 
@@ -32,7 +36,7 @@ class Batch:
             with open(f"/proc/{self.proc.pid}/status") as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 2 ** 20
+                        return int(line.split()[1]) / 2**20
         except OSError:
             pass
         return 0.0
@@ -77,8 +81,9 @@ class Batch:
         return None
 
 
-def run_all(names: list[str], jobs: int, batch: int, timeout: float, out_dir: str, max_rss_gb: float,
-            resume: bool) -> list[dict[str, Any]]:
+def run_all(
+    names: list[str], jobs: int, batch: int, timeout: float, out_dir: str, max_rss_gb: float, resume: bool
+) -> list[dict[str, Any]]:
     tmpdir = tempfile.mkdtemp(prefix="hf_sweep_", dir=out_dir)
     rows: list[dict[str, Any]] = []
     partial = os.path.join(out_dir, "hf_sweep.partial.jsonl")
@@ -89,7 +94,7 @@ def run_all(names: list[str], jobs: int, batch: int, timeout: float, out_dir: st
         os.remove(partial)
     done_names: set[str] = {r["model"] for r in rows}
     todo = [n for n in names if n not in done_names]
-    queue = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    queue = [todo[i : i + batch] for i in range(0, len(todo), batch)]
     running: list[Batch] = []
     index = 0
     t0 = time.monotonic()
@@ -109,9 +114,15 @@ def run_all(names: list[str], jobs: int, batch: int, timeout: float, out_dir: st
                 if crashed is not None:
                     with open(b.log.name) as f:
                         tail = f.read()[-2000:]
-                    got.append({"model": crashed, "status": "crash", "reason": f"{state} in {b.phase or '?'}",
-                                "log_tail": tail,
-                                "fj_status": "crash"})
+                    got.append(
+                        {
+                            "model": crashed,
+                            "status": "crash",
+                            "reason": f"{state} in {b.phase or '?'}",
+                            "log_tail": tail,
+                            "fj_status": "crash",
+                        }
+                    )
             for r in got:
                 rows.append(r)
                 done_names.add(r["model"])
@@ -128,11 +139,12 @@ def run_all(names: list[str], jobs: int, batch: int, timeout: float, out_dir: st
 def summary_line(r: dict[str, Any]) -> str:
     if r.get("status") != "built":
         return f"{r['model']}: {r.get('status')} - {str(r.get('reason', ''))[:120]}"
-    text = (f"{r['model']}: fj {r.get('fj_graphs')} graphs {r.get('fj_breaks')} breaks {r.get('fj_status')}; "
-            f"tc {r.get('tc_graphs')} graphs {r.get('tc_status')}")
+    text = (
+        f"{r['model']}: fj {r.get('fj_graphs')} graphs {r.get('fj_breaks')} breaks {r.get('fj_status')}; "
+        f"tc {r.get('tc_graphs')} graphs {r.get('tc_status')}"
+    )
     if r.get("fj_error"):
         text += f" | fj error {r['fj_error'][:120]}"
     if r.get("fj_first_break"):
         text += f" | first break: {r['fj_first_break'][:100]}"
     return text
-

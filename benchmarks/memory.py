@@ -14,6 +14,7 @@ ones of those handed to the backend. torch.fx itself keeps the source of every G
 for (in linecache, for tracebacks): the column "FX sources kept", and the slow rise in "gc objects" (4 per
 graph), are that.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,6 +73,7 @@ def make_closure(weight: torch.Tensor) -> Callable[..., Any]:
         y = torch.sin(x @ weight) + 1
         print("", end="")
         return y.cos() - 1
+
     return step
 
 
@@ -120,11 +122,18 @@ def counts(backend: KeepWeakGraphs) -> dict[str, int]:
     objs = gc.get_objects()
     with warnings.catch_warnings():  # isinstance() wakes lazy deprecated module attributes (torch.distributed)
         warnings.simplefilter("ignore")
-        live = {name: sum(isinstance(o, cls) for o in objs) for name, cls in (
-            ("fx.Node", torch.fx.Node), ("nn.Module", nn.Module), ("tensors", torch.Tensor),
-            ("functions", types.FunctionType))}
+        live = {
+            name: sum(isinstance(o, cls) for o in objs)
+            for name, cls in (
+                ("fx.Node", torch.fx.Node),
+                ("nn.Module", nn.Module),
+                ("tensors", torch.Tensor),
+                ("functions", types.FunctionType),
+            )
+        }
     return {
-        "GraphModules": backend.live(), **live,
+        "GraphModules": backend.live(),
+        **live,
         "cache entries": sum(len(cache.entries(c)) for c in list(cache._codes)),
         "compiled frames": len(cache._frames),
         "continuations": sum(len(v) for v in _RESUME_CODES.values()),
@@ -152,6 +161,7 @@ def run(kind: str, n: int, warmup: int = 20, collect_every: int = 100) -> list[t
         rss = rss_mib()  # before counts() collects: what the process holds at this point
         found = counts(backend)
         rows.append((label, rss, {**found, "dropped but alive": sum(r() is not None for r in dropped)}))
+
     for i in range(n + 1):
         if i in checkpoints:
             row(str(i))
@@ -178,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=20, help="rounds run (and dropped) before round 0")
     parser.add_argument("--collect-every", type=int, default=100, help="rounds between gc.collect() (0: never)")
     args = parser.parse_args(argv)
-    for kind in (["code", "closure", "module"] if args.kind == "all" else [args.kind]):
+    for kind in ["code", "closure", "module"] if args.kind == "all" else [args.kind]:
         print(table(kind, run(kind, args.n, args.warmup, args.collect_every)) + "\n", flush=True)
 
 

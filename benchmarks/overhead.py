@@ -8,6 +8,7 @@ prints the best per-call time over several timeit repeats, the microseconds each
 JIT adds over eager, and the ratio framejit-added / torch.compile-added (lower is better
 for framejit; <= 1.0 meets the target).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -106,7 +107,8 @@ def main() -> None:
             check(f"{name} / {label}", got, want)
 
         t_eager, t_fj, t_tc = best_per_call_us(
-            [lambda: eager(*inputs), lambda: fj(*inputs), lambda: tc(*inputs)], args.seconds, args.repeat)
+            [lambda: eager(*inputs), lambda: fj(*inputs), lambda: tc(*inputs)], args.seconds, args.repeat
+        )
         for label, cnt in (("framejit", fj_cnt), ("torch.compile", tc_cnt)):
             if cnt.frame_count != 1:
                 sys.exit(f"{name} / {label}: expected 1 compiled graph, got {cnt.frame_count}")
@@ -114,17 +116,17 @@ def main() -> None:
         framejit.reset()
         torch._dynamo.reset()
 
-    header = ("case", "eager us", "framejit us", "torch.compile us", "framejit +us", "torch.compile +us",
-              "ratio fj/tc")
+    header = ("case", "eager us", "framejit us", "torch.compile us", "framejit +us", "torch.compile +us", "ratio fj/tc")
     table = []
     for name, t_eager, t_fj, t_tc in rows:
         add_fj, add_tc = t_fj - t_eager, t_tc - t_eager
         ratio = f"{add_fj / add_tc:.2f}" if add_tc > 0 else "n/a"
-        table.append((name, f"{t_eager:.2f}", f"{t_fj:.2f}", f"{t_tc:.2f}", f"{add_fj:+.2f}", f"{add_tc:+.2f}",
-                      ratio))
+        table.append((name, f"{t_eager:.2f}", f"{t_fj:.2f}", f"{t_tc:.2f}", f"{add_fj:+.2f}", f"{add_tc:+.2f}", ratio))
     widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
-    print(f"per-call time, best of {args.repeat} repeats (torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, CPU); backend 'eager' for both JITs")
+    print(
+        f"per-call time, best of {args.repeat} repeats (torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, CPU); backend 'eager' for both JITs"
+    )
     print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
     print("  ".join("-" * w for w in widths))
     for row in table:

@@ -12,6 +12,7 @@ median of 20 later calls. Both JITs first compile a tiny function (one-time impo
 graph caches are off. Inductor's C++ kernels are still cached on disk by their source, so each JIT runs twice,
 alternating (framejit, torch.compile, torch.compile, framejit), and the table has its fewer first-call seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,9 +32,16 @@ from benchmarks.dynamic import Counter, prime  # noqa: E402
 
 def bert(layers: int) -> torch.nn.Module:
     from transformers import BertConfig, BertModel
+
     torch.manual_seed(0)
-    config = BertConfig(hidden_size=256, num_attention_heads=4, intermediate_size=1024, num_hidden_layers=layers,
-                        vocab_size=1000, attn_implementation="eager")
+    config = BertConfig(
+        hidden_size=256,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        num_hidden_layers=layers,
+        vocab_size=1000,
+        attn_implementation="eager",
+    )
     return BertModel(config).eval()
 
 

@@ -9,6 +9,7 @@ generator alike before the compiled and the eager call (dropout, stochastic dept
 backward; the report is the graph count and the largest gradient difference relative to eager's largest value.
 The second size makes both JITs compile a graph with a symbolic batch size (automatic dynamic).
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,8 +22,7 @@ import torch
 import framejit
 from tv_sweep import import_torchvision  # noqa: E402  (benchmarks/ is the script's directory)
 
-MODELS = ["resnet18", "mobilenet_v3_small", "densenet121", "efficientnet_b0", "regnet_x_400mf",
-          "shufflenet_v2_x0_5"]
+MODELS = ["resnet18", "mobilenet_v3_small", "densenet121", "efficientnet_b0", "regnet_x_400mf", "shufflenet_v2_x0_5"]
 
 
 class Counting:
@@ -34,6 +34,7 @@ class Counting:
         if self.jit == "framejit":
             return framejit.lookup_backend("aot_eager")(gm, example_inputs)
         from torch._dynamo.backends.debugging import aot_eager
+
         return aot_eager(gm, example_inputs)
 
 
@@ -55,8 +56,14 @@ def run(jit: str, name: str, torchvision: object) -> str:
             break
         torch.manual_seed(100 + n)
         reference(x).sum().backward()
-        worst = max([worst] + [(a.grad - b.grad).abs().max().item() / (b.grad.abs().max().item() + 1e-12)
-                               for a, b in zip(model.parameters(), reference.parameters()) if b.grad is not None])
+        worst = max(
+            [worst]
+            + [
+                (a.grad - b.grad).abs().max().item() / (b.grad.abs().max().item() + 1e-12)
+                for a, b in zip(model.parameters(), reference.parameters())
+                if b.grad is not None
+            ]
+        )
     if jit == "framejit":
         framejit.reset()
     else:

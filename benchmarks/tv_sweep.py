@@ -17,6 +17,7 @@ torchvision's PyPI wheel carries C++ ops built for CUDA torch; with a CPU torch 
 the fake-kernel module is skipped (the models measured here never call those ops: detection models, which do,
 are not measured).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,8 +77,10 @@ def tensors(value) -> list:
 
 def same(a, b) -> bool:
     ta, tb = tensors(a), tensors(b)
-    return len(ta) == len(tb) and all(x is y is None or x is not None and y is not None and
-                                      torch.allclose(x, y, atol=1e-4, rtol=1e-3) for x, y in zip(ta, tb))
+    return len(ta) == len(tb) and all(
+        x is y is None or x is not None and y is not None and torch.allclose(x, y, atol=1e-4, rtol=1e-3)
+        for x, y in zip(ta, tb)
+    )
 
 
 def batch(tv: types.ModuleType, family: str, name: str) -> torch.Tensor:
@@ -93,8 +96,14 @@ def run(tv: types.ModuleType, family: str, name: str, train: bool) -> str:
     import torch._dynamo
     from torch._dynamo.backends.registry import lookup_backend
     from torch._dynamo.utils import counters
-    kwargs = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else \
-        {"weights_backbone": None} if family == "segmentation" else {}
+
+    kwargs = (
+        {"aux_logits": False, "init_weights": False}
+        if name in ("googlenet", "inception_v3")
+        else {"weights_backbone": None}
+        if family == "segmentation"
+        else {}
+    )
     torch.manual_seed(0)
     try:
         model = tv.models.get_model(name, **kwargs).eval()
@@ -107,8 +116,9 @@ def run(tv: types.ModuleType, family: str, name: str, train: bool) -> str:
         framejit.reset()
         torch._dynamo.reset()
         counters.clear()
-        inner = (framejit.backends.lookup_backend if jit == "framejit" else lookup_backend)("aot_eager") \
-            if train else None
+        inner = (
+            (framejit.backends.lookup_backend if jit == "framejit" else lookup_backend)("aot_eager") if train else None
+        )
         counter = Counter(inner)
         compiled = framejit.optimize(counter)(model) if jit == "framejit" else torch.compile(model, backend=counter)
         start = time.perf_counter()
@@ -124,8 +134,10 @@ def run(tv: types.ModuleType, family: str, name: str, train: bool) -> str:
             breaks = len(reasons)
         else:
             breaks, reasons = sum(counters["graph_break"].values()), []
-        results.append(f"{jit} {counter.graphs} graphs {breaks} breaks {status} {seconds:.1f}s" +
-                       (f" ({reasons[0][:90]})" if reasons else ""))
+        results.append(
+            f"{jit} {counter.graphs} graphs {breaks} breaks {status} {seconds:.1f}s"
+            + (f" ({reasons[0][:90]})" if reasons else "")
+        )
     torch._dynamo.reset()
     return f"{name}: " + " | ".join(results)
 
@@ -139,8 +151,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     tv = import_torchvision()
-    module = {"classification": tv.models, "segmentation": tv.models.segmentation,
-              "video": tv.models.video}[args.family]
+    module = {"classification": tv.models, "segmentation": tv.models.segmentation, "video": tv.models.video}[
+        args.family
+    ]
     names = [n for n in args.models.split(",") if n] or tv.models.list_models(module=module)
     for name in names:
         print(run(tv, args.family, name, args.train), flush=True)

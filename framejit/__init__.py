@@ -3,6 +3,7 @@
 See docs/api.md for the contract: optimize / compile / run / disable / reset, explain / export, backends, config,
 exc, testing.
 """
+
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
 from framejit import backends, config, exc, logs, testing
 from framejit.api import OptimizedModule, compile, disable, optimize, optimize_assert, reset, run
@@ -15,7 +16,30 @@ from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
 
-__all__ = ["Dim", "OptimizedModule", "allow_in_graph", "assume_constant_result", "backends", "compile", "config",
-           "disable", "disallow_in_graph", "exc", "explain", "export", "list_backends", "lookup_backend",
-           "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "optimize_assert", "register_backend",
-           "reset", "run", "save_onnx", "save_torchscript", "testing"]
+__all__ = [
+    "Dim",
+    "OptimizedModule",
+    "allow_in_graph",
+    "assume_constant_result",
+    "backends",
+    "compile",
+    "config",
+    "disable",
+    "disallow_in_graph",
+    "exc",
+    "explain",
+    "export",
+    "list_backends",
+    "lookup_backend",
+    "mark_dynamic",
+    "mark_static",
+    "maybe_mark_dynamic",
+    "optimize",
+    "optimize_assert",
+    "register_backend",
+    "reset",
+    "run",
+    "save_onnx",
+    "save_torchscript",
+    "testing",
+]

@@ -1,4 +1,5 @@
 """Command line: `python -m framejit bench` (the model suite benchmark) and `python -m framejit demo`."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,13 +12,16 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("demo", help="capture the seed examples with a printing backend")
     bench = sub.add_parser("bench", help="run the built-in model suite eager and compiled, side by side")
     from framejit.bench.cli import add_arguments
+
     add_arguments(bench)
     args = parser.parse_args(argv)
     if args.command == "demo":
         from framejit.demo import main as demo
+
         return demo()
     if args.command == "bench":
         from framejit.bench.cli import run
+
         return run(args)
     return 2
 

@@ -1,4 +1,5 @@
 """The public entry points: optimize, compile, optimize_assert, run, disable, reset."""
+
 from __future__ import annotations
 
 import functools
@@ -9,9 +10,15 @@ from framejit import eval_frame, logs
 from framejit.backends.registry import backend_name, lookup_backend
 
 
-def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool | None = None,
-             guard_export_fn: Callable | None = None, guard_fail_fn: Callable | None = None,
-             disable: bool = False) -> Any:
+def optimize(
+    backend: Any = "inductor",
+    *,
+    nopython: bool = False,
+    dynamic: bool | None = None,
+    guard_export_fn: Callable | None = None,
+    guard_fail_fn: Callable | None = None,
+    disable: bool = False,
+) -> Any:
     """A context that captures frames into graphs compiled by `backend`: decorator, module wrapper,
     or `with` block (capturing the frames called inside it)."""
     if disable or _disabled_by_environment():
@@ -19,8 +26,9 @@ def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool
     logs.sections()  # a misspelt FRAMEJIT_LOGS fails here, at the call that set up capture
     compiler = lookup_backend(backend)
     name = backend if isinstance(backend, str) else backend_name(compiler)
-    return eval_frame.make_context(compiler, name, nopython=nopython, dynamic=dynamic, guard_fail_fn=guard_fail_fn,
-                                   guard_export_fn=guard_export_fn)
+    return eval_frame.make_context(
+        compiler, name, nopython=nopython, dynamic=dynamic, guard_fail_fn=guard_fail_fn, guard_export_fn=guard_export_fn
+    )
 
 
 def _disabled_by_environment() -> bool:
@@ -33,13 +41,21 @@ def optimize_assert(backend: Any = "inductor", **kwargs: Any) -> Any:
     return optimize(backend, nopython=True, **kwargs)
 
 
-def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
-            backend: Any = "inductor", mode: str | None = None, options: dict | None = None,
-            disable: bool = False) -> Any:
+def compile(
+    model: Any = None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: Any = "inductor",
+    mode: str | None = None,
+    options: dict | None = None,
+    disable: bool = False,
+) -> Any:
     """Like torch.compile: `compile(fn)`, `@compile`, `@compile(backend=..., fullgraph=True)`."""
     if model is None:
-        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
-                                 options=options, disable=disable)
+        return functools.partial(
+            compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, disable=disable
+        )
     if not callable(model):
         raise TypeError(f"framejit.compile expects a function or nn.Module, got {type(model).__name__}")
     if disable or _disabled_by_environment():

@@ -1,5 +1,5 @@
-"""Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset.
-"""
+"""Per-code cache entries kept in co_extra by the C hook, their size limit, invalidation and reset."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ from framejit.contracts import CacheEntry, CompiledFrame
 SKIP = _hook.SKIP
 
 _frames: "weakref.WeakKeyDictionary[Any, CompiledFrame]" = weakref.WeakKeyDictionary()
-_codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()   # codes with something in co_extra
+_codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()  # codes with something in co_extra
 # per live entry: weak references to its guard function and to the objects it is guarded on by identity, whose
 # callbacks drop the entry (and forget them all, so that nothing outlives the entry)
 _watchers: dict[int, list[weakref.ref]] = {}
@@ -29,8 +29,11 @@ def entries(code: types.CodeType, owner: Any = None) -> list[CacheEntry]:
 
 
 def compiled_frames(code: types.CodeType, owner: Any = None) -> list[CompiledFrame]:
-    return [dataclasses.replace(_frames[e.guard_fn], guard_fn=e.guard_fn)
-            for e in entries(code, owner) if e.guard_fn in _frames]
+    return [
+        dataclasses.replace(_frames[e.guard_fn], guard_fn=e.guard_fn)
+        for e in entries(code, owner)
+        if e.guard_fn in _frames
+    ]
 
 
 def mark_skip(code: types.CodeType) -> None:
@@ -58,6 +61,7 @@ def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> CacheEntr
         cache = get_extra(live_code) if live_code is not None and guard is not None else None
         if isinstance(cache, list):  # (module globals may already be gone at interpreter exit)
             cache[:] = [e for e in cache if e.guard_fn is not guard]
+
     _watchers[token] = [weakref.ref(frame.guard_fn, drop), *(weakref.ref(obj, drop) for obj in frame.watched)]
     return entry
 
@@ -78,8 +82,11 @@ def reset() -> None:
 
 def snapshot() -> dict[types.CodeType, Any]:
     """What every code's co_extra holds now (a copy), for restore()."""
-    return {code: (list(extra) if isinstance(extra, list) else extra)
-            for code in list(_codes) for extra in [_hook.get_extra(code)]}
+    return {
+        code: (list(extra) if isinstance(extra, list) else extra)
+        for code in list(_codes)
+        for extra in [_hook.get_extra(code)]
+    }
 
 
 def restore(saved: dict[types.CodeType, Any]) -> None:

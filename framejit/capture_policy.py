@@ -1,5 +1,5 @@
-"""Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no.
-"""
+"""Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no."""
+
 from __future__ import annotations
 
 import collections
@@ -18,12 +18,14 @@ import torch
 
 _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this file is in framejit/
 # framejit's own example models (the demo, the bench suite): user-style code, captured like user code
-_USER_STYLE_FILES = frozenset(os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"),
-                                                                   ("bench", "hf_models.py")))
+_USER_STYLE_FILES = frozenset(
+    os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"), ("bench", "hf_models.py"))
+)
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 TORCH_DISTRIBUTED_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
-_TORCH_TRACED_DIRS = tuple(os.path.join(_TORCH_DIR, *sub) + os.sep
-                           for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha")))
+_TORCH_TRACED_DIRS = tuple(
+    os.path.join(_TORCH_DIR, *sub) + os.sep for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha"))
+)
 # torch files traced when user code calls into them (never captured as frames): the wrapper that
 # `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it
 _TORCH_TRACED_FILES = frozenset({os.path.join(_TORCH_DIR, "utils", "_contextlib.py")})
@@ -41,9 +43,31 @@ def _package_dir(name: str) -> str | None:
 
 
 # Libraries that compilers and optimizers call into; never user model code.
-_THIRD_PARTY = tuple(filter(None, map(_package_dir, (
-    "numpy", "bytecode", "tabulate", "sympy", "filelock", "typing_extensions", "tqdm", "onnx", "onnxruntime",
-    "triton", "jinja2", "networkx", "packaging", "fsspec", "mpmath"))))
+_THIRD_PARTY = tuple(
+    filter(
+        None,
+        map(
+            _package_dir,
+            (
+                "numpy",
+                "bytecode",
+                "tabulate",
+                "sympy",
+                "filelock",
+                "typing_extensions",
+                "tqdm",
+                "onnx",
+                "onnxruntime",
+                "triton",
+                "jinja2",
+                "networkx",
+                "packaging",
+                "fsspec",
+                "mpmath",
+            ),
+        ),
+    )
+)
 
 # Code torch and framejit generate (FX graphs, guards); other "<...>" files (exec'd user code) are captured.
 _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
@@ -51,8 +75,9 @@ _GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
 # Standard-library code that model code leans on, written in Python with no effects beyond its arguments:
 # traced when user code calls it (Mapping.get / __contains__, dataclasses.fields, functools helpers), though
 # never captured as a frame of its own.
-_TRACED_STDLIB = frozenset({"<frozen _collections_abc>", collections.__file__, dataclasses.__file__,
-                            functools.__file__, contextlib.__file__})  # nullcontext(), suppress()...
+_TRACED_STDLIB = frozenset(
+    {"<frozen _collections_abc>", collections.__file__, dataclasses.__file__, functools.__file__, contextlib.__file__}
+)  # nullcontext(), suppress()...
 
 # code objects captured even though their file is skipped (nn.Linear.forward of an optimized nn.Linear), each
 # for as long as the object that asked for it lives

@@ -1,5 +1,6 @@
 """Bytecode for the transformed function: call the compiled graph, rebuild Python values, replay writes, and run
 the frame again as Python where the graph raises (`as_eager/rerun.py`)."""
+
 from __future__ import annotations
 
 import types
@@ -28,11 +29,15 @@ class PyCodegen:
     are rebuilt (once: mutable ones are kept in a temporary so identity holds).
     """
 
-    def __init__(self, output_index: dict[int, int], cell_names: frozenset[str] = frozenset(),
-                 root_cells: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        output_index: dict[int, int],
+        cell_names: frozenset[str] = frozenset(),
+        root_cells: dict[int, str] | None = None,
+    ) -> None:
         self.output_index = output_index
-        self.cell_names = cell_names            # the frame's cellvars (arguments among them are cells)
-        self.root_cells = root_cells or {}      # id(trace Cell) -> name of that cell in the frame
+        self.cell_names = cell_names  # the frame's cellvars (arguments among them are cells)
+        self.root_cells = root_cells or {}  # id(trace Cell) -> name of that cell in the frame
         self.instructions: list[Instr] = []
         self.temps: list[str] = []
         self._built: dict[int, str] = {}

@@ -3,6 +3,7 @@
 Set them as module attributes (`framejit.config.debug = True`) or temporarily
 with `framejit.config.patch(debug=True)` as a context manager or decorator.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -11,24 +12,34 @@ import logging
 import sys
 from typing import Any
 
-debug: bool = False             # print ORIGINAL/MODIFIED BYTECODE, GUARDS and the graph per compiled frame
-verbose: bool = False           # full tracebacks for internal errors
+debug: bool = False  # print ORIGINAL/MODIFIED BYTECODE, GUARDS and the graph per compiled frame
+verbose: bool = False  # full tracebacks for internal errors
 log_level: int = logging.WARNING  # level of the `framejit` logger (INFO: graph breaks, recompiles, fallbacks)
-output_code: bool = False       # print each graph's code and let backends that generate code show theirs
-dynamic_shapes: bool = False    # dynamic=True everywhere: every input dim symbolic from the first compile
+output_code: bool = False  # print each graph's code and let backends that generate code show theirs
+dynamic_shapes: bool = False  # dynamic=True everywhere: every input dim symbolic from the first compile
 automatic_dynamic_shapes: bool = True  # dynamic=None: a dim whose size changed is symbolic in the recompile
-cache_size_limit: int = 8       # compiled entries per code object (and per module instance: entries for
-                                #   other objects guarded by identity, e.g. other nn.Linear, do not count)
+cache_size_limit: int = 8  # compiled entries per code object (and per module instance: entries for
+#   other objects guarded by identity, e.g. other nn.Linear, do not count)
 accumulated_cache_size_limit: int = 256  # compiled entries per code object for all objects together
-suppress_errors: bool = False   # backend failures warn and fall back instead of raising
-warn_on_fallback: bool = True   # warn (exc.BackendFallbackWarning) when a backend runs a graph as its torch ops
-inline_depth_limit: int = 32    # nested user-function inlining depth before Unsupported
+suppress_errors: bool = False  # backend failures warn and fall back instead of raising
+warn_on_fallback: bool = True  # warn (exc.BackendFallbackWarning) when a backend runs a graph as its torch ops
+inline_depth_limit: int = 32  # nested user-function inlining depth before Unsupported
 instruction_budget: int = 100_000  # symbolic instructions per compiled frame (inlined calls included)
 
-_NAMES = ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "automatic_dynamic_shapes",
-          "cache_size_limit",
-          "accumulated_cache_size_limit", "suppress_errors", "warn_on_fallback", "inline_depth_limit",
-          "instruction_budget")
+_NAMES = (
+    "debug",
+    "verbose",
+    "log_level",
+    "output_code",
+    "dynamic_shapes",
+    "automatic_dynamic_shapes",
+    "cache_size_limit",
+    "accumulated_cache_size_limit",
+    "suppress_errors",
+    "warn_on_fallback",
+    "inline_depth_limit",
+    "instruction_budget",
+)
 
 
 @dataclasses.dataclass(frozen=True)

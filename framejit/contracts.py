@@ -1,5 +1,5 @@
-"""Contracts between the pipeline's layers: record types, guard kinds, and the protocols the value layer sees.
-"""
+"""Contracts between the pipeline's layers: record types, guard kinds, and the protocols the value layer sees."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,25 +24,25 @@ class Backend(Protocol):
 class GuardKind(enum.StrEnum):
     """What a guard checks about the value at its source (or, for the global ones, about torch's state)."""
 
-    TENSOR_MATCH = "TENSOR_MATCH"      # type, dtype, device, requires_grad, sizes, strides, dispatch keys
-    ID_MATCH = "ID_MATCH"              # the same object
+    TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, requires_grad, sizes, strides, dispatch keys
+    ID_MATCH = "ID_MATCH"  # the same object
     FUNCTION_MATCH = "FUNCTION_MATCH"  # the same function, module or builtin
-    CODE_MATCH = "CODE_MATCH"          # a function with the same code (closures made anew each call match)
-    EQUALS = "EQUALS"                  # a Python constant of the same type and value
+    CODE_MATCH = "CODE_MATCH"  # a function with the same code (closures made anew each call match)
+    EQUALS = "EQUALS"  # a Python constant of the same type and value
     TYPE_MATCH = "TYPE_MATCH"
-    LEN_MATCH = "LEN_MATCH"            # a tuple or list of the same type and length
-    DICT_KEYS = "DICT_KEYS"            # a dict (set) of the same type and keys (items), in order
-    NO_HOOKS = "NO_HOOKS"              # a module called: still no hooks and no instance `forward`
-    NO_ATTR = "NO_ATTR"                # an attribute the trace found missing is still missing
-    NO_KEY = "NO_KEY"                  # a name the trace found absent (a global shadowing a builtin)
-    ALIAS = "ALIAS"                    # two sources are one object
-    NOT_ALIAS = "NOT_ALIAS"            # two sources are different objects
+    LEN_MATCH = "LEN_MATCH"  # a tuple or list of the same type and length
+    DICT_KEYS = "DICT_KEYS"  # a dict (set) of the same type and keys (items), in order
+    NO_HOOKS = "NO_HOOKS"  # a module called: still no hooks and no instance `forward`
+    NO_ATTR = "NO_ATTR"  # an attribute the trace found missing is still missing
+    NO_KEY = "NO_KEY"  # a name the trace found absent (a global shadowing a builtin)
+    ALIAS = "ALIAS"  # two sources are one object
+    NOT_ALIAS = "NOT_ALIAS"  # two sources are different objects
     GRAD_MODE = "GRAD_MODE"
     DEFAULT_DTYPE = "DEFAULT_DTYPE"
     DEFAULT_DEVICE = "DEFAULT_DEVICE"
     AUTOCAST = "AUTOCAST"
-    GLOBAL_QUERY = "GLOBAL_QUERY"      # a query of global state folded to its answer
-    SHAPE_ENV = "SHAPE_ENV"            # what the trace assumed of dynamic sizes (equalities, ranges...)
+    GLOBAL_QUERY = "GLOBAL_QUERY"  # a query of global state folded to its answer
+    SHAPE_ENV = "SHAPE_ENV"  # what the trace assumed of dynamic sizes (equalities, ranges...)
     STORAGE_SHARING = "STORAGE_SHARING"  # which guarded tensors share storage (views of one another)
 
 
@@ -70,7 +70,7 @@ class Check:
 
     expr: str
     _: dataclasses.KW_ONLY
-    op: str = ""                       # "is", "is not", "==", or "" when `expr` is the test itself
+    op: str = ""  # "is", "is not", "==", or "" when `expr` is the test itself
     expected: Any = True
     expected_text: str | None = ""
     field: str = ""
@@ -129,29 +129,30 @@ class GuardFailure:
 class CompiledFrame:
     """What converting one frame produced: the replacement code, its guards and graphs."""
 
-    code: types.CodeType            # the transformed code object (parameters: the original argument slots)
-    guard_fn: Callable[..., bool]   # guard_fn(func, *arg_slots) -> bool
+    code: types.CodeType  # the transformed code object (parameters: the original argument slots)
+    guard_fn: Callable[..., bool]  # guard_fn(func, *arg_slots) -> bool
     guards: tuple[Guard, ...]
-    check_fn_source: str            # the generated source of guard_fn, for debugging
-    graph_names: tuple[str, ...]    # __compiled_fn_<n> names of the graphs this code calls
-    graph_fates: tuple[Any, ...]    # what the backend made of each graph (fate.GraphFate), in that order
-    constants: dict[str, Any]       # the objects guard expressions name as ___c<n>
-    watched: tuple[Any, ...]        # objects guarded by id: when one dies, the entry is dropped
-    passthrough: bool = False       # `code` is the original body: this path had no tensor op
-    reads_tensors: bool = True      # the trace read some tensor
+    check_fn_source: str  # the generated source of guard_fn, for debugging
+    graph_names: tuple[str, ...]  # __compiled_fn_<n> names of the graphs this code calls
+    graph_fates: tuple[Any, ...]  # what the backend made of each graph (fate.GraphFate), in that order
+    constants: dict[str, Any]  # the objects guard expressions name as ___c<n>
+    watched: tuple[Any, ...]  # objects guarded by id: when one dies, the entry is dropped
+    passthrough: bool = False  # `code` is the original body: this path had no tensor op
+    reads_tensors: bool = True  # the trace read some tensor
     identity: tuple[tuple[str, int], ...] = ()  # (argument, id) guarded by identity: the objects it is for
 
 
 class CacheEntry(NamedTuple):
     """One entry of a code object's cache list in co_extra, in the field order the C hook reads."""
 
-    guard_fn: Callable[..., bool]   # guard_fn(func, *arg_slots) -> bool
-    code: types.CodeType            # the replacement code
-    memo: list                      # the C hook's memo of replacement function objects per (closure, globals)
-    owner: Any                      # the FrameCallback that compiled it: other contexts never run it
+    guard_fn: Callable[..., bool]  # guard_fn(func, *arg_slots) -> bool
+    code: types.CodeType  # the replacement code
+    memo: list  # the C hook's memo of replacement function objects per (closure, globals)
+    owner: Any  # the FrameCallback that compiled it: other contexts never run it
 
 
 # -- what the value layer sees of the layers above it -------------------------------------------------------
+
 
 class GuardRecorder(Protocol):
     """The guards of one compile (guards.GuardSet)."""
@@ -198,21 +199,20 @@ class WriteLog(Protocol):
 class TraceOutput(Protocol):
     """The graph being captured (output_graph.OutputGraph), as the translator and the value kinds use it."""
 
-    options: Any                          # config.Options of this compile
-    budget: int                           # symbolic instructions left
-    f_globals: dict[str, Any]             # the captured frame's globals
+    options: Any  # config.Options of this compile
+    budget: int  # symbolic instructions left
+    f_globals: dict[str, Any]  # the captured frame's globals
     guards: GuardRecorder
     side_effects: WriteLog
-    wrapped: dict[str, Variable]          # by source name: each real value is wrapped (and guarded) once
-    wrapped_by_id: dict[int, Variable]    # tensors and mutable objects, by identity
-    real_cells: dict[int, Any]            # id(real cell of a closure the trace reads) -> its one trace Cell
+    wrapped: dict[str, Variable]  # by source name: each real value is wrapped (and guarded) once
+    wrapped_by_id: dict[int, Variable]  # tensors and mutable objects, by identity
+    real_cells: dict[int, Any]  # id(real cell of a closure the trace reads) -> its one trace Cell
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> Variable: ...
 
     def add_int_input(self, source: Source, value: int) -> Variable | None: ...
 
-    def call_graph_op(self, tx: "Tracer", op: str, target: Any, args: Any, kwargs: dict[str, Variable]
-                      ) -> Variable: ...
+    def call_graph_op(self, tx: "Tracer", op: str, target: Any, args: Any, kwargs: dict[str, Variable]) -> Variable: ...
 
     def set_grad_mode(self, mode: bool) -> None: ...
 
@@ -238,8 +238,16 @@ class Tracer(Protocol):
 
     def speculate_getattr(self, obj: Variable, name: str) -> Variable: ...
 
-    def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
-                    closure: Any, fn_source: Source | None, fn_name: str) -> Variable: ...
+    def inline_call(
+        self,
+        code: types.CodeType,
+        f_globals: dict[str, Any],
+        bound: dict[str, Variable],
+        *,
+        closure: Any,
+        fn_source: Source | None,
+        fn_name: str,
+    ) -> Variable: ...
 
     def zero_arg_super(self) -> Variable: ...
 
@@ -284,7 +292,7 @@ class GuardScope(Protocol):
 class Emitter(Protocol):
     """The code generator (codegen.PyCodegen), as sources and value kinds use it to rebuild a value."""
 
-    cell_names: frozenset[str]   # the frame's cellvars (arguments among them are cells)
+    cell_names: frozenset[str]  # the frame's cellvars (arguments among them are cells)
 
     def emit(self, opname: str, arg: Any = ...) -> None: ...
 

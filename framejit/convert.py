@@ -1,4 +1,5 @@
 """Converting one frame: trace its bytecode, compile the graph, build the replacement code and guards."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,15 @@ import torch
 from framejit import fate, logs, tracebacks
 from framejit._C import _hook
 from framejit.backends.common import check_outputs
-from framejit.codeobj import (arg_slot_names, build_function_code, code_label, compiled_fn_name, format_code,
-                              is_continuation, passed_cells)
+from framejit.codeobj import (
+    arg_slot_names,
+    build_function_code,
+    code_label,
+    compiled_fn_name,
+    format_code,
+    is_continuation,
+    passed_cells,
+)
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
@@ -35,8 +43,9 @@ class GraphCompiler:
     dynamic: bool | None = None  # as asked of compile(): None follows config (shapes.py)
 
 
-def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
-                              *, nopython: bool) -> CompiledFrame | None:
+def convert_frame_with_breaks(
+    fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler, *, nopython: bool
+) -> CompiledFrame | None:
     """Trace the whole frame; if it fails at an instruction of this frame, trace again and break there.
 
     The first trace may have changed its Variables while failing inside that instruction
@@ -48,8 +57,13 @@ def convert_frame_with_breaks(fn: types.FunctionType, args: tuple, options: Opti
     the loop calls are still captured, each in its own frame.
     """
     code = fn.__code__
-    logs.log.debug("compiling %s (%s:%d) with backend %s", code.co_name, code.co_filename, code.co_firstlineno,
-                   compiler.backend_name)
+    logs.log.debug(
+        "compiling %s (%s:%d) with backend %s",
+        code.co_name,
+        code.co_filename,
+        code.co_firstlineno,
+        compiler.backend_name,
+    )
     try:
         return convert_frame(fn, args, options, compiler, nopython=nopython)
     except Unsupported as e:
@@ -68,13 +82,20 @@ def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options
         compiler.on_break(reason)
 
 
-def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compiler: GraphCompiler,
-                  break_at: Unsupported | None = None, nopython: bool = False) -> CompiledFrame | None:
+def convert_frame(
+    fn: types.FunctionType,
+    args: tuple,
+    options: Options,
+    compiler: GraphCompiler,
+    break_at: Unsupported | None = None,
+    nopython: bool = False,
+) -> CompiledFrame | None:
     """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops).
     With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
     code = fn.__code__
-    output = OutputGraph(fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code,
-                                                              data_dependent=nopython))
+    output = OutputGraph(
+        fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code, data_dependent=nopython)
+    )
     graph_names: list[str] = []
     graph_fates: list[fate.GraphFate] = []
     graphs: list[torch.fx.GraphModule] = []
@@ -98,9 +119,11 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         if logs.enabled("graph", options.debug):
             print(f" {name}: {record}")
         if not callable(compiled):
-            message = (f"backend {compiler.backend_name!r} returned {compiled!r} (type {type(compiled).__name__}) for "
-                       f"{name}, not a callable; a backend returns a function that runs the graph "
-                       f"(gm.forward, say), or None to decline it")
+            message = (
+                f"backend {compiler.backend_name!r} returned {compiled!r} (type {type(compiled).__name__}) for "
+                f"{name}, not a callable; a backend returns a function that runs the graph "
+                f"(gm.forward, say), or None to decline it"
+            )
             raise BackendCompilerFailed(compiler.backend_name, TypeError(message), message)
         compiled = check_outputs(compiled, gm, compiler.backend, compiler.backend_name, name)
         graph_names.append(name)
@@ -127,13 +150,15 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
     if finished is None:  # this path does no tensor op: an entry that runs the original body
         new_code = passthrough_code(code)
     else:
-        new_code = build_function_code(code, finished.instructions, extra_varnames=finished.temps,
-                                       passed_cells=passed_cells(code))
+        new_code = build_function_code(
+            code, finished.instructions, extra_varnames=finished.temps, passed_cells=passed_cells(code)
+        )
     for broken in output.shapes.broken_marks():  # a promise the code can't keep: an error where the graph is whole
         if nopython:
             raise UserError(broken, code=BreakCode.DYNAMIC_CONSTRAINT)
-        logs.log.info("%s (%s:%d): %s; that size is specialised", code.co_name, code.co_filename,
-                      code.co_firstlineno, broken)
+        logs.log.info(
+            "%s (%s:%d): %s; that size is specialised", code.co_name, code.co_filename, code.co_firstlineno, broken
+        )
     output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
     output.guards.add_storage_sharing()
@@ -146,20 +171,34 @@ def convert_frame(fn: types.FunctionType, args: tuple, options: Options, compile
         elif getattr(instr, "name", None) == "LOAD_CONST" and instr.arg is _hook.call_with_callback:
             const_names[id(instr.arg)] = "call_with_capture_off"
     if logs.enabled("bytecode", options.debug) and finished is not None:
-        print(f"ORIGINAL BYTECODE {code.co_name} {code.co_filename} line {code.co_firstlineno}\n"
-              f"{format_code(code)}\n\nMODIFIED BYTECODE {code.co_name} {code.co_filename} "
-              f"line {code.co_firstlineno}\n{format_code(new_code, const_names=const_names)}\n")
+        print(
+            f"ORIGINAL BYTECODE {code.co_name} {code.co_filename} line {code.co_firstlineno}\n"
+            f"{format_code(code)}\n\nMODIFIED BYTECODE {code.co_name} {code.co_filename} "
+            f"line {code.co_firstlineno}\n{format_code(new_code, const_names=const_names)}\n"
+        )
     if logs.enabled("guards", options.debug):
         print("GUARDS:\n" + "\n".join(f" - {g}" for g in guards) + "\n")
-    return CompiledFrame(code=new_code, guard_fn=guard_fn, guards=guards, check_fn_source=guard_source,
-                         graph_names=tuple(graph_names), graph_fates=tuple(graph_fates), constants=dict(output.guards.constants),
-                         watched=tuple(output.guards.watched), passthrough=finished is None,
-                         reads_tensors=any(g.kind == GuardKind.TENSOR_MATCH for g in guards),
-                         identity=output.guards.identity())
+    return CompiledFrame(
+        code=new_code,
+        guard_fn=guard_fn,
+        guards=guards,
+        check_fn_source=guard_source,
+        graph_names=tuple(graph_names),
+        graph_fates=tuple(graph_fates),
+        constants=dict(output.guards.constants),
+        watched=tuple(output.guards.watched),
+        passthrough=finished is None,
+        reads_tensors=any(g.kind == GuardKind.TENSOR_MATCH for g in guards),
+        identity=output.guards.identity(),
+    )
 
 
 def passthrough_code(code: types.CodeType) -> types.CodeType:
     """`code` itself as a replacement: its argument slots taken positionally (the localsplus layout is
     the same), so a cache entry can run the original body for inputs that compile to nothing."""
-    return code.replace(co_argcount=len(arg_slot_names(code)), co_posonlyargcount=0, co_kwonlyargcount=0,
-                        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return code.replace(
+        co_argcount=len(arg_slot_names(code)),
+        co_posonlyargcount=0,
+        co_kwonlyargcount=0,
+        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),
+    )

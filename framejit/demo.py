@@ -1,4 +1,5 @@
 """`python -m framejit demo`: the seeds' examples, captured with a printing backend."""
+
 from __future__ import annotations
 
 import logging
@@ -63,12 +64,18 @@ def main() -> int:
     mock = MockModule()
     _show("MockModule", mock, framejit.optimize(printing_backend)(mock), x)
     lin = LinearRelu()
-    _show("Linear + relu, fullgraph=True", lin, framejit.compile(lin, backend=printing_backend, fullgraph=True),
-          torch.randn(8, 10))
+    _show(
+        "Linear + relu, fullgraph=True",
+        lin,
+        framejit.compile(lin, backend=printing_backend, fullgraph=True),
+        torch.randn(8, 10),
+    )
     print("\n=== toy_example (100 random calls) ===")
     compiled = framejit.optimize(printing_backend)(toy_example)
-    ok = all(framejit.testing.same(compiled(a, b), toy_example(a, b))
-             for a, b in ((torch.randn(10), torch.randn(10)) for _ in range(100)))
+    ok = all(
+        framejit.testing.same(compiled(a, b), toy_example(a, b))
+        for a, b in ((torch.randn(10), torch.randn(10)) for _ in range(100))
+    )
     print(f"100 calls equal to eager: {ok}")
     print("\n=== explain(toy_example) ===")
     print(framejit.explain(toy_example)(torch.randn(10), torch.randn(10)))

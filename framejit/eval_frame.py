@@ -1,4 +1,5 @@
 """The Python side of the PEP 523 hook: optimize/run/disable contexts and the compile-on-miss callback."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,8 +20,16 @@ from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
 from framejit.convert import GraphCompiler, convert_frame_with_breaks
-from framejit.exc import (BackendFallbackWarning, BreakCode, CacheLimitExceeded, FramejitError, InternalError,
-                          NothingCompiledWarning, Unsupported, fullgraph_error)
+from framejit.exc import (
+    BackendFallbackWarning,
+    BreakCode,
+    CacheLimitExceeded,
+    FramejitError,
+    InternalError,
+    NothingCompiledWarning,
+    Unsupported,
+    fullgraph_error,
+)
 from framejit.graph_break import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.tracebacks import add_user_line_note
@@ -64,8 +73,14 @@ def restore_state(state: tuple) -> None:
 class FrameCallback:
     """Called by the C hook for a frame with no matching cache entry (see _hook.set_callback)."""
 
-    def __init__(self, compiler: GraphCompiler, *, nopython: bool, guard_fail_fn: Callable | None,
-                 guard_export_fn: Callable | None) -> None:
+    def __init__(
+        self,
+        compiler: GraphCompiler,
+        *,
+        nopython: bool,
+        guard_fail_fn: Callable | None,
+        guard_export_fn: Callable | None,
+    ) -> None:
         self.compiler = compiler
         self.nopython = nopython
         self.guard_fail_fn = guard_fail_fn
@@ -109,9 +124,11 @@ class FrameCallback:
             name, value, count = limit
             if code not in _warned_limit:
                 _warned_limit.add(code)
-                warnings.warn(f"framejit: {frame_label(code)} was recompiled {count} times, reaching "
-                              f"config.{name}={value}; it now runs as plain Python for new inputs",
-                              stacklevel=user_stacklevel())
+                warnings.warn(
+                    f"framejit: {frame_label(code)} was recompiled {count} times, reaching "
+                    f"config.{name}={value}; it now runs as plain Python for new inputs",
+                    stacklevel=user_stacklevel(),
+                )
             if self.nopython:
                 raise CacheLimitExceeded(f"{frame_label(code)} reached config.{name}={value} under fullgraph=True")
             _fallback.add(code)
@@ -145,22 +162,30 @@ class FrameCallback:
             log.info("framejit runs %s as Python: the stack is too deep to compile it here", frame_label(code))
             return None
         except Exception as e:  # a backend failure or a bug in framejit; BaseExceptions pass through untouched
-            error = e if isinstance(e, FramejitError) else InternalError(
-                f"internal error while compiling {frame_label(code)}: {type(e).__name__}: {e}\n(set "
-                f"framejit.config.suppress_errors = True to run such frames as Python instead)")
+            error = (
+                e
+                if isinstance(e, FramejitError)
+                else InternalError(
+                    f"internal error while compiling {frame_label(code)}: {type(e).__name__}: {e}\n(set "
+                    f"framejit.config.suppress_errors = True to run such frames as Python instead)"
+                )
+            )
             if self.nopython or not options.suppress_errors:
                 if error is e:
                     raise
                 raise error from e
-            warnings.warn(f"framejit: {error}; running {frame_label(code)} as Python (config.suppress_errors)",
-                          stacklevel=user_stacklevel())
+            warnings.warn(
+                f"framejit: {error}; running {frame_label(code)} as Python (config.suppress_errors)",
+                stacklevel=user_stacklevel(),
+            )
             _warned_frames.add(code)
             if options.verbose:
                 log.warning("framejit: what made %s run as Python:", frame_label(code), exc_info=e)
             self._give_up(code, has_entries)
             return None
-        if compiled is None or (compiled.passthrough and not compiled.reads_tensors and not has_entries
-                                and not is_continuation(code)):
+        if compiled is None or (
+            compiled.passthrough and not compiled.reads_tensors and not has_entries and not is_continuation(code)
+        ):
             self._give_up(code, has_entries, nothing_to_compile=True)  # a plain Python helper: skip it
             return None
         if options.warn_on_fallback:
@@ -188,10 +213,13 @@ def _warn_fallback(code: types.CodeType, fates: tuple) -> None:
         return
     _warned_frames.add(code)
     reasons = "; ".join(dict.fromkeys(r for f in fell_back for r in f.torch_ops))
-    warnings.warn(f"framejit: backend {fell_back[0].backend!r} did not compile {len(fell_back)} of the "
-                  f"{len(fates)} graph(s) of {frame_label(code)}: they run as their torch ops ({reasons}); results "
-                  f"are as eager's (config.warn_on_fallback = False silences this)", BackendFallbackWarning,
-                  stacklevel=user_stacklevel())
+    warnings.warn(
+        f"framejit: backend {fell_back[0].backend!r} did not compile {len(fell_back)} of the "
+        f"{len(fates)} graph(s) of {frame_label(code)}: they run as their torch ops ({reasons}); results "
+        f"are as eager's (config.warn_on_fallback = False silences this)",
+        BackendFallbackWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def frame_label(code: types.CodeType) -> str:
@@ -216,8 +244,11 @@ def _in_eager_checkpoint() -> bool:
     frame in the forward may take another path (model code branches on `is_compiling()`: Mixtral's experts) and
     save other tensors, which checkpoint refuses ("Recomputed values ... have different metadata")."""
     hooks = torch._C._autograd._top_saved_tensors_default_hooks(True)
-    return hooks is not None and torch.is_grad_enabled() and \
-        getattr(hooks[0], "__module__", None) == "torch.utils.checkpoint"
+    return (
+        hooks is not None
+        and torch.is_grad_enabled()
+        and getattr(hooks[0], "__module__", None) == "torch.utils.checkpoint"
+    )
 
 
 @contextlib.contextmanager
@@ -307,6 +338,7 @@ class _Context:
             except Exception as e:
                 add_user_line_note(e)
                 raise
+
         framejit_wrapper._framejit_orig = fn  # type: ignore[attr-defined]
         framejit_wrapper._framejit_context = self  # type: ignore[attr-defined]
         return framejit_wrapper
@@ -358,8 +390,10 @@ def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | 
     reason = capture_policy.capture_refusal(entry)
     if reason is None:
         return callback.graph_count
-    message = (f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "
-               f"framejit runs as Python (what it calls is still captured where it is user code)")
+    message = (
+        f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "
+        f"framejit runs as Python (what it calls is still captured where it is user code)"
+    )
     if callback.nopython:
         raise Unsupported(f"fullgraph=True: {message}", code=BreakCode.SKIPPED_FILE)
     warnings.warn(message, NothingCompiledWarning, stacklevel=user_stacklevel())
@@ -368,29 +402,53 @@ def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | 
 
 def _after_first_call(entry: types.CodeType, callback: FrameCallback, graphs_before: int | None) -> None:
     """After it: a first call that compiled no graph anywhere, and has none for its frame, warns."""
-    if graphs_before is None or callback.graph_count != graphs_before or entry in _warned_frames or \
-            any(frame.graph_names for frame in cache.compiled_frames(entry)):
+    if (
+        graphs_before is None
+        or callback.graph_count != graphs_before
+        or entry in _warned_frames
+        or any(frame.graph_names for frame in cache.compiled_frames(entry))
+    ):
         return
-    warnings.warn(f"framejit compiled no graph in the first call of {frame_label(entry)}: no frame it ran had torch "
-                  f"ops framejit could capture (FRAMEJIT_LOGS=breaks says where it broke)", NothingCompiledWarning,
-                  stacklevel=user_stacklevel())
+    warnings.warn(
+        f"framejit compiled no graph in the first call of {frame_label(entry)}: no frame it ran had torch "
+        f"ops framejit could capture (FRAMEJIT_LOGS=breaks says where it broke)",
+        NothingCompiledWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 _callbacks: "weakref.WeakValueDictionary[tuple, FrameCallback]" = weakref.WeakValueDictionary()
 
 
-def make_context(backend: Callable, backend_name: str, *, nopython: bool = False, dynamic: bool | None = None,
-                 guard_fail_fn: Callable | None = None, guard_export_fn: Callable | None = None,
-                 on_graph: Callable | None = None, on_break: Callable | None = None) -> _Context:
+def make_context(
+    backend: Callable,
+    backend_name: str,
+    *,
+    nopython: bool = False,
+    dynamic: bool | None = None,
+    guard_fail_fn: Callable | None = None,
+    guard_export_fn: Callable | None = None,
+    on_graph: Callable | None = None,
+    on_break: Callable | None = None,
+) -> _Context:
     """A context for this backend and these options; contexts made with the same ones share one
     callback, and so one set of cache entries (the callback holds them all alive, so ids are stable)."""
-    key = (id(backend), backend_name, nopython, dynamic, id(guard_fail_fn), id(guard_export_fn), id(on_graph),
-           id(on_break))
+    key = (
+        id(backend),
+        backend_name,
+        nopython,
+        dynamic,
+        id(guard_fail_fn),
+        id(guard_export_fn),
+        id(on_graph),
+        id(on_break),
+    )
     callback = _callbacks.get(key)
     if callback is None:
         compiler = GraphCompiler(backend, backend_name, on_graph, on_break, dynamic)
-        callback = FrameCallback(compiler, nopython=nopython, guard_fail_fn=guard_fail_fn,
-                                 guard_export_fn=guard_export_fn)
+        callback = FrameCallback(
+            compiler, nopython=nopython, guard_fail_fn=guard_fail_fn, guard_export_fn=guard_export_fn
+        )
         callback.keepalive = (guard_fail_fn, guard_export_fn, on_graph, on_break)
         _callbacks[key] = callback
     return _Context(callback)
@@ -419,5 +477,3 @@ def disable(fn: Any = None, recursive: bool = True) -> Any:
 class _NonRecursiveDisable:
     def __call__(self, fn: Any) -> Any:
         return disable(fn, recursive=False)
-
-

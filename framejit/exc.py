@@ -1,12 +1,15 @@
 """The errors framejit raises (every one a FramejitError), and why a trace stops: `BreakCode`, `unsupported()`."""
+
 from __future__ import annotations
 
 import dataclasses
 import enum
 from typing import NoReturn
 
-_REWRITE = ("Rewrite this code, or compile without fullgraph=True so that framejit breaks the graph here and "
-            "runs this part as Python.")
+_REWRITE = (
+    "Rewrite this code, or compile without fullgraph=True so that framejit breaks the graph here and "
+    "runs this part as Python."
+)
 
 
 class BreakCode(enum.StrEnum):
@@ -21,28 +24,53 @@ class BreakCode(enum.StrEnum):
         return member
 
     # the value of a tensor or of Python state is needed at trace time
-    DATA_DEPENDENT = ("data_dependent", "The value of a tensor is needed as a Python value here; keep the "
-                      "computation in tensor ops, or move it out of the compiled function.")
-    TENSOR_BRANCH = ("tensor_branch", "Dynamic control flow is not supported at the moment. Please use torch.cond "
-                     "to explicitly capture the control flow, or compute the condition outside the compiled "
-                     "function.")
+    DATA_DEPENDENT = (
+        "data_dependent",
+        "The value of a tensor is needed as a Python value here; keep the "
+        "computation in tensor ops, or move it out of the compiled function.",
+    )
+    TENSOR_BRANCH = (
+        "tensor_branch",
+        "Dynamic control flow is not supported at the moment. Please use torch.cond "
+        "to explicitly capture the control flow, or compute the condition outside the compiled "
+        "function.",
+    )
     # calls framejit does not trace into
-    BUILTIN_IO = ("builtin_io", "Move the call out of the compiled function, or wrap the code doing it with "
-                  "framejit.disable.")
-    OPAQUE_CALL = ("opaque_call", "framejit only traces Python code and torch ops; move the call out, wrap it with "
-                   "framejit.disable, or use framejit.allow_in_graph if it only does tensor ops.")
-    DISALLOWED = ("disallowed", "The function is marked disallow_in_graph or framejit.disable; call it outside "
-                  "the compiled function.")
-    SKIPPED_FILE = ("skipped_file", "framejit does not trace into this library's code; call it outside the "
-                    "compiled function, or use framejit.allow_in_graph if it only does tensor ops.")
-    DISTRIBUTED = ("distributed", "framejit does not trace torch.distributed yet; call it outside the compiled "
-                   "function (each rank then runs it as Python).")
-    DYNAMIC_CONSTRAINT = ("dynamic_constraint", "Use framejit.maybe_mark_dynamic for a size the code may need as a "
-                          "number, or keep the size in tensor ops (no int(), range() or Python branches on it).")
+    BUILTIN_IO = (
+        "builtin_io",
+        "Move the call out of the compiled function, or wrap the code doing it with framejit.disable.",
+    )
+    OPAQUE_CALL = (
+        "opaque_call",
+        "framejit only traces Python code and torch ops; move the call out, wrap it with "
+        "framejit.disable, or use framejit.allow_in_graph if it only does tensor ops.",
+    )
+    DISALLOWED = (
+        "disallowed",
+        "The function is marked disallow_in_graph or framejit.disable; call it outside the compiled function.",
+    )
+    SKIPPED_FILE = (
+        "skipped_file",
+        "framejit does not trace into this library's code; call it outside the "
+        "compiled function, or use framejit.allow_in_graph if it only does tensor ops.",
+    )
+    DISTRIBUTED = (
+        "distributed",
+        "framejit does not trace torch.distributed yet; call it outside the compiled "
+        "function (each rank then runs it as Python).",
+    )
+    DYNAMIC_CONSTRAINT = (
+        "dynamic_constraint",
+        "Use framejit.maybe_mark_dynamic for a size the code may need as a "
+        "number, or keep the size in tensor ops (no int(), range() or Python branches on it).",
+    )
     GENERATOR = "generator"
     INLINE_DEPTH = ("inline_depth", "Raise framejit.config.inline_depth_limit, or flatten the recursion.")
-    BUDGET = ("budget", "A long Python loop is unrolled into the graph; move it out of the compiled function, or "
-              "raise framejit.config.instruction_budget.")
+    BUDGET = (
+        "budget",
+        "A long Python loop is unrolled into the graph; move it out of the compiled function, or "
+        "raise framejit.config.instruction_budget.",
+    )
     # Python that the trace does not model
     OPCODE = "opcode"
     PYTHON_ERROR = "python_error"
@@ -76,15 +104,20 @@ class BreakCode(enum.StrEnum):
     # tensors and graph ops
     GRAPH_ARG = "graph_arg"
     TENSOR_ATTR = "tensor_attr"
-    TENSOR_CONSTANT = ("tensor_constant", "Pass the tensor to the compiled function as an argument, or make it an "
-                       "attribute of a module it calls.")
+    TENSOR_CONSTANT = (
+        "tensor_constant",
+        "Pass the tensor to the compiled function as an argument, or make it an attribute of a module it calls.",
+    )
     TORCH_STATEFUL = "torch_stateful"
     TORCH_FUNCTION = "torch_function"
     NON_TENSOR_OP = "non_tensor_op"
     GRAD_MODE = "grad_mode"
-    AUTOGRAD_FUNCTION = ("autograd_function", "The forward of this torch.autograd.Function must run on fake tensors "
-                         "(tensor ops only: no .item(), .tolist(), numpy); move the data-dependent part out of it, or "
-                         "call the Function outside the compiled function.")
+    AUTOGRAD_FUNCTION = (
+        "autograd_function",
+        "The forward of this torch.autograd.Function must run on fake tensors "
+        "(tensor ops only: no .item(), .tolist(), numpy); move the data-dependent part out of it, or "
+        "call the Function outside the compiled function.",
+    )
     AUTOCAST = "autocast"
     FAKE_ERROR = "fake_error"
     OP_ERROR = "op_error"
@@ -128,8 +161,7 @@ class Unsupported(FramejitError):
     `user_stack` the user frames (traceback.FrameSummary) where it happened.
     """
 
-    def __init__(self, msg: str, *, code: BreakCode = BreakCode.UNSUPPORTED, user_stack: list | None = None
-                 ) -> None:
+    def __init__(self, msg: str, *, code: BreakCode = BreakCode.UNSUPPORTED, user_stack: list | None = None) -> None:
         super().__init__(msg)
         self.msg = msg
         self.code = code
@@ -152,11 +184,14 @@ class Unsupported(FramejitError):
         return BreakPoint(self.break_index, self.break_budget if raise_instead is not None else None, raise_instead)
 
     def __str__(self) -> str:
-        text = self.msg if not self.user_stack else \
-            self.msg + "\n\nfrom user code:\n" + format_user_stack(self.user_stack)
+        text = (
+            self.msg if not self.user_stack else self.msg + "\n\nfrom user code:\n" + format_user_stack(self.user_stack)
+        )
         if getattr(self, "fullgraph_hint", False):
-            text += ("\n\nTo run this part as Python instead (a graph break), compile without "
-                     "fullgraph=True / nopython=True.")
+            text += (
+                "\n\nTo run this part as Python instead (a graph break), compile without "
+                "fullgraph=True / nopython=True."
+            )
         return text
 
 
@@ -227,8 +262,9 @@ def fullgraph_error(e: Unsupported) -> Unsupported:
     """The error `fullgraph=True` / `nopython=True` raises at the first graph break."""
     code = BreakCode(e.code)
     if code is BreakCode.TENSOR_BRANCH:
-        err: Unsupported = UserError(f"{code.advice}\n(graph break reason: {e.msg})", code=code,
-                                     user_stack=e.user_stack)
+        err: Unsupported = UserError(
+            f"{code.advice}\n(graph break reason: {e.msg})", code=code, user_stack=e.user_stack
+        )
     else:
         err = Unsupported(f"{e.msg}\n{code.advice}", code=code, user_stack=e.user_stack)
     err.fullgraph_hint = True

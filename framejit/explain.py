@@ -2,6 +2,7 @@
 
 The cache is left as explain found it: entries it compiled are removed afterwards.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,12 @@ class ExplainOutput:
     graph_fates: list[GraphFate] = dataclasses.field(default_factory=list)  # what the backend made of each graph
 
     def __str__(self) -> str:
-        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        lines = [
+            f"Graph Count: {self.graph_count}",
+            f"Graph Break Count: {self.graph_break_count}",
+            f"Op Count: {self.op_count}",
+            "Break Reasons:",
+        ]
         for i, br in enumerate(self.break_reasons, 1):
             lines += [f"  Break Reason {i}:", f"    Reason: {br.reason}", "    User Stack:"]
             lines += [f"      <FrameSummary file {f.filename}, line {f.lineno} in {f.name}>" for f in br.user_stack]
@@ -51,8 +56,13 @@ class ExplainOutput:
             lines += [f"    {op}" for op in ops]
         lines.append("Out Guards:")
         for i, guard in enumerate(self.out_guards, 1):
-            lines += [f"  Guard {i}:", f"    Name: {guard.name!r}", f"    Source: {guard.source_kind}",
-                      f"    Create Function: {guard.kind}", f"    Code List: {list(guard.code_list)}"]
+            lines += [
+                f"  Guard {i}:",
+                f"    Name: {guard.name!r}",
+                f"    Source: {guard.source_kind}",
+                f"    Create Function: {guard.kind}",
+                f"    Code List: {list(guard.code_list)}",
+            ]
         lines.append(f"Compile Times: {self.compile_times}")
         return "\n".join(lines) + "\n"
 
@@ -88,10 +98,14 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     def on_break(reason: Unsupported) -> None:
         breaks.append(BreakReason(reason=reason.msg, user_stack=list(reason.user_stack)))
 
-    ctx = eval_frame.make_context(record, "explain" if compiler is None else compiler.backend_name,
-                                  dynamic=None if compiler is None else compiler.dynamic,
-                                  guard_export_fn=guards.extend, on_break=on_break,
-                                  on_graph=lambda gm, compiled, record: fates.append(record))
+    ctx = eval_frame.make_context(
+        record,
+        "explain" if compiler is None else compiler.backend_name,
+        dynamic=None if compiler is None else compiler.dynamic,
+        guard_export_fn=guards.extend,
+        on_break=on_break,
+        on_graph=lambda gm, compiled, record: fates.append(record),
+    )
     saved = eval_frame.snapshot_state()
     start = time.perf_counter()
     try:
@@ -100,7 +114,14 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     finally:
         eval_frame.restore_state(saved)
     ops = [_ops(gm) for gm in graphs]
-    return ExplainOutput(graphs=graphs, graph_count=len(graphs), graph_break_count=len(breaks),
-                         break_reasons=breaks, op_count=sum(map(len, ops)), ops_per_graph=ops,
-                         out_guards=guards, compile_times=f"{time.perf_counter() - start:.4f} s in total",
-                         graph_fates=fates)
+    return ExplainOutput(
+        graphs=graphs,
+        graph_count=len(graphs),
+        graph_break_count=len(breaks),
+        break_reasons=breaks,
+        op_count=sum(map(len, ops)),
+        ops_per_graph=ops,
+        out_guards=guards,
+        compile_times=f"{time.perf_counter() - start:.4f} s in total",
+        graph_fates=fates,
+    )

@@ -1,5 +1,5 @@
-"""framejit.export: capture a function for given inputs as one standalone graph module.
-"""
+"""framejit.export: capture a function for given inputs as one standalone graph module."""
+
 from __future__ import annotations
 
 import inspect
@@ -22,9 +22,15 @@ class _AtenOptionWithoutAtenGraph(UserError, AssertionError):
     raises for it (code written against TorchDynamo's export catches that)."""
 
 
-def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_graph: bool = False,
-           decomposition_table: dict | None = None, tracing_mode: str | None = None,
-           **kwargs: Any) -> tuple[torch.fx.GraphModule, list[Guard]]:
+def export(
+    fn: Callable[..., Any],
+    *args: Any,
+    dynamic_shapes: Any = None,
+    aten_graph: bool = False,
+    decomposition_table: dict | None = None,
+    tracing_mode: str | None = None,
+    **kwargs: Any,
+) -> tuple[torch.fx.GraphModule, list[Guard]]:
     """`gm, guards = export(fn, *args, **kwargs)`: `fn` for these inputs as one graph; a graph break raises
     `framejit.exc.Unsupported` (or `UserError`) naming where. `dynamic_shapes` (as torch.export takes it, with
     framejit.Dim objects) makes those sizes symbolic: the graph then works for every size its guards admit, and
@@ -34,12 +40,17 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_
     `decomposition_table` and `tracing_mode` ("real", or "symbolic", the default where `dynamic_shapes` is
     given); each node keeps the stack trace of the user's line it came from."""
     if not aten_graph and (decomposition_table is not None or tracing_mode is not None):
-        raise _AtenOptionWithoutAtenGraph("export: decomposition_table and tracing_mode apply to an ATen graph; "
-                                          "pass aten_graph=True", code=BreakCode.EXPORT)
+        raise _AtenOptionWithoutAtenGraph(
+            "export: decomposition_table and tracing_mode apply to an ATen graph; pass aten_graph=True",
+            code=BreakCode.EXPORT,
+        )
     fn = _unoptimized(fn)
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, torch.nn.Module)):
-        raise UserError(f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
-                        f"code to capture (wrap the call in a function)", code=BreakCode.EXPORT)
+        raise UserError(
+            f"export: {_name(fn)} is not a Python function, method or nn.Module, so there is no Python "
+            f"code to capture (wrap the call in a function)",
+            code=BreakCode.EXPORT,
+        )
     captured: list[tuple[torch.fx.GraphModule, list[Any]]] = []
     outputs: list[tuple[Any, ...]] = []
     guards: list[Guard] = []
@@ -51,6 +62,7 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_
             out = tuple(map(_marked, gm.forward(*inputs)))
             outputs.append(out)
             return out
+
         return run_and_keep_outputs
 
     ctx = eval_frame.make_context(record, "export", nopython=True, dynamic=False, guard_export_fn=guards.extend)
@@ -66,25 +78,41 @@ def export(fn: Callable[..., Any], *args: Any, dynamic_shapes: Any = None, aten_
     # An argument that was the same object as another argument or a global: the graph has one input for
     # both and would keep treating them as one in later calls (a shared submodule of `self` is fine).
     params = _parameter_names(fn)
-    aliased = [g.code_list[0] for g in guards if g.kind == GuardKind.ALIAS
-               and any(name in params for name in re.findall(r"L\['([^']+)'\]", g.code_list[0]))]
+    aliased = [
+        g.code_list[0]
+        for g in guards
+        if g.kind == GuardKind.ALIAS and any(name in params for name in re.findall(r"L\['([^']+)'\]", g.code_list[0]))
+    ]
     if aliased:
-        raise UserError(f"export: {_name(fn)} reads one object under two names ({aliased[0]}); the exported graph "
-                        f"would keep treating them as one in every later call; pass distinct tensors",
-                        code=BreakCode.EXPORT)
+        raise UserError(
+            f"export: {_name(fn)} reads one object under two names ({aliased[0]}); the exported graph "
+            f"would keep treating them as one in every later call; pass distinct tensors",
+            code=BreakCode.EXPORT,
+        )
     graph, example_inputs = captured[0] if captured else (None, [])
     graph_outputs = outputs[-1] if outputs else ()
     gm = _standalone_module(fn, args, kwargs, graph, example_inputs, graph_outputs, result)
     if aten_graph:
-        gm = _as_aten(gm, args, kwargs, decomposition_table,
-                      tracing_mode or ("symbolic" if dynamic_shapes is not None else "real"))
+        gm = _as_aten(
+            gm,
+            args,
+            kwargs,
+            decomposition_table,
+            tracing_mode or ("symbolic" if dynamic_shapes is not None else "real"),
+        )
     gm.meta[DYNAMIC_DIMS] = shapes.named_dims(args, kwargs, dynamic_shapes, _argument_names(fn, args, kwargs))
     return gm, guards
 
 
-def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph: torch.fx.GraphModule | None,
-                       example_inputs: list[Any], graph_outputs: tuple[Any, ...],
-                       result: Any) -> torch.fx.GraphModule:
+def _standalone_module(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    graph: torch.fx.GraphModule | None,
+    example_inputs: list[Any],
+    graph_outputs: tuple[Any, ...],
+    result: Any,
+) -> torch.fx.GraphModule:
     flat_args, in_spec = pytree.tree_flatten((args, kwargs))
     arg_names = _argument_names(fn, args, kwargs)
     root = torch.nn.Module()
@@ -135,8 +163,9 @@ def _standalone_module(fn: Callable[..., Any], args: tuple, kwargs: dict, graph:
     return gm
 
 
-def _as_aten(gm: torch.fx.GraphModule, args: tuple, kwargs: dict, decomposition_table: dict | None,
-             tracing_mode: str) -> torch.fx.GraphModule:
+def _as_aten(
+    gm: torch.fx.GraphModule, args: tuple, kwargs: dict, decomposition_table: dict | None, tracing_mode: str
+) -> torch.fx.GraphModule:
     """`gm` traced again to ATen ops by `make_fx`, taking and returning the same pytrees. The graph runs node
     by node under `preserve_node_meta`, so that each ATen node gets the stack trace of the node it came from."""
     from torch.fx import traceback as fx_traceback
@@ -145,6 +174,7 @@ def _as_aten(gm: torch.fx.GraphModule, args: tuple, kwargs: dict, decomposition_
     def run_nodes(*flat: Any) -> Any:
         with fx_traceback.preserve_node_meta():  # the interpreter rebuilds the result's pytree: flat again
             return pytree.tree_leaves(torch.fx.Interpreter(gm).run(*flat))
+
     flat_args = pytree.tree_leaves((args, kwargs))
     aten = make_fx(run_nodes, decomposition_table=decomposition_table, tracing_mode=tracing_mode)(*flat_args)
     aten.graph._codegen = gm.graph._codegen
@@ -169,19 +199,29 @@ def _marked(value: Any) -> Any:
     return value
 
 
-def _held_input(root: torch.nn.Module, new: torch.fx.Graph, node: torch.fx.Node, value: Any,
-                arg_names: list[str], held: dict[int, torch.fx.Node]) -> torch.fx.Node:
+def _held_input(
+    root: torch.nn.Module,
+    new: torch.fx.Graph,
+    node: torch.fx.Node,
+    value: Any,
+    arg_names: list[str],
+    held: dict[int, torch.fx.Node],
+) -> torch.fx.Node:
     """A graph input that is not an argument leaf: kept on the module (parameter or buffer, shared)."""
     source = node.meta.get("framejit_source", node.name)
-    root_name = source[3:source.index("']")] if source.startswith("L['") else None
+    root_name = source[3 : source.index("']")] if source.startswith("L['") else None
     if root_name in arg_names:
-        raise UserError(f"export: the graph reads {source}, a tensor inside argument {root_name!r} that is not a "
-                        f"tuple, list or dict; pass the tensor itself as an argument", code=BreakCode.EXPORT)
+        raise UserError(
+            f"export: the graph reads {source}, a tensor inside argument {root_name!r} that is not a "
+            f"tuple, list or dict; pass the tensor itself as an argument",
+            code=BreakCode.EXPORT,
+        )
     return _hold(root, new, node.name, value, held)
 
 
-def _hold(root: torch.nn.Module, new: torch.fx.Graph, name: str, value: torch.Tensor,
-          held: dict[int, torch.fx.Node]) -> torch.fx.Node:
+def _hold(
+    root: torch.nn.Module, new: torch.fx.Graph, name: str, value: torch.Tensor, held: dict[int, torch.fx.Node]
+) -> torch.fx.Node:
     """`value` as a parameter or buffer of the exported module (shared, not copied), under a fresh name."""
     if id(value) in held:
         return held[id(value)]
@@ -240,8 +280,9 @@ def _argument_names(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[s
 
 def _leaf_name(arg_names: list[str], in_spec: pytree.TreeSpec, index: int) -> str:
     """`x` for an argument that is one tensor, `x_0`, `x_1`... for the leaves of a container argument."""
-    counts = [group.child(i).num_leaves for group in (in_spec.child(0), in_spec.child(1))
-              for i in range(group.num_children)]
+    counts = [
+        group.child(i).num_leaves for group in (in_spec.child(0), in_spec.child(1)) for i in range(group.num_children)
+    ]
     for name, count in zip(arg_names, counts):
         if index < count:
             return name if count == 1 else f"{name}_{index}"

@@ -1,6 +1,7 @@
 """What became of each graph handed to a backend: which compiler made its code, or which parts of it run as their
 own torch ops instead, and why.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,10 @@ class GraphFate:
         reasons = "; ".join(dict.fromkeys(self.torch_ops))
         if not self.compiled_by:
             return f"runs as torch ops, not compiled by {self.backend}: {reasons}"
-        return (f"{len(self.compiled_by)} part(s) compiled by {', '.join(dict.fromkeys(self.compiled_by))}, "
-                f"{len(self.torch_ops)} run as torch ops: {reasons}")
+        return (
+            f"{len(self.compiled_by)} part(s) compiled by {', '.join(dict.fromkeys(self.compiled_by))}, "
+            f"{len(self.torch_ops)} run as torch ops: {reasons}"
+        )
 
 
 _local = threading.local()

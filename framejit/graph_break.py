@@ -1,5 +1,5 @@
-"""Graph breaks: run the graph traced so far, the unsupported instruction as Python, then a continuation.
-"""
+"""Graph breaks: run the graph traced so far, the unsupported instruction as Python, then a continuation."""
+
 from __future__ import annotations
 
 import dis
@@ -10,8 +10,20 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from framejit._C import _hook
 from framejit.codegen import PyCodegen
-from framejit.codeobj import (GRAPH_OUT, Inst, build_resume_code, exception_table, leaves_null_below, live_locals_table,
-                              original_location, own_cells, reemit, resume_fn_name, resume_parameters, stack_inputs)
+from framejit.codeobj import (
+    GRAPH_OUT,
+    Inst,
+    build_resume_code,
+    exception_table,
+    leaves_null_below,
+    live_locals_table,
+    original_location,
+    own_cells,
+    reemit,
+    resume_fn_name,
+    resume_parameters,
+    stack_inputs,
+)
 from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, unsupported
 from framejit.output_graph import CompileGraph, FinishedTrace, OutputGraph, reachable as _reachable
@@ -28,8 +40,9 @@ _LIVENESS: "WeakIdentityKeyDict[types.CodeType, dict[int, frozenset[str]]]" = We
 _RESUME_CODES: "WeakIdentityKeyDict[types.CodeType, dict[tuple, types.CodeType]]" = WeakIdentityKeyDict()
 
 
-def resume_code_for(code: types.CodeType, offset: int, nulls: tuple[bool, ...],
-                    local_names: tuple[str, ...]) -> types.CodeType:
+def resume_code_for(
+    code: types.CodeType, offset: int, nulls: tuple[bool, ...], local_names: tuple[str, ...]
+) -> types.CodeType:
     """The continuation of `code` at `offset` for this stack layout; one per key, reused."""
     per_code = _RESUME_CODES.setdefault(code, {})
     key = (offset, nulls, local_names)
@@ -76,14 +89,21 @@ def _data_read_only(inst: Inst, inputs: list[Variable], kept: list[Variable]) ->
     read = [v for v in read if isinstance(v, TensorVariable) and v.example.requires_grad]
     if not read:
         return frozenset()
-    held = {id(v.example) for v in _reachable([*kept, *(v for v in inputs if not isinstance(v, (TensorVariable,
-                                                                                           BoundMethod)))])
-            if isinstance(v, TensorVariable)}
+    held = {
+        id(v.example)
+        for v in _reachable([*kept, *(v for v in inputs if not isinstance(v, (TensorVariable, BoundMethod)))])
+        if isinstance(v, TensorVariable)
+    }
     return frozenset(id(v.example) for v in read) - held
 
 
-def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_graph: CompileGraph,
-                    raise_instead: BaseException | None = None) -> FinishedTrace:
+def finish_at_break(
+    output: OutputGraph,
+    tx: Translator,
+    inst: Inst,
+    compile_graph: CompileGraph,
+    raise_instead: BaseException | None = None,
+) -> FinishedTrace:
     """Replacement code for a frame whose trace stops before instruction `inst` (see module docstring); with
     `raise_instead`, what eager raises at `inst`, the code raises that (a new one of its type and message) in
     `inst`'s place."""
@@ -92,14 +112,15 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
         unsupported(f"cannot resume a function after a graph break at {inst.opname}", BreakCode.BREAK_UNSUPPORTED)
     orig_code, orig_offset = original_location(tx.code, inst.offset)
     successors = _successors(tx, inst, n_in) if raise_instead is None else []
-    deep, inputs = tx.stack[:len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in:]
+    deep, inputs = tx.stack[: len(tx.stack) - n_in], tx.stack[len(tx.stack) - n_in :]
     live = {s.offset: _live_locals(tx, orig_code, s.offset) for s in successors}
     entry = exception_entry_at(exception_table(orig_code), orig_offset)
     except_target = _Successor(entry.target, 0) if entry is not None else None
     if except_target is not None:
         if entry.depth > len(deep):
-            unsupported("a graph break inside a try block opened in the middle of an expression",
-                        BreakCode.BREAK_UNSUPPORTED)
+            unsupported(
+                "a graph break inside a try block opened in the middle of an expression", BreakCode.BREAK_UNSUPPORTED
+            )
         live[except_target.offset] = _live_locals(tx, orig_code, except_target.offset)
     local_values = {name: tx.symbolic_locals[name] for names in live.values() for name in names}
     cell_values = {name: tx.cells[name].value for name in own_cells(tx.code) if tx.cells[name].value is not None}
@@ -144,20 +165,29 @@ def finish_at_break(output: OutputGraph, tx: Translator, inst: Inst, compile_gra
     for succ in successors:
         if succ.label is not None:
             cg.instructions.append(succ.label)
-        _call_continuation(cg, orig_code, succ, deep_temps, live[succ.offset], local_temps,
-                           _store_outputs(cg, succ.n_out, leaves_null_below(inst)))
+        _call_continuation(
+            cg,
+            orig_code,
+            succ,
+            deep_temps,
+            live[succ.offset],
+            local_temps,
+            _store_outputs(cg, succ.n_out, leaves_null_below(inst)),
+        )
     if except_target is not None:
         cg.instructions.append(try_start.target)
         # the exception (and lasti) are on the stack: the original except/finally block runs in a continuation
         outs = _store_outputs(cg, 1 + int(entry.lasti), False)
-        _call_continuation(cg, orig_code, except_target, deep_temps[:entry.depth], live[except_target.offset], local_temps,
-                           outs)
+        _call_continuation(
+            cg, orig_code, except_target, deep_temps[: entry.depth], live[except_target.offset], local_temps, outs
+        )
     return FinishedTrace(instructions=cg.instructions, temps=(GRAPH_OUT, *cg.temps))
 
 
 def _successors(tx: Translator, inst: Inst, n_in: int) -> list[_Successor]:
-    next_offset = original_location(tx.code, tx.instructions[tx.ip + 1].offset)[1] \
-        if tx.ip + 1 < len(tx.instructions) else None
+    next_offset = (
+        original_location(tx.code, tx.instructions[tx.ip + 1].offset)[1] if tx.ip + 1 < len(tx.instructions) else None
+    )
     op = inst.opname
     if op == "RAISE_VARARGS":
         return []
@@ -222,8 +252,15 @@ def _store_outputs(cg: PyCodegen, n_out: int, null_at_bottom: bool) -> list[str 
     return [None, *temps] if null_at_bottom else temps
 
 
-def _call_continuation(cg: PyCodegen, orig_code: types.CodeType, succ: _Successor, deep_temps: list[str | None],
-                       local_names: tuple[str, ...], local_temps: dict[str, str], out_temps: list[str | None]) -> None:
+def _call_continuation(
+    cg: PyCodegen,
+    orig_code: types.CodeType,
+    succ: _Successor,
+    deep_temps: list[str | None],
+    local_names: tuple[str, ...],
+    local_temps: dict[str, str],
+    out_temps: list[str | None],
+) -> None:
     slots = [*deep_temps, *out_temps]
     nulls = tuple(t is None for t in slots)
     code = resume_code_for(orig_code, succ.offset, nulls, local_names)

@@ -1,6 +1,7 @@
 """A cache entry's guard as a C++ program (`_tensor_guard.make_guard_program`, guard_program.cpp), built from the
 guards' records.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,8 +59,11 @@ def _value_entry(r: GuardRecord) -> tuple[int, Any, int, Any, type | None] | Non
         return how, name, _EQUAL, value, type(value)
     if r.kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH):
         # by a weak reference where it can be (the guard then holds no strong one)
-        return (how, name, _WEAKLY_IDENTICAL, weakref.ref(value), None) if weakrefable(value) else \
-            (how, name, _IDENTICAL, value, None)
+        return (
+            (how, name, _WEAKLY_IDENTICAL, weakref.ref(value), None)
+            if weakrefable(value)
+            else (how, name, _IDENTICAL, value, None)
+        )
     if r.kind == GuardKind.CODE_MATCH:
         return how, name, _SAME_CODE, value.__code__, type(value)
     return None
@@ -75,10 +79,34 @@ def _no_hooks_flags(dicts: tuple[str, ...], forward_from_class: bool) -> int:
 
 # guard_program.cpp's instructions: (op, out, in, obj, regs)
 LOAD_ATTR, LOAD_GENERIC_ATTR, LOAD_ITEM, LOAD_CALL, LOAD_CONST, LOAD_GLOBALS, LOAD_FREE, LOAD_CELL_CONTENTS = range(8)
-(TYPE_IS, IS, ID_IS, EQUALS, FALSY, LIST_EQUALS, LEN_IS, CODE_IS, NO_ATTR, NO_KEY, SAME, NOT_SAME, ALL_DISTINCT,
- TENSORS, VALUES, NO_HOOKS, CALL_IS, CALL_EQUALS, PY_CHECK) = range(10, 29)
-_GLOBAL_STATE = (GuardKind.GRAD_MODE, GuardKind.DEFAULT_DTYPE, GuardKind.DEFAULT_DEVICE, GuardKind.AUTOCAST,
-                 GuardKind.GLOBAL_QUERY)
+(
+    TYPE_IS,
+    IS,
+    ID_IS,
+    EQUALS,
+    FALSY,
+    LIST_EQUALS,
+    LEN_IS,
+    CODE_IS,
+    NO_ATTR,
+    NO_KEY,
+    SAME,
+    NOT_SAME,
+    ALL_DISTINCT,
+    TENSORS,
+    VALUES,
+    NO_HOOKS,
+    CALL_IS,
+    CALL_EQUALS,
+    PY_CHECK,
+) = range(10, 29)
+_GLOBAL_STATE = (
+    GuardKind.GRAD_MODE,
+    GuardKind.DEFAULT_DTYPE,
+    GuardKind.DEFAULT_DEVICE,
+    GuardKind.AUTOCAST,
+    GuardKind.GLOBAL_QUERY,
+)
 
 
 class ProgramBuilder:
@@ -138,8 +166,12 @@ class ProgramBuilder:
     def call(self, base: Source, fn: Callable[..., Any], *args: Any) -> int:
         reg = self(base)
         call = (lambda value: fn(value, *args)) if args else fn
-        return self._load(LOAD_CALL, reg, call, f"{getattr(fn, '__qualname__', fn)}(r{reg}"
-                          + "".join(f", {self._text(a)}" for a in args) + ")")
+        return self._load(
+            LOAD_CALL,
+            reg,
+            call,
+            f"{getattr(fn, '__qualname__', fn)}(r{reg}" + "".join(f", {self._text(a)}" for a in args) + ")",
+        )
 
     def _load(self, op: int, base: int, obj: Any, text: str) -> int:
         out = self.nregs
@@ -152,8 +184,9 @@ class ProgramBuilder:
         return repr(value) if type(value) in (str, int, bool, type(None)) else self.guard_set._const(value)
 
     # -- checks -----------------------------------------------------------------------------------------------
-    def check(self, op: int, text: str, source: Source | None = None, obj: Any = None,
-              regs: tuple[int, ...] = ()) -> None:
+    def check(
+        self, op: int, text: str, source: Source | None = None, obj: Any = None, regs: tuple[int, ...] = ()
+    ) -> None:
         reg = -1 if source is None else self(source)
         self.instructions.append((op, -1, reg, obj, regs))
         self.listing.append(text.replace("\x00", f"r{reg}"))
@@ -192,12 +225,12 @@ class ProgramBuilder:
             case GuardKind.ALIAS | GuardKind.NOT_ALIAS:
                 other = self(value)
                 same = r.kind == GuardKind.ALIAS
-                self.check(SAME if same else NOT_SAME, f"\x00 {'is' if same else 'is not'} r{other}", x,
-                           regs=(other,))
+                self.check(SAME if same else NOT_SAME, f"\x00 {'is' if same else 'is not'} r{other}", x, regs=(other,))
             case kind if kind in _GLOBAL_STATE and r.value is not None:
                 (fn, args), check = r.value, r.guard.checks[0]
-                self.check(CALL_IS if check.op == "is" else CALL_EQUALS, r.guard.code_list[0],
-                           obj=(fn, args, check.expected))
+                self.check(
+                    CALL_IS if check.op == "is" else CALL_EQUALS, r.guard.code_list[0], obj=(fn, args, check.expected)
+                )
             case GuardKind.SHAPE_ENV:
                 exprs, tokens = r.value
                 self.python_check(lambda reg: [shapes.render(e, tokens, reg) for e in exprs])
@@ -232,8 +265,9 @@ class ProgramBuilder:
         return _tensor_guard.make_guard_program(self.nargs, self.nregs, tuple(self.instructions))
 
 
-def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
-                     ) -> tuple[Callable[..., bool], str]:
+def compile_guard_fn(
+    guard_set: GuardSet, code: types.CodeType, argnames: tuple[str, ...]
+) -> tuple[Callable[..., bool], str]:
     """The guard program `guard(fn, *arg_slots) -> bool` for these guards, and its listing."""
     records = list(guard_set.records.values())
     program = ProgramBuilder(guard_set, code, argnames)
@@ -248,8 +282,12 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
         strides = [sorted(guard_set.dynamic_strides.get(r.guarded_source().name(), ())) for r in tensors]
         spec = _tensor_guard.make_spec([r.value for r in tensors], dynamic, strides)
         regs = tuple(program(r.guarded_source()) for r in tensors)
-        program.check(TENSORS, f"___check_tensors({guard_set._const(spec)}, {', '.join(f'r{n}' for n in regs)})",
-                      obj=spec, regs=regs)
+        program.check(
+            TENSORS,
+            f"___check_tensors({guard_set._const(spec)}, {', '.join(f'r{n}' for n in regs)})",
+            obj=spec,
+            regs=regs,
+        )
     distinct = _distinct_groups(records)
     values = _value_groups(records)
     hooked: list[tuple[Source, int]] = []  # NO_HOOKS: (module, flags), one check after the rest
@@ -276,9 +314,11 @@ def compile_guard_fn(guard_set: GuardSet, code: types.CodeType, argnames: tuple[
     if hooked:  # (last: every module's type is checked before its dicts are read)
         flags = bytes(f for _, f in hooked)
         regs = tuple(program(s) for s, _ in hooked)
-        program.check(NO_HOOKS, f"___modules_without_hooks({flags!r}, {', '.join(f'r{n}' for n in regs)})",
-                      obj=flags, regs=regs)
+        program.check(
+            NO_HOOKS, f"___modules_without_hooks({flags!r}, {', '.join(f'r{n}' for n in regs)})", obj=flags, regs=regs
+        )
     return program.build(), "\n".join(program.listing) + "\n"
+
 
 @dataclasses.dataclass
 class _DistinctGroup:
@@ -318,5 +358,3 @@ def _distinct_groups(records: list[GuardRecord]) -> dict[int, _DistinctGroup]:
             groups[i].records.add(id(r))
             found[id(r)] = groups[i]
     return found
-
-

@@ -1,5 +1,5 @@
-"""Guards: what a cache entry assumes, recorded as (source, kind, value) with structured checks.
-"""
+"""Guards: what a cache entry assumes, recorded as (source, kind, value) with structured checks."""
+
 from __future__ import annotations
 
 import ast
@@ -33,8 +33,7 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
     """For each tensor, the position of the first one with the same storage (its own, where none is before, or
     where it has none to read: a sparse tensor, a subclass refusing access)."""
     first: dict[int, int] = {}
-    return tuple(first.setdefault(key, i) if (key := _storage_key(t)) is not None else i
-                 for i, t in enumerate(tensors))
+    return tuple(first.setdefault(key, i) if (key := _storage_key(t)) is not None else i for i, t in enumerate(tensors))
 
 
 def _all_distinct(*objects: Any) -> bool:
@@ -53,20 +52,27 @@ def _autocast_state() -> tuple[Any, ...]:
     return tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES)
 
 
-HELPERS: dict[str, Any] = {"___check_tensors": _tensor_guard.check_tensors, "___dispatch_keys": _dispatch_keys,
-                            "___get_default_device": _get_default_device, "___is_grad_enabled": torch.is_grad_enabled,
-                            "___copysign": math.copysign, "___get_default_dtype": torch.get_default_dtype,
-                            "___any_autocast": torch._C._is_any_autocast_enabled,
-                            "___autocast_state": _autocast_state, "___storage_sharing": _storage_sharing,
-                            "___all_distinct": _all_distinct,
-                            "___modules_without_hooks": _tensor_guard.modules_without_hooks,
-                            "___values_match": _tensor_guard.values_match,
-                            "___object_getattr": object.__getattribute__, "___dict_getitem": dict.__getitem__}
+HELPERS: dict[str, Any] = {
+    "___check_tensors": _tensor_guard.check_tensors,
+    "___dispatch_keys": _dispatch_keys,
+    "___get_default_device": _get_default_device,
+    "___is_grad_enabled": torch.is_grad_enabled,
+    "___copysign": math.copysign,
+    "___get_default_dtype": torch.get_default_dtype,
+    "___any_autocast": torch._C._is_any_autocast_enabled,
+    "___autocast_state": _autocast_state,
+    "___storage_sharing": _storage_sharing,
+    "___all_distinct": _all_distinct,
+    "___modules_without_hooks": _tensor_guard.modules_without_hooks,
+    "___values_match": _tensor_guard.values_match,
+    "___object_getattr": object.__getattribute__,
+    "___dict_getitem": dict.__getitem__,
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class GuardRecord:
-    source: Source | None   # None for global state (grad mode, default dtype/device)
+    source: Source | None  # None for global state (grad mode, default dtype/device)
     kind: GuardKind
     value: Any
     guard: Guard
@@ -104,8 +110,14 @@ class GuardSet:
             self._by_id[id(value)] = name
         return self._by_id[id(value)]
 
-    def add(self, source: Source, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset(),
-            dynamic_strides: frozenset[int] = frozenset()) -> None:
+    def add(
+        self,
+        source: Source,
+        kind: GuardKind,
+        value: Any,
+        dynamic_dims: frozenset[int] = frozenset(),
+        dynamic_strides: frozenset[int] = frozenset(),
+    ) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source; for TENSOR_MATCH, `dynamic_dims` are
         the dims whose size is symbolic and `dynamic_strides` those whose stride is (the shape guards cover
         them). Every other size and stride of the trace's fake was a plain number the trace may have read
@@ -126,8 +138,9 @@ class GuardSet:
             self.watched.append(value)
         checks = tuple(self._checks(kind, value, dynamic_dims, dynamic_strides))
         code = tuple(c.text(name, _readable) for c in checks)
-        self.records[key] = GuardRecord(source, kind, value, Guard(name=name, kind=kind, code_list=code,
-                                                               source_kind=source.kind, checks=checks))
+        self.records[key] = GuardRecord(
+            source, kind, value, Guard(name=name, kind=kind, code_list=code, source_kind=source.kind, checks=checks)
+        )
         if dynamic_dims:
             self.dynamic_dims[name] = dynamic_dims
         if dynamic_strides:
@@ -139,8 +152,7 @@ class GuardSet:
         if weakrefable(value) and not any(w is value for w in self.watched):
             self.watched.append(value)
 
-    def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]], specialised_ints: dict[str, int]
-                            ) -> None:
+    def settle_dynamic_dims(self, still_symbolic: dict[str, frozenset[int]], specialised_ints: dict[str, int]) -> None:
         """Check again by value the dims of a tensor, and the int inputs, that the trace specialised (a
         `range(x.shape[0])`): the shape environment then has a replacement rather than a guard for them."""
         for name, value in specialised_ints.items():
@@ -161,8 +173,12 @@ class GuardSet:
             return
         readable = [shapes.render(e, tokens, _readable) for e in exprs]
         checks = tuple(Check(e, field="shape") for e in readable)
-        self.records[("", "SHAPE_ENV")] = GuardRecord(None, GuardKind.SHAPE_ENV, (tuple(exprs), tokens), Guard(
-            name="", kind=GuardKind.SHAPE_ENV, code_list=tuple(readable), source_kind="global", checks=checks))
+        self.records[("", "SHAPE_ENV")] = GuardRecord(
+            None,
+            GuardKind.SHAPE_ENV,
+            (tuple(exprs), tokens),
+            Guard(name="", kind=GuardKind.SHAPE_ENV, code_list=tuple(readable), source_kind="global", checks=checks),
+        )
 
     def add_storage_sharing(self) -> None:
         """Which guarded tensors share storage, as when traced: the trace's fakes share storage as the examples did,
@@ -171,38 +187,63 @@ class GuardSet:
         tensors = [r for r in self.records.values() if r.kind == GuardKind.TENSOR_MATCH]
         if len(tensors) > 1:
             call = f"___storage_sharing({', '.join(_readable(r.guarded_source()) for r in tensors)})"
-            self._add_global("STORAGE_SHARING", GuardKind.STORAGE_SHARING, "",
-                             _literal(call, "==", _storage_sharing(*(r.value for r in tensors))))
+            self._add_global(
+                "STORAGE_SHARING",
+                GuardKind.STORAGE_SHARING,
+                "",
+                _literal(call, "==", _storage_sharing(*(r.value for r in tensors))),
+            )
 
     def add_global_state(self) -> None:
         device = _get_default_device()
         autocast_off = not torch._C._is_any_autocast_enabled()
         for kind, fn, check in (
-                (GuardKind.GRAD_MODE, torch.is_grad_enabled,
-                 _literal("___is_grad_enabled()", "is", torch.is_grad_enabled())),
-                (GuardKind.DEFAULT_DTYPE, torch.get_default_dtype,
-                 self._is("___get_default_dtype()", torch.get_default_dtype())),
-                (GuardKind.DEFAULT_DEVICE, _get_default_device, _literal("___get_default_device()", "==", device)),
-                # one C call when autocast is off, the usual case; the full state when it is on
-                (GuardKind.AUTOCAST, *((torch._C._is_any_autocast_enabled, _literal("___any_autocast()", "is", False))
-                                       if autocast_off else
-                                       (_autocast_state, self._equal("___autocast_state()", _autocast_state()))))):
+            (
+                GuardKind.GRAD_MODE,
+                torch.is_grad_enabled,
+                _literal("___is_grad_enabled()", "is", torch.is_grad_enabled()),
+            ),
+            (
+                GuardKind.DEFAULT_DTYPE,
+                torch.get_default_dtype,
+                self._is("___get_default_dtype()", torch.get_default_dtype()),
+            ),
+            (GuardKind.DEFAULT_DEVICE, _get_default_device, _literal("___get_default_device()", "==", device)),
+            # one C call when autocast is off, the usual case; the full state when it is on
+            (
+                GuardKind.AUTOCAST,
+                *(
+                    (torch._C._is_any_autocast_enabled, _literal("___any_autocast()", "is", False))
+                    if autocast_off
+                    else (_autocast_state, self._equal("___autocast_state()", _autocast_state()))
+                ),
+            ),
+        ):
             self._add_global(kind, kind, "", check, (fn, ()))
 
     def add_query(self, fn: Callable[..., Any], args: tuple, result: Any) -> None:
         """A query of global state folded to `result` at trace time (torch.get_autocast_dtype("cpu")...): the
         entry holds only while the query still answers the same."""
         call = f"{self._const(fn)}(*{self._const(args)})"
-        self._add_global(f"QUERY {call}", GuardKind.GLOBAL_QUERY,
-                         f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})", self._equal(call, result),
-                         (fn, args))
+        self._add_global(
+            f"QUERY {call}",
+            GuardKind.GLOBAL_QUERY,
+            f"{getattr(fn, '__name__', fn)}({', '.join(map(repr, args))})",
+            self._equal(call, result),
+            (fn, args),
+        )
 
-    def _add_global(self, key: str, kind: GuardKind, name: str, check: Check,
-                    call: tuple[Callable[..., Any], tuple] | None = None) -> None:
+    def _add_global(
+        self, key: str, kind: GuardKind, name: str, check: Check, call: tuple[Callable[..., Any], tuple] | None = None
+    ) -> None:
         """A guard on torch's state rather than on a source: its check reads no guarded value. `call` is the
         (function, arguments) whose result the check compares, where it is one call."""
-        self.records[("", key)] = GuardRecord(None, kind, call, Guard(
-            name=name, kind=kind, code_list=(check.text("", _readable),), source_kind="global", checks=(check,)))
+        self.records[("", key)] = GuardRecord(
+            None,
+            kind,
+            call,
+            Guard(name=name, kind=kind, code_list=(check.text("", _readable),), source_kind="global", checks=(check,)),
+        )
 
     def _is(self, expr: str, expected: Any, field: str = "") -> Check:
         return Check(expr, op="is", expected=expected, expected_text=self._const(expected), field=field)
@@ -210,8 +251,13 @@ class GuardSet:
     def _equal(self, expr: str, expected: Any, field: str = "") -> Check:
         return Check(expr, op="==", expected=expected, expected_text=self._const(expected), field=field)
 
-    def _checks(self, kind: GuardKind, value: Any, dynamic_dims: frozenset[int] = frozenset(),
-                dynamic_strides: frozenset[int] = frozenset()) -> list[Check]:
+    def _checks(
+        self,
+        kind: GuardKind,
+        value: Any,
+        dynamic_dims: frozenset[int] = frozenset(),
+        dynamic_strides: frozenset[int] = frozenset(),
+    ) -> list[Check]:
         """The checks of one guard, over the guarded value written X."""
         match kind:
             case GuardKind.TENSOR_MATCH:
@@ -230,8 +276,12 @@ class GuardSet:
                 keys = list(value)  # written inline when every key is; else compared with the list it was
                 if not keys:  # (the global hook dicts of every module call: no list made)
                     return [self._is(f"type({X})", type(value)), Check(f"not {X}")]
-                return [self._is(f"type({X})", type(value)), _literal(f"list({X})", "==", keys)
-                        if all(map(written_inline, keys)) else self._equal(f"list({X})", keys)]
+                return [
+                    self._is(f"type({X})", type(value)),
+                    _literal(f"list({X})", "==", keys)
+                    if all(map(written_inline, keys))
+                    else self._equal(f"list({X})", keys),
+                ]
             case GuardKind.NO_HOOKS:  # a module called: still no hooks (nor an instance `forward`); one check
                 dicts, forward_from_class = value
                 parts = [Check(f"{X}.{d}", field=d) for d in dicts]
@@ -248,28 +298,41 @@ class GuardSet:
                 return [Check(X, op="is not", expected=value, expected_text=None)]
         raise AssertionError(f"unknown guard kind {kind}")
 
-    def _tensor_checks(self, t: torch.Tensor, dynamic_dims: frozenset[int], dynamic_strides: frozenset[int]
-                       ) -> list[Check]:
+    def _tensor_checks(
+        self, t: torch.Tensor, dynamic_dims: frozenset[int], dynamic_strides: frozenset[int]
+    ) -> list[Check]:
         if dynamic_dims:  # the static sizes and strides one by one; symbolic ones are the shape guards' business
             layout = [_literal(f"{X}.dim()", "==", t.dim(), "shape")]
-            layout += [_literal(f"{X}.size({d})", "==", n, "shape") for d, n in enumerate(t.shape)
-                       if d not in dynamic_dims]
-            layout += [_literal(f"{X}.stride({d})", "==", n, "stride") for d, n in enumerate(t.stride())
-                       if d not in dynamic_strides]
+            layout += [
+                _literal(f"{X}.size({d})", "==", n, "shape") for d, n in enumerate(t.shape) if d not in dynamic_dims
+            ]
+            layout += [
+                _literal(f"{X}.stride({d})", "==", n, "stride")
+                for d, n in enumerate(t.stride())
+                if d not in dynamic_strides
+            ]
         else:
-            layout = [_literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
-                      _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride")]
-        return [self._is(f"type({X})", type(t), "type"), self._is(f"{X}.dtype", t.dtype, "dtype"),
-                self._equal(f"{X}.device", t.device, "device"),
-                _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"), *layout,
-                _literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset"),
-                self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys")]
+            layout = [
+                _literal(f"{X}.shape", "==", tuple(t.shape), "shape"),
+                _literal(f"{X}.stride()", "==", tuple(t.stride()), "stride"),
+            ]
+        return [
+            self._is(f"type({X})", type(t), "type"),
+            self._is(f"{X}.dtype", t.dtype, "dtype"),
+            self._equal(f"{X}.device", t.device, "device"),
+            _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"),
+            *layout,
+            _literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset"),
+            self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys"),
+        ]
 
     def _equals_checks(self, value: Any) -> list[Check]:
         if isinstance(value, float) and value != value:
             return [Check(f"type({X})", op="is", expected=float, expected_text="float"), Check(f"{X} != {X}")]
-        checks = [self._is(f"type({X})", type(value)),
-                  _literal(X, "==", value) if type(value) in _INLINE_TYPES else self._equal(X, value)]
+        checks = [
+            self._is(f"type({X})", type(value)),
+            _literal(X, "==", value) if type(value) in _INLINE_TYPES else self._equal(X, value),
+        ]
         if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1/x differs
             checks.append(_literal(f"___copysign(1.0, {X})", "==", math.copysign(1.0, value)))
         return checks
@@ -279,11 +342,16 @@ class GuardSet:
         `self`, guarded by type): which objects an entry was made for. The cache size limit counts entries per
         such objects, so compiling each of many layers of other shapes on its own is not recompiling."""
         # (the type, not isinstance(): that reads `__class__` through a user's own __getattribute__)
-        return tuple((r.source.local_name, id(r.value)) for r in self.records.values()
-                     if isinstance(r.source, LocalSource) and (
-                         r.kind == GuardKind.ID_MATCH or (r.kind == GuardKind.TYPE_MATCH
-                                                          and issubclass(type(r.value), torch.nn.Module)))
-                     and weakrefable(r.value))
+        return tuple(
+            (r.source.local_name, id(r.value))
+            for r in self.records.values()
+            if isinstance(r.source, LocalSource)
+            and (
+                r.kind == GuardKind.ID_MATCH
+                or (r.kind == GuardKind.TYPE_MATCH and issubclass(type(r.value), torch.nn.Module))
+            )
+            and weakrefable(r.value)
+        )
 
     def ordered(self) -> list[Guard]:
         return [r.guard for r in self.records.values()]
@@ -297,14 +365,16 @@ def weakrefable(value: Any) -> bool:
     return True
 
 
-def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.FunctionType,
-                    argnames: tuple[str, ...], args: tuple) -> tuple[Guard, str] | None:
+def explain_failure(
+    guards: list[Guard], constants: dict[str, Any], fn: types.FunctionType, argnames: tuple[str, ...], args: tuple
+) -> tuple[Guard, str] | None:
     """The first guard that fails for these arguments, with a readable reason (slow path): each check's
     expression is evaluated over the readable names and compared with what it expects."""
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     closure.update((name, cell) for name, cell in zip(argnames, args) if name in passed_cells(fn.__code__))
-    ns = dict(HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__,
-              C=_CellContents(closure), M=_ModuleDicts())
+    ns = dict(
+        HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__, C=_CellContents(closure), M=_ModuleDicts()
+    )
     for guard in guards:
         for check, text in zip(guard.checks, guard.code_list, strict=True):
             try:
@@ -318,8 +388,12 @@ def explain_failure(guards: list[Guard], constants: dict[str, Any], fn: types.Fu
     return None
 
 
-_HOLDS: dict[str, Callable[[Any, Any], Any]] = {"is": operator.is_, "is not": operator.is_not, "==": operator.eq,
-                                                "": lambda actual, expected: actual}
+_HOLDS: dict[str, Callable[[Any, Any], Any]] = {
+    "is": operator.is_,
+    "is not": operator.is_not,
+    "==": operator.eq,
+    "": lambda actual, expected: actual,
+}
 
 
 class _ModuleDicts(dict):
@@ -355,8 +429,10 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
             call = ast.parse(check.expr, mode="eval").body
             assert isinstance(call, ast.Call)  # ___storage_sharing(...), written by add_storage_sharing
             names = [ast.unparse(a) for a in call.args]
-            return (f"other tensors share storage (are views of one another) than when compiled: now "
-                    f"{_sharing(names, actual)}, then {_sharing(names, check.expected)}")
+            return (
+                f"other tensors share storage (are views of one another) than when compiled: now "
+                f"{_sharing(names, actual)}, then {_sharing(names, check.expected)}"
+            )
         case GuardKind.GLOBAL_QUERY:
             return f"{guard.name} now returns {safe_repr(actual)}"
         case GuardKind.AUTOCAST:

@@ -1,5 +1,6 @@
 """The `framejit` logger and what it prints: FRAMEJIT_LOGS / config.debug pick the debug sections,
 config.log_level sets the logger's level, config.output_code shows the code each backend compiles."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,10 @@ def sections() -> frozenset[str]:
         wanted = frozenset(s.strip().lstrip("+") for s in text.split(",") if s.strip())
         unknown = sorted(wanted - {*SECTIONS, "all"})
         if unknown:
-            raise ValueError(f"FRAMEJIT_LOGS names unknown section(s) {', '.join(map(repr, unknown))}; "
-                             f"valid sections: {', '.join(SECTIONS)}, all")
+            raise ValueError(
+                f"FRAMEJIT_LOGS names unknown section(s) {', '.join(map(repr, unknown))}; "
+                f"valid sections: {', '.join(SECTIONS)}, all"
+            )
         _parsed[text] = wanted
     return _parsed[text]
 
@@ -61,6 +64,7 @@ def output_code(name: str, gm: torch.fx.GraphModule, on: bool) -> Iterator[None]
         return
     print(f"OUTPUT CODE {name} (the graph's Python code, handed to the backend)\n{gm.code.strip()}\n")
     from torch._logging._internal import _get_log_state, _set_log_state
+
     saved = _get_log_state()
     torch._logging.set_logs(output_code=True)
     try:
@@ -73,6 +77,7 @@ class _FakeKernelErrors(logging.Filter):
     """Drops the traceback torch's fake tensors log for an op whose kernel raised, while the trace runs the op:
     the trace handles that error (the op raises at the break, as eager's does), so the log is only noise
     before the user's own error."""
+
     tracing = threading.local()
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -1,6 +1,7 @@
 """What an op does besides its result: writes in place (and into which argument), makes a view, draws random
 numbers, switches grad mode or autocast; and a tensor's storage and autograd node.
 """
+
 from __future__ import annotations
 
 import operator
@@ -19,9 +20,24 @@ def op_name(target: Any) -> str:
 
 
 # -- writes in place ------------------------------------------------------------------------------------------
-IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-                                operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior,
-                                operator.ixor, operator.ilshift, operator.irshift, operator.imatmul})
+IN_PLACE_OPERATORS = frozenset(
+    {
+        operator.setitem,
+        operator.iadd,
+        operator.isub,
+        operator.imul,
+        operator.itruediv,
+        operator.ifloordiv,
+        operator.imod,
+        operator.ipow,
+        operator.iand,
+        operator.ior,
+        operator.ixor,
+        operator.ilshift,
+        operator.irshift,
+        operator.imatmul,
+    }
+)
 
 
 def in_place_name(target: Any, name: str) -> bool:
@@ -39,8 +55,9 @@ def writes_into_first_argument(node: torch.fx.Node) -> bool:
     """Whether a graph node writes in place into its first argument, or (a function with `out=`) into `out`."""
     if node.op not in ("call_method", "call_function") or not node.args:
         return False
-    return (node.op == "call_function" and "out" in node.kwargs) or \
-        writes_first_argument(node.target, op_name(node.target), node.kwargs)
+    return (node.op == "call_function" and "out" in node.kwargs) or writes_first_argument(
+        node.target, op_name(node.target), node.kwargs
+    )
 
 
 # where each batch_norm signature takes (running_mean, running_var); argument 5 is `training` in both
@@ -58,18 +75,68 @@ def batch_norm_stats_written(node: torch.fx.Node) -> list[torch.fx.Node]:
 
 # -- views ----------------------------------------------------------------------------------------------------
 # ops whose result shares storage with their first argument: a write into it is a write into that argument
-_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpose", "t", "permute", "unsqueeze",
-                           "squeeze", "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "as_strided",
-                           "detach", "unfold", "movedim", "swapaxes", "split", "chunk", "unbind", "diagonal",
-                           "__getitem__", "contiguous", "T", "mT", "real", "imag", "data"})
-_VIEW_FUNCTIONS = {operator.getitem, torch.transpose, torch.reshape, torch.squeeze, torch.unsqueeze, torch.flatten,
-                   torch.narrow, torch.select, torch.permute, torch.split, torch.chunk, torch.unbind, torch.detach,
-                   torch.t, torch.movedim, torch.swapaxes, torch.diagonal, torch.as_strided, getattr}
+_VIEW_METHODS = frozenset(
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "transpose",
+        "t",
+        "permute",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "expand_as",
+        "narrow",
+        "select",
+        "flatten",
+        "unflatten",
+        "as_strided",
+        "detach",
+        "unfold",
+        "movedim",
+        "swapaxes",
+        "split",
+        "chunk",
+        "unbind",
+        "diagonal",
+        "__getitem__",
+        "contiguous",
+        "T",
+        "mT",
+        "real",
+        "imag",
+        "data",
+    }
+)
+_VIEW_FUNCTIONS = {
+    operator.getitem,
+    torch.transpose,
+    torch.reshape,
+    torch.squeeze,
+    torch.unsqueeze,
+    torch.flatten,
+    torch.narrow,
+    torch.select,
+    torch.permute,
+    torch.split,
+    torch.chunk,
+    torch.unbind,
+    torch.detach,
+    torch.t,
+    torch.movedim,
+    torch.swapaxes,
+    torch.diagonal,
+    torch.as_strided,
+    getattr,
+}
 
 
 def is_view(node: torch.fx.Node) -> bool:
-    return (node.op == "call_method" and node.target in _VIEW_METHODS) or \
-        (node.op == "call_function" and node.target in _VIEW_FUNCTIONS)
+    return (node.op == "call_method" and node.target in _VIEW_METHODS) or (
+        node.op == "call_function" and node.target in _VIEW_FUNCTIONS
+    )
 
 
 def creation_meta(view: torch.Tensor) -> CreationMeta:
@@ -82,8 +149,10 @@ def creation_meta(view: torch.Tensor) -> CreationMeta:
 
 # -- random numbers -------------------------------------------------------------------------------------------
 # names of the ops that draw random numbers: a second run would draw others (dropout, rand*, normal_, bernoulli...)
-RANDOM_OP = re.compile(r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
-                       r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)")
+RANDOM_OP = re.compile(
+    r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
+    r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)"
+)
 
 
 # -- grad mode and autocast -----------------------------------------------------------------------------------

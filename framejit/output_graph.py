@@ -3,6 +3,7 @@
 `finish` turns a completed trace into a compiled graph plus the bytecode that
 calls it, rebuilds the frame's return value and replays side effects.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +31,14 @@ from framejit.contracts import MODULE_STATE_META, GuardKind
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardSet
 from framejit.logs import quiet_fake_kernel_errors
-from framejit.op_effects import (AUTOCAST_STATE_TARGETS, grad_fn_of, in_place_name, op_name, reenter_autocast,
-                                 writes_first_argument)
+from framejit.op_effects import (
+    AUTOCAST_STATE_TARGETS,
+    grad_fn_of,
+    in_place_name,
+    op_name,
+    reenter_autocast,
+    writes_first_argument,
+)
 from framejit.shapes import SYMBOLIC_TYPES, TraceShapes, is_symbolic, symbolic_strides
 from framejit.side_effects import TENSOR_WRITE, SideEffects
 from framejit.sources import IndexSource, Source, graph_input_name
@@ -61,14 +68,19 @@ class GraphInput:
 # check_inplace, handle_view_on_rebase)
 # ("Output 0 of UnbindBackward0 is a view and ...", or "A view was created in no_grad mode and ..." where the view
 # has no history: a row of a tensor without grad)
-_AUTOGRAD_VIEW_ERROR = re.compile(r"(is a view|A view was created in [\w ]+ mode) and (is being|its base or another "
-                                  r"view of its base has been) modified inplace|is being used in an in-place operation")
+_AUTOGRAD_VIEW_ERROR = re.compile(
+    r"(is a view|A view was created in [\w ]+ mode) and (is being|its base or another "
+    r"view of its base has been) modified inplace|is being used in an in-place operation"
+)
 
 
 def _views_all_inputs(fake_args: list[Any], args: Sequence[Variable]) -> bool:
     """Whether every view among an op's tensor arguments is an input of the graph, not made in it."""
-    return all(isinstance(a, TensorVariable) and a.node.op == "placeholder"
-               for f, a in zip(fake_args, args) if isinstance(f, torch.Tensor) and f._is_view())
+    return all(
+        isinstance(a, TensorVariable) and a.node.op == "placeholder"
+        for f, a in zip(fake_args, args)
+        if isinstance(f, torch.Tensor) and f._is_view()
+    )
 
 
 def _holds_raw_symbol(value: Any) -> bool:
@@ -138,8 +150,9 @@ class OutputGraph:
         # example int of 0 or 1 a constant (a numpy integer's symbol may be either), and gives two example ints
         # of one value one symbol (duck sizing), where the trace has two: the graph then read one for both
         # (fuzz 8655 of seed 2000000: a counter and a loop index, both 3 when compiled)
-        self.inputs.append(GraphInput(source if numpy_type is None else IndexSource(source), int(value), node,
-                                      example=symbol))
+        self.inputs.append(
+            GraphInput(source if numpy_type is None else IndexSource(source), int(value), node, example=symbol)
+        )
         self.guards.add(source, GuardKind.TYPE_MATCH, value)
         return SymbolicVariable(node, symbol, source, numpy_type)
 
@@ -202,15 +215,17 @@ class OutputGraph:
 
     def create_node(self, tx: Translator, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
         if _holds_raw_symbol((args, kwargs)):  # the graph's code could not name it (`s0` undefined when run)
-            unsupported(f"a symbolic size reached {op_name(target)}() as a value, not from the graph",
-                        BreakCode.UNSUPPORTED)
+            unsupported(
+                f"a symbolic size reached {op_name(target)}() as a value, not from the graph", BreakCode.UNSUPPORTED
+            )
         node = self.graph.create_node(op, target, args, kwargs)
         summary = tx.frame_summary()
         node.meta["stack_trace"] = "".join(traceback.format_list([summary]))
         return node
 
-    def call_graph_op(self, tx: Translator, op: str, target: Any, args: Sequence[Variable],
-                      kwargs: dict[str, Variable]) -> Variable:
+    def call_graph_op(
+        self, tx: Translator, op: str, target: Any, args: Sequence[Variable], kwargs: dict[str, Variable]
+    ) -> Variable:
         """Run target on fake values for its result's metadata, then add a node if the result has tensors."""
         fake_args = [a.as_fake() for a in args]
         fake_kwargs = {k: v.as_fake() for k, v in kwargs.items()}
@@ -218,16 +233,20 @@ class OutputGraph:
         leaves = pytree.tree_leaves((fake_args, fake_kwargs))
         # arithmetic on symbolic sizes: a result known at trace time (s0 - s0) is a constant; so is arithmetic on a
         # size that a guard has since fixed (`h != 32` made s0 = 32: the square image's width, the same symbol, is 32)
-        numbers_only = any(isinstance(x, SYMBOLIC_TYPES) for x in leaves) and \
-            not any(isinstance(x, torch.Tensor) for x in leaves)
+        numbers_only = any(isinstance(x, SYMBOLIC_TYPES) for x in leaves) and not any(
+            isinstance(x, torch.Tensor) for x in leaves
+        )
         check_op_before_run(target, numbers_only or any(isinstance(x, torch.Tensor) for x in leaves))
         check_aliased_write(op_name(target), target, fake_args, fake_kwargs)
         try:
             # symbolic sizes reach some kernels (constant_pad_nd's) only through the Python dispatcher's meta
             # functions; the C++ ones want concrete sizes (TorchDynamo runs fake ops under it too)
             symbolic = self.shapes.env.backed_var_to_val or self.shapes.has_unbacked
-            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext(), \
-                    quiet_fake_kernel_errors():
+            with (
+                self.fake_mode,
+                enable_python_dispatcher() if symbolic else contextlib.nullcontext(),
+                quiet_fake_kernel_errors(),
+            ):
                 if op == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -249,21 +268,34 @@ class OutputGraph:
             raise error
         check_eager_accepts_dtypes(name, op, target, fake_args, fake_kwargs, leaves)
         behind_copy_slices = None
-        if writes_first_argument(target, op_name(target), fake_kwargs) and isinstance(result, torch.Tensor) \
-                and result.requires_grad and result._is_view():
+        if (
+            writes_first_argument(target, op_name(target), fake_kwargs)
+            and isinstance(result, torch.Tensor)
+            and result.requires_grad
+            and result._is_view()
+        ):
+
             def run_again(again: list[Any]) -> Any:
-                return getattr(again[0], target)(*again[1:], **fake_kwargs) if op == "call_method" \
+                return (
+                    getattr(again[0], target)(*again[1:], **fake_kwargs)
+                    if op == "call_method"
                     else target(*again, **fake_kwargs)
-            with self.fake_mode, enable_python_dispatcher() if symbolic else contextlib.nullcontext(), \
-                    quiet_fake_kernel_errors():
+                )
+
+            with (
+                self.fake_mode,
+                enable_python_dispatcher() if symbolic else contextlib.nullcontext(),
+                quiet_fake_kernel_errors(),
+            ):
                 behind_copy_slices = saves_behind_copy_slices(run_again, fake_args, result)
         # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result
         unbacked = compute_unbacked_bindings(self.shapes.env, result)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
         if not has_tensor and (numbers_only or not keeps_non_tensor_result(target, kwargs)):
             return wrap_constant_result(pytree.tree_map(plain_number, result))
-        node = self.create_node(tx, op, target, tuple(a.as_node_arg() for a in args),
-                                {k: v.as_node_arg() for k, v in kwargs.items()})
+        node = self.create_node(
+            tx, op, target, tuple(a.as_node_arg() for a in args), {k: v.as_node_arg() for k, v in kwargs.items()}
+        )
         if unbacked:
             node.meta["unbacked_bindings"] = unbacked
             self.shapes.has_unbacked = True
@@ -324,12 +356,22 @@ class OutputGraph:
             torch.clear_autocast_cache()  # it may hold casts of the trace's fake parameters
 
     def count_ops(self) -> int:
-        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
-                   and n.target is not torch._C._set_grad_enabled and n.target not in AUTOCAST_STATE_TARGETS)
+        return sum(
+            1
+            for n in self.graph.nodes
+            if n.op in ("call_function", "call_method", "call_module")
+            and n.target is not torch._C._set_grad_enabled
+            and n.target not in AUTOCAST_STATE_TARGETS
+        )
 
     # -- finishing ---------------------------------------------------------------------------
-    def emit_graph_call(self, tx: Translator, roots: list[Variable], compile_graph: CompileGraph,
-                        read_only: frozenset[int] = frozenset()) -> PyCodegen:
+    def emit_graph_call(
+        self,
+        tx: Translator,
+        roots: list[Variable],
+        compile_graph: CompileGraph,
+        read_only: frozenset[int] = frozenset(),
+    ) -> PyCodegen:
         """Compile the graph with outputs for every tensor in `roots` and start the replacement code
         with its call; the returned codegen loads any of those values afterwards. Tensors whose fakes' ids are
         in `read_only` come back detached: the code after the graph only reads their data. Each is a leaf that
@@ -345,8 +387,9 @@ class OutputGraph:
         cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
         # code after it expects the state it leaves
-        switches = any(n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS
-                       for n in self.graph.nodes)
+        switches = any(
+            n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS for n in self.graph.nodes
+        )
         if self.count_ops() or outputs or switches:
             entry_mode = self._entry_grad_mode()
             gm = torch.fx.GraphModule(self.root, self.graph)
@@ -416,8 +459,7 @@ class OutputGraph:
             detached.meta["example_value"] = node.meta["example_value"].detach()
         return detached
 
-    def _collect_outputs(self, roots: list[Variable]) -> tuple[list[TensorVariable | SymbolicVariable],
-                                                               dict[int, int]]:
+    def _collect_outputs(self, roots: list[Variable]) -> tuple[list[TensorVariable | SymbolicVariable], dict[int, int]]:
         """Tensors and symbolic numbers the Python side needs from the graph (inputs are reloaded from their
         sources), and each one's output position by `id` of its Variable. Variables of one tensor (an in-place
         op's result is its input: `t = d['a']; t -= 1` leaves `t is d['a']`) share one output, so that the
@@ -450,8 +492,9 @@ class OutputGraph:
         under an explicit switch off. A backend decides at compile time whether a graph is for training
         (AOTAutograd by the grad mode then) and would otherwise compile this one without autograd. None: the
         graph compiles and runs in the mode the trace started in."""
-        if self.initial_grad_mode or not any(n.target is torch._C._set_grad_enabled and n.args[0] is True
-                                             for n in self.graph.nodes):
+        if self.initial_grad_mode or not any(
+            n.target is torch._C._set_grad_enabled and n.args[0] is True for n in self.graph.nodes
+        ):
             return None
         first = next(n for n in self.graph.nodes if n.op != "placeholder")
         with self.graph.inserting_before(first):
@@ -465,8 +508,12 @@ class OutputGraph:
         for node in reversed(list(self.graph.nodes)):
             value = node.meta.get("example_value")
             sizes = value if isinstance(value, torch.Size) else (value,)
-            if node.op in ("call_function", "call_method") and not node.users and id(node) not in kept \
-                    and all(isinstance(v, SYMBOLIC_TYPES) or type(v) is int for v in sizes):
+            if (
+                node.op in ("call_function", "call_method")
+                and not node.users
+                and id(node) not in kept
+                and all(isinstance(v, SYMBOLIC_TYPES) or type(v) is int for v in sizes)
+            ):
                 self.graph.erase_node(node)
 
     def _remove_unused_inputs(self) -> None:
@@ -480,6 +527,7 @@ def _restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None
     """`graph_fn`, run in `entry_mode` (if not None), putting grad mode back to `mode`, as the trace started, if
     it raises: a graph that switches grad mode (a no_grad block inside it) and fails within the switch must not
     leave it switched, as eager's `with` block would not."""
+
     def run(*args: Any) -> Any:
         if entry_mode is not None:
             torch._C._set_grad_enabled(entry_mode)
@@ -488,16 +536,19 @@ def _restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None
         except BaseException:
             torch._C._set_grad_enabled(mode)
             raise
+
     return run
 
 
 def _requiring_grad(graph_fn: Callable, positions: list[int]) -> Callable:
     """`graph_fn`, its outputs at `positions` (detached in the graph) made leaves that require grad."""
+
     def run(*args: Any) -> Any:
         outputs = graph_fn(*args)
         for i in positions:
             outputs[i].requires_grad_()
         return outputs
+
     return run
 
 

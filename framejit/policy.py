@@ -3,6 +3,7 @@
 Functions are kept by identity in weak dictionaries where possible, so
 registering a function never keeps it alive.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -49,10 +50,13 @@ _disabled = _IdSet()
 # captured sees is_compiling() == True (users branch on it to keep logging or checks out of graphs); framejit
 # is not torch.export.
 _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
-    ("torch.compiler", "is_compiling"): True, ("torch.compiler", "is_dynamo_compiling"): True,
-    ("torch.compiler", "is_exporting"): False, ("torch._utils", "is_compiling"): True,
+    ("torch.compiler", "is_compiling"): True,
+    ("torch.compiler", "is_dynamo_compiling"): True,
+    ("torch.compiler", "is_exporting"): False,
+    ("torch._utils", "is_compiling"): True,
     # other tracers framejit is not
-    ("torch.fx._symbolic_trace", "is_fx_tracing"): False, ("torch.onnx", "is_in_onnx_export"): False,
+    ("torch.fx._symbolic_trace", "is_fx_tracing"): False,
+    ("torch.onnx", "is_in_onnx_export"): False,
 }
 
 
@@ -86,8 +90,12 @@ def assume_constant_result(fn: F) -> F:
 
 def _torch_trace_constants() -> None:
     """torch functions whose answer is fixed while framejit traces (no TorchScript scripting or tracing)."""
-    for fn in (torch.jit.is_scripting, torch.jit.is_tracing, torch._C._get_tracing_state,
-               torch._jit_internal.is_scripting):
+    for fn in (
+        torch.jit.is_scripting,
+        torch.jit.is_tracing,
+        torch._C._get_tracing_state,
+        torch._jit_internal.is_scripting,
+    ):
         _constant_result.add(fn)
 
 

@@ -1,5 +1,5 @@
-"""Dynamic shapes: which input dims are symbolic, the shape environment they live in, and the guards it asks for.
-"""
+"""Dynamic shapes: which input dims are symbolic, the shape environment they live in, and the guards it asks for."""
+
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +20,7 @@ from framejit.weak_identity import WeakIdentityKeyDict
 # code object -> {source name: sizes seen by earlier compiles, None in a dim that already changed}
 _SEEN_SIZES: "WeakIdentityKeyDict[Any, dict[str, tuple[int | None, ...]]]" = WeakIdentityKeyDict()
 
-_DYNAMIC_ATTR = "_framejit_dynamic_dims"    # mark_dynamic: {dim: (min, max)}
+_DYNAMIC_ATTR = "_framejit_dynamic_dims"  # mark_dynamic: {dim: (min, max)}
 _MAYBE_DYNAMIC_ATTR = "_framejit_maybe_dynamic_dims"
 _STATIC_ATTR = "_framejit_static_dims"
 
@@ -52,13 +52,14 @@ class TraceShapes:
         # (fake execution raises), as in torch.compile by default.
         self.env = ShapeEnv(allow_dynamic_output_shape_ops=data_dependent, allow_scalar_outputs=data_dependent)
         self.fake_mode = FakeTensorMode(shape_env=self.env)
-        self.tokens: dict[str, Source] = {}       # token -> the input's source
+        self.tokens: dict[str, Source] = {}  # token -> the input's source
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
         self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
         self.marked: dict[tuple[str, int], tuple[torch.Tensor, int | None, int | None]] = {}  # mark_dynamic dims
 
-    def fake_input(self, value: torch.Tensor, source: Source, is_module_state: bool) -> tuple[torch.Tensor,
-                                                                                              frozenset[int]]:
+    def fake_input(
+        self, value: torch.Tensor, source: Source, is_module_state: bool
+    ) -> tuple[torch.Tensor, frozenset[int]]:
         """The fake tensor the trace uses for input `value`, and its dynamic dims."""
         dims = self._dynamic_dims(value, source, is_module_state)
         if value._base is not None:
@@ -72,8 +73,10 @@ class TraceShapes:
         # of equal size share one symbol (a square image's height and width), guarded equal, which keeps the
         # symbolic arithmetic of view ops (Swin's windows) far simpler
         marked = getattr(value, _DYNAMIC_ATTR, {})
-        sizes = [(DimDynamic.DYNAMIC if d in marked else DimDynamic.DUCK) if d in dims else DimDynamic.STATIC
-                 for d in range(value.dim())]
+        sizes = [
+            (DimDynamic.DYNAMIC if d in marked else DimDynamic.DUCK) if d in dims else DimDynamic.STATIC
+            for d in range(value.dim())
+        ]
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
         fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
@@ -81,8 +84,11 @@ class TraceShapes:
             if d in dims:
                 self.marked[(source.name(), d)] = (fake, low, high)
                 if not (low or 0) <= value.size(d) <= (high if high is not None else value.size(d)):
-                    raise UserError(f"framejit.mark_dynamic({source.name()}, {d}{_range_text(low, high)}): the "
-                                    f"size is {value.size(d)}, outside that range", code=BreakCode.DYNAMIC_CONSTRAINT)
+                    raise UserError(
+                        f"framejit.mark_dynamic({source.name()}, {d}{_range_text(low, high)}): the "
+                        f"size is {value.size(d)}, outside that range",
+                        code=BreakCode.DYNAMIC_CONSTRAINT,
+                    )
                 if low is not None or high is not None:
                     constrain_range(fake.shape[d], min=low, max=high)
         return fake, dims
@@ -116,8 +122,9 @@ class TraceShapes:
         seen[name] = tuple(None if d in changed else n for d, n in enumerate(before))
         return changed
 
-    def symbolic_int(self, value: int, source: Source, automatic_only: bool = False,
-                     numpy: bool = False) -> torch.SymInt | None:
+    def symbolic_int(
+        self, value: int, source: Source, automatic_only: bool = False, numpy: bool = False
+    ) -> torch.SymInt | None:
         """A SymInt for a Python int read from `source`, if the policy makes it dynamic (as a size would be:
         never 0 or 1; automatic: once its value changed between compiles). `automatic_only`: only once it
         changed, even under dynamic=True (a module's configuration stays static; a counter it keeps does not).
@@ -126,17 +133,27 @@ class TraceShapes:
         unspecialised = numpy and not automatic_only
         if self.dynamic is False or (value in (0, 1) and not unspecialised):
             return None
-        if (self.dynamic is None or automatic_only) and not unspecialised and (
-                self.code is None or not self._changed(source.name(), (value,))):
+        if (
+            (self.dynamic is None or automatic_only)
+            and not unspecialised
+            and (self.code is None or not self._changed(source.name(), (value,)))
+        ):
             return None
         token = self._token(source)
         # positive=None: an int argument may be negative (sizes are the positive ones). An argument is duck-sized
         # (a `seq_len` equal to a tensor's size is that size's symbol); an attribute that changed (a counter) is
         # unrelated to sizes and gets a symbol of its own
-        symbol = self.env.create_symintnode(self.env.create_symbol(
-            value, token, positive=None, do_not_specialize_zero_one=unspecialised,
-            dynamic_dim=DimDynamic.DYNAMIC if automatic_only or unspecialised else DimDynamic.DUCK),
-            hint=value, source=token)
+        symbol = self.env.create_symintnode(
+            self.env.create_symbol(
+                value,
+                token,
+                positive=None,
+                do_not_specialize_zero_one=unspecialised,
+                dynamic_dim=DimDynamic.DYNAMIC if automatic_only or unspecialised else DimDynamic.DUCK,
+            ),
+            hint=value,
+            source=token,
+        )
         self._symbolic.append((symbol, token))
         return symbol
 
@@ -154,19 +171,28 @@ class TraceShapes:
 
     def symbolic_dims(self) -> dict[str, frozenset[int]]:
         """For each input made symbolic, the dims still symbolic at the end of the trace (by source name)."""
-        return {self.tokens[token.token].name(): frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
-                for fake, token in self._symbolic if isinstance(fake, torch.Tensor)}
+        return {
+            self.tokens[token.token].name(): frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
+            for fake, token in self._symbolic
+            if isinstance(fake, torch.Tensor)
+        }
 
     def specialised_ints(self) -> dict[str, int]:
         """The int inputs made symbolic that the trace then needed as numbers: by source name, their value."""
-        return {self.tokens[token.token].name(): int(symbol) for symbol, token in self._symbolic
-                if isinstance(symbol, torch.SymInt) and not is_symbolic(symbol)}
+        return {
+            self.tokens[token.token].name(): int(symbol)
+            for symbol, token in self._symbolic
+            if isinstance(symbol, torch.SymInt) and not is_symbolic(symbol)
+        }
 
     def broken_marks(self) -> list[str]:
         """mark_dynamic dims the trace specialised (it needed the size as a number), described."""
-        return [f"framejit.mark_dynamic({name}, {d}{_range_text(low, high)}) asked for a symbolic size, but the code "
-                f"needs it to be {int(fake.shape[d])}" for (name, d), (fake, low, high) in self.marked.items()
-                if not is_symbolic(fake.shape[d])]
+        return [
+            f"framejit.mark_dynamic({name}, {d}{_range_text(low, high)}) asked for a symbolic size, but the code "
+            f"needs it to be {int(fake.shape[d])}"
+            for (name, d), (fake, low, high) in self.marked.items()
+            if not is_symbolic(fake.shape[d])
+        ]
 
     def guards(self) -> list[str]:
         """The shape environment's guards over the symbolic inputs, written over tokens (see `render`)."""
@@ -231,8 +257,10 @@ def mark_from_spec(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -
     if isinstance(spec, dict):
         unknown = [k for k in spec if k not in named]
         if unknown:
-            raise UserError(f"export: dynamic_shapes names {unknown}, which are not arguments ({list(named)})",
-                            code=BreakCode.DYNAMIC_CONSTRAINT)
+            raise UserError(
+                f"export: dynamic_shapes names {unknown}, which are not arguments ({list(named)})",
+                code=BreakCode.DYNAMIC_CONSTRAINT,
+            )
         pairs = [(named[k], v, k) for k, v in spec.items()]
     else:
         pairs = [(a, v, n) for a, v, n in zip(args, spec, arg_names)]
@@ -241,15 +269,19 @@ def mark_from_spec(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -
         if dims is None:
             continue
         if not isinstance(value, torch.Tensor):
-            raise UserError(f"export: dynamic_shapes gives dims for {name!r}, which is a {type(value).__name__}, "
-                            f"not a tensor", code=BreakCode.DYNAMIC_CONSTRAINT)
+            raise UserError(
+                f"export: dynamic_shapes gives dims for {name!r}, which is a {type(value).__name__}, not a tensor",
+                code=BreakCode.DYNAMIC_CONSTRAINT,
+            )
         items = dims.items() if isinstance(dims, dict) else enumerate(dims)
         for d, dim in items:
             if dim is None:
                 continue
             if not isinstance(dim, Dim):
-                raise UserError(f"export: dynamic_shapes[{name!r}][{d}] is {dim!r}, not a framejit.Dim or None",
-                                code=BreakCode.DYNAMIC_CONSTRAINT)
+                raise UserError(
+                    f"export: dynamic_shapes[{name!r}][{d}] is {dim!r}, not a framejit.Dim or None",
+                    code=BreakCode.DYNAMIC_CONSTRAINT,
+                )
             mark_dynamic(value, d, min=dim.min, max=dim.max)
         marked.append(value)
     return marked
@@ -261,8 +293,15 @@ def named_dims(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -> di
     if spec is None:
         return {}
     pairs = spec.items() if isinstance(spec, dict) else zip(arg_names, spec)
-    return {name: {d: dim.name for d, dim in (dims.items() if isinstance(dims, dict) else enumerate(dims))
-                   if isinstance(dim, Dim)} for name, dims in pairs if dims is not None}
+    return {
+        name: {
+            d: dim.name
+            for d, dim in (dims.items() if isinstance(dims, dict) else enumerate(dims))
+            if isinstance(dim, Dim)
+        }
+        for name, dims in pairs
+        if dims is not None
+    }
 
 
 def unmark(tensors: list[torch.Tensor]) -> None:
@@ -283,7 +322,9 @@ def mark_dynamic(t: torch.Tensor, dim: int | list[int], *, min: int | None = Non
 
 def maybe_mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:
     """Like mark_dynamic, but a trace that specialises the dim is not an error."""
-    setattr(t, _MAYBE_DYNAMIC_ATTR, set(getattr(t, _MAYBE_DYNAMIC_ATTR, set())) | set(_dims(t, dim, "maybe_mark_dynamic")))
+    setattr(
+        t, _MAYBE_DYNAMIC_ATTR, set(getattr(t, _MAYBE_DYNAMIC_ATTR, set())) | set(_dims(t, dim, "maybe_mark_dynamic"))
+    )
 
 
 def mark_static(t: torch.Tensor, dim: int | list[int] | None = None) -> None:

@@ -1,4 +1,5 @@
 """Writes the trace made to state outside the frame; the transformed code replays them after the graph."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple
@@ -31,10 +32,10 @@ class SideEffects:
         # every write the trace made, local or not, as the birth mark of what was written (-1: state that existed
         # before the trace); lazy constructs evaluated at once (generator expressions, map) check it
         self.write_log: list[int] = []
-        self.containers: dict[int, Variable] = {}                      # source-backed lists/dicts mutated
+        self.containers: dict[int, Variable] = {}  # source-backed lists/dicts mutated
         self.attrs: dict[tuple[int, str], AttrWrite] = {}  # by (id(obj), name): the last write wins
-        self.globals: dict[str, Variable] = {}                         # of the captured frame's module
-        self.cells: dict[str, Variable] = {}                           # free variables of the captured frame
+        self.globals: dict[str, Variable] = {}  # of the captured frame's module
+        self.cells: dict[str, Variable] = {}  # free variables of the captured frame
         # closure cells of functions the trace called (`nonlocal` writes): by the cell's source, `fn.__closure__[i]`
         self.closure_cells: dict[str, tuple[Any, Variable]] = {}
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
@@ -42,8 +43,16 @@ class SideEffects:
         self.calls: list[Any] = []  # warnings and log calls (variables/reports.py), replayed first, in order
 
     def is_empty(self) -> bool:
-        return not (self.containers or self.attrs or self.globals or self.cells or self.closure_cells or self.exc_info
-                    or self.calls or any(it.consumed for it in self.iterators))
+        return not (
+            self.containers
+            or self.attrs
+            or self.globals
+            or self.cells
+            or self.closure_cells
+            or self.exc_info
+            or self.calls
+            or any(it.consumed for it in self.iterators)
+        )
 
     def record_call(self, call: Any) -> None:
         """A report (reports.ReplayedCall) the replay makes, after the graph, before the writes."""
@@ -88,16 +97,21 @@ class SideEffects:
             return
         if not isinstance(obj, (UserObjectVariable, NNModuleVariable)) or obj.source is None:
             unsupported(f"setting attribute {name!r} on {obj}", BreakCode.SIDE_EFFECT)
-        if isinstance(obj, NNModuleVariable) and (isinstance(value, NNModuleVariable) or (
-                isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter))):
+        if isinstance(obj, NNModuleVariable) and (
+            isinstance(value, NNModuleVariable)
+            or (isinstance(value, TensorVariable) and issubclass(value.python_type(), torch.nn.Parameter))
+        ):
             unsupported(f"assigning a module or parameter to {type(obj.module).__name__}.{name}", BreakCode.SIDE_EFFECT)
         cls = obj.python_type()
         setattr_impl = lookup_class_attr(cls, "__setattr__")[1]
         descriptor = lookup_class_attr(cls, name)[1]
         if setattr_impl is torch.nn.RNNBase.__setattr__ and name not in getattr(obj.module, "_flat_weights_names", ()):
             setattr_impl = torch.nn.Module.__setattr__  # what RNNBase's does for anything but a weight
-        if not generic and setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__) \
-                or hasattr(type(descriptor), "__set__"):
+        if (
+            not generic
+            and setattr_impl not in (object.__setattr__, torch.nn.Module.__setattr__)
+            or hasattr(type(descriptor), "__set__")
+        ):
             unsupported(f"setting {cls.__name__}.{name} runs a __setattr__ or descriptor", BreakCode.SIDE_EFFECT)
         self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, generic)
         self.note_write()
@@ -106,16 +120,25 @@ class SideEffects:
         """Whether `obj.name = value` stores what obj's own __dict__ holds already (an int, str, bool or None of
         the same type; no write pending, no descriptor): it changes nothing, so nothing need be replayed (a
         checkpointed block that sets its window size on every call stays whole). The caller guards the value."""
-        real = obj.value if isinstance(obj, UserObjectVariable) else \
-            obj.module if isinstance(obj, NNModuleVariable) else None
+        real = (
+            obj.value
+            if isinstance(obj, UserObjectVariable)
+            else obj.module
+            if isinstance(obj, NNModuleVariable)
+            else None
+        )
         if real is None or obj.source is None or not value.is_python_constant() or (id(obj), name) in self.attrs:
             return False
         new = value.as_python_constant()
         held = instance_dict(real).get(name, _ABSENT)
         descriptor = lookup_class_attr(type(real), name)[1]
         # (not float: 0.0 == -0.0, and the guard could not tell them apart)
-        return type(new) in (bool, int, str, type(None)) and type(held) is type(new) and held == new \
+        return (
+            type(new) in (bool, int, str, type(None))
+            and type(held) is type(new)
+            and held == new
             and not hasattr(type(descriptor), "__set__")
+        )
 
     def delete_attr(self, obj: NewObjectVariable, name: str) -> bool:
         """del obj.name of an object made in the trace: its write is dropped (False if it has none)."""
@@ -164,8 +187,12 @@ class SideEffects:
                     roots.append(write.obj)
             else:
                 roots.append(write.value)
-        roots += [*self.containers.values(), *self.globals.values(), *self.cells.values(),
-                  *(value for _, value in self.closure_cells.values())]
+        roots += [
+            *self.containers.values(),
+            *self.globals.values(),
+            *self.cells.values(),
+            *(value for _, value in self.closure_cells.values()),
+        ]
         if self.exc_info is not None:
             roots.append(self.exc_info)
         seen: set[int] = set()
@@ -184,8 +211,12 @@ class SideEffects:
         """Every value the replay will need (to decide graph outputs)."""
         out: list[Variable] = list(self.containers.values())
         out += [write.value for write in self.attrs.values()]
-        return out + list(self.globals.values()) + list(self.cells.values()) + \
-            [value for _, value in self.closure_cells.values()]
+        return (
+            out
+            + list(self.globals.values())
+            + list(self.cells.values())
+            + [value for _, value in self.closure_cells.values()]
+        )
 
     def codegen(self, cg: PyCodegen) -> None:
         """Replay: first compute every new value into a temporary, then write them all,
@@ -205,8 +236,11 @@ class SideEffects:
             writes.append(("closure_cell", cell_source, cg.store_temp(lambda v=value: cg.load(v))))
         # every target as it is before any write (a write may change the path another target's source reads); an
         # object made in the trace is made now, while the sources its contents come from still read as they did
-        for var in [*self.containers.values(), *(w.obj for w in self.attrs.values()),
-                    *(it for it in self.iterators if it.consumed)]:
+        for var in [
+            *self.containers.values(),
+            *(w.obj for w in self.attrs.values()),
+            *(it for it in self.iterators if it.consumed),
+        ]:
             if var.source is not None:
                 cg.pin(var)
             else:

@@ -1,5 +1,5 @@
-"""Where a traced value came from: each Source names its guard expression and reloads the value.
-"""
+"""Where a traced value came from: each Source names its guard expression and reloads the value."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,6 @@ import sys
 from typing import Any, ClassVar
 
 from framejit.contracts import Emitter, GuardScope
-
 
 
 @dataclasses.dataclass(frozen=True)

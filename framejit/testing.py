@@ -1,4 +1,5 @@
 """Helpers for tests: counting and recording backends, and tolerant comparison of results."""
+
 from __future__ import annotations
 
 from typing import Any, Callable

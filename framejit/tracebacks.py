@@ -1,5 +1,5 @@
-"""Where an exception raised while a compiled graph ran came from in the user's code.
-"""
+"""Where an exception raised while a compiled graph ran came from in the user's code."""
+
 from __future__ import annotations
 
 import dis

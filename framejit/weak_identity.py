@@ -1,5 +1,5 @@
-"""A weak-keyed mapping that tells keys apart by identity: for per-code caches.
-"""
+"""A weak-keyed mapping that tells keys apart by identity: for per-code caches."""
+
 from __future__ import annotations
 
 import weakref
@@ -18,6 +18,7 @@ class WeakIdentityKeyDict(Generic[K, V]):
             entry = self._entries.get(key_id)
             if entry is not None and entry[0] is ref:
                 del self._entries[key_id]
+
         return forget
 
     # each method one frame, as WeakKeyDictionary's: some run at a frame's entry near the recursion limit

@@ -1,4 +1,5 @@
 """Every test starts from an empty framejit cache and default config."""
+
 import pytest
 
 # the shared helpers assert like test code: pytest rewrites their asserts too

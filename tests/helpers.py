@@ -4,6 +4,7 @@ or once defined two or three times under one name (clone, Box, Recorder, MLP, Sm
 _buffers_equal, _call_targets...). Where those definitions behaved differently, each is kept under
 a name that says how it differs (CompilerRecorder, CallbackRecorder, LoggingContext; DropoutMLP);
 the corpus' own programs and models stay in tests/corpus/."""
+
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +68,9 @@ def assert_equal(actual, expected, path="result"):
         assert isinstance(actual, torch.Tensor), f"{path}: {type(actual).__name__} instead of a tensor"
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
-        assert actual.requires_grad == expected.requires_grad, \
+        assert actual.requires_grad == expected.requires_grad, (
             f"{path}: requires_grad {actual.requires_grad} != {expected.requires_grad}"
+        )
         assert same(actual.detach(), expected.detach(), equal_nan=True), f"{path}: {actual} != {expected}"
     elif isinstance(expected, (list, tuple)):
         assert type(actual) is type(expected), f"{path}: {type(actual).__name__} != {type(expected).__name__}"

@@ -1,6 +1,7 @@
 """AOTAutograd backends (seed 002, "Custom Backends after AOTAutograd"): compilers of ATen forward and backward graphs,
 make_boxed_func, training steps under framejit.compile matching eager for aot_eager and inductor, and inductor's
 mode/options from framejit.compile."""
+
 import copy
 import operator
 import warnings
@@ -44,8 +45,9 @@ def test_custom_compilers_see_aten_forward_and_backward_graphs(model_name, boxed
     for gm in rec.forward + rec.backward:
         targets = _call_targets(gm)
         assert targets and all(_is_aten(t) or t is operator.getitem for t in targets), targets
-    assert any(t is torch.ops.aten.mm.default or t is torch.ops.aten.addmm.default
-               for t in _call_targets(rec.backward[0]))
+    assert any(
+        t is torch.ops.aten.mm.default or t is torch.ops.aten.addmm.default for t in _call_targets(rec.backward[0])
+    )
     got = [x.grad.clone()] + [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     x.grad = None
@@ -87,8 +89,10 @@ def test_decompositions_reach_the_graphs():
     with torch.no_grad():
         framejit.compile(model, backend=aot_autograd(fw_compiler=plain.fw))(x)
         framejit.reset()
-        out = framejit.compile(model, backend=aot_autograd(
-            fw_compiler=decomposed.fw, decompositions=get_decompositions([torch.ops.aten.gelu])))(x)
+        out = framejit.compile(
+            model,
+            backend=aot_autograd(fw_compiler=decomposed.fw, decompositions=get_decompositions([torch.ops.aten.gelu])),
+        )(x)
         assert same(out, model(x))
     assert torch.ops.aten.gelu.default in _call_targets(plain.forward[0])
     assert torch.ops.aten.gelu.default not in _call_targets(decomposed.forward[0])
@@ -182,8 +186,12 @@ def compile_fx_calls(monkeypatch):
 def test_inductor_mode_and_options_reach_compile_fx(compile_fx_calls):
     model, x = _model_and_input("mlp")
     framejit.compile(model, backend="inductor")(x)
-    compiled = framejit.compile(model, backend="inductor", mode="max-autotune-no-cudagraphs",
-                                options={"cpp.simdlen": 8, "coordinate_descent_tuning": False})
+    compiled = framejit.compile(
+        model,
+        backend="inductor",
+        mode="max-autotune-no-cudagraphs",
+        options={"cpp.simdlen": 8, "coordinate_descent_tuning": False},
+    )
     assert same(compiled(x), model(x))
     framejit.compile(model, backend="inductor", mode="reduce-overhead")(x)
     # (each also names a partitioner told the model's parameters: test_inductor_is_told_which_inputs_...)
@@ -262,7 +270,8 @@ def test_a_failing_forward_compiler_is_still_the_backends_error_not_a_fallback()
 
     with pytest.raises(framejit.exc.BackendCompilerFailed, match="no forward today"):
         framejit.compile(lambda x: x.sin() * 2, backend=aot_autograd(fw_compiler=broken))(
-            torch.randn(3, requires_grad=True))
+            torch.randn(3, requires_grad=True)
+        )
 
 
 def _writes_rows_of_an_input_without_grad(x, y):
@@ -303,8 +312,9 @@ def test_a_training_graph_writing_into_an_input_gives_eager_gradients():
     _writes_into_an_input(eager_x.clone(), eager_y.clone()).sum().backward()
     rec = CompilerRecorder()
     x, y = leaves()
-    framejit.compile(_writes_into_an_input, backend=aot_autograd(fw_compiler=rec.fw))(x.clone(), y.clone()).sum() \
-        .backward()
+    framejit.compile(_writes_into_an_input, backend=aot_autograd(fw_compiler=rec.fw))(
+        x.clone(), y.clone()
+    ).sum().backward()
     assert y.grad is None and eager_y.grad is None
     torch.testing.assert_close(x.grad, eager_x.grad)
     assert rec.forward == [], "the graph ran as its own torch ops"
@@ -383,8 +393,10 @@ def _two_computations_one_writing_its_own_value(x, w):
     return t, w.cos()
 
 
-@pytest.mark.parametrize("fn, parts", [(_one_computation_and_a_mask, 1), (_two_computations, 2),
-                                       (_two_computations_one_writing_its_own_value, 2)])
+@pytest.mark.parametrize(
+    "fn, parts",
+    [(_one_computation_and_a_mask, 1), (_two_computations, 2), (_two_computations_one_writing_its_own_value, 2)],
+)
 def test_a_graph_splits_only_into_computations_with_gradients(fn, parts):
     recorder = CompilerRecorder()
     x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
@@ -445,6 +457,7 @@ def test_the_partitioner_knows_parameters_and_buffers_live_as_long_as_the_model(
     # as torch.compile tells it: a weight is saved for backward as it is, and the backward transposes it itself,
     # rather than the forward computing and saving `w.t()` (what gpt2's forward did, costing compile time)
     from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     rec = CompilerRecorder()
     model = _Attention()
     backend = aot_autograd(fw_compiler=rec.fw, bw_compiler=rec.bw, partition_fn=min_cut_rematerialization_partition)
@@ -454,14 +467,22 @@ def test_the_partitioner_knows_parameters_and_buffers_live_as_long_as_the_model(
     expected = model(x)
     assert same(out, expected)
     forward, backward = rec.forward[0], rec.backward[0]
-    weights = [i for i, n in enumerate(n for n in forward.graph.nodes if n.op == "placeholder")
-               if n.meta["val"].dim() == 2 and tuple(n.meta["val"].shape) == (8, 8)]
+    weights = [
+        i
+        for i, n in enumerate(n for n in forward.graph.nodes if n.op == "placeholder")
+        if n.meta["val"].dim() == 2 and tuple(n.meta["val"].shape) == (8, 8)
+    ]
     assert len(weights) == 2
     placeholders = [n for n in forward.graph.nodes if n.op == "placeholder"]
     saved = forward.graph.output_node().args[0][1:]  # (after the one output)
     assert {placeholders[i] for i in weights} <= set(saved)
-    assert not [n for n in saved if n.op == "call_function" and str(n.target) == "aten.t.default"
-                and n.args[0] in {placeholders[i] for i in weights}]
+    assert not [
+        n
+        for n in saved
+        if n.op == "call_function"
+        and str(n.target) == "aten.t.default"
+        and n.args[0] in {placeholders[i] for i in weights}
+    ]
 
 
 def test_inductor_is_told_which_inputs_are_the_models_state(compile_fx_calls):
@@ -487,8 +508,12 @@ def _writes_the_other_alias(x, y):
     return x + 1
 
 
-LAYOUTS = {"transposed": lambda b: b.t(), "strided": lambda b: b[:, ::2], "rows": lambda b: b[1:],
-           "contiguous": lambda b: b}
+LAYOUTS = {
+    "transposed": lambda b: b.t(),
+    "strided": lambda b: b[:, ::2],
+    "rows": lambda b: b[1:],
+    "contiguous": lambda b: b,
+}
 
 
 def _aliased(layout):

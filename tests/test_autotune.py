@@ -1,4 +1,5 @@
 """backend="autotune": picks the fastest backend whose results match eager, and remembers it on disk per graph."""
+
 import json
 
 import pytest

@@ -3,6 +3,7 @@
 Each graph's fate (which compiler made its code, or why it runs as its torch ops) is recorded: explain() shows it,
 FRAMEJIT_LOGS=graph prints it, `framejit bench` counts it, and a graph the requested backend did not compile warns
 once per frame (BackendFallbackWarning)."""
+
 from __future__ import annotations
 
 import warnings
@@ -29,6 +30,7 @@ def _no_fallback_warnings(record):
 def kernels():
     """The number of kernels inductor generated since the test began."""
     from torch._inductor import metrics
+
     metrics.reset()
     return lambda: metrics.generated_kernel_count
 
@@ -62,6 +64,7 @@ def test_inductor_really_compiles_a_model(mode, kernels):
 
 def test_a_compiler_that_does_not_accept_aot_keywords_is_an_error_not_a_fallback():
     """A failure once AOTAutograd reached the compiler is the backend's, never taken for "cannot compile"."""
+
     def fw_compiler(gm, example_inputs):  # a compiler with a signature of its own: it rejects being called
         raise TypeError("fw_compiler() got an unexpected keyword argument 'compile_region_name'")
 
@@ -78,6 +81,7 @@ def test_aot_eager_and_a_user_aot_backend_record_what_compiled_them():
 
     def my_compiler(gm, example_inputs):
         return make_boxed_func(gm.forward)
+
     out = framejit.explain(framejit.compile(model, backend=aot_autograd(fw_compiler=my_compiler)))(x)
     assert [str(f) for f in out.graph_fates] == ["compiled by aot_autograd(my_compiler)"]
 
@@ -119,6 +123,7 @@ def test_the_fallback_warning_can_be_silenced_and_explain_still_shows_it():
 def test_a_declined_graph_is_recorded_and_warned():
     def declines(gm, example_inputs):
         return None
+
     compiled = framejit.compile(adds, backend=declines)
     with pytest.warns(BackendFallbackWarning, match="declined it"):
         out = framejit.explain(compiled)(torch.randn(3), torch.randn(3))
@@ -133,5 +138,6 @@ def test_graph_logs_print_each_graphs_fate(capsys, monkeypatch):
 
 def test_explain_of_a_plain_function_compiles_nothing():
     out = framejit.explain(adds)(torch.randn(3), torch.randn(3))
-    assert [str(f) for f in out.graph_fates] == ["compiled by no backend (explain of a function framejit.compile "
-                                                 "did not make)"]
+    assert [str(f) for f in out.graph_fates] == [
+        "compiled by no backend (explain of a function framejit.compile did not make)"
+    ]

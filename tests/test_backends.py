@@ -1,6 +1,7 @@
 """Backends (docs/api.md "Backends"): the registry and its entry points, each built-in backend against eager on
 an MLP, a CNN and a transformer block, backends that decline or are missing, and the seeds' composition pattern.
 AOTAutograd and training steps are in test_aot.py."""
+
 import logging
 import math
 import subprocess
@@ -118,6 +119,7 @@ def test_register_backend_bare_decorator_named_call_and_lookup():
         return gm.forward
 
     try:
+
         @framejit.register_backend
         def fj_test_bare(gm, example_inputs):
             return gm.forward
@@ -152,16 +154,17 @@ def test_builtin_backends_are_registered_and_listed():
     assert framejit.backends.BACKENDS is registry.BACKENDS
     for name in builtins | {"debug"}:
         assert callable(framejit.lookup_backend(name))
-    for name in ("aot_autograd", "make_boxed_func", "BACKENDS", "register_backend", "lookup_backend",
-                 "list_backends"):
+    for name in ("aot_autograd", "make_boxed_func", "BACKENDS", "register_backend", "lookup_backend", "list_backends"):
         assert name in framejit.backends.__all__ and hasattr(framejit.backends, name)
 
 
 def test_import_framejit_loads_no_heavy_or_optional_package():
-    code = ("import sys, framejit, framejit.backends; "
-            "print([m for m in ('torch._dynamo', 'torch._inductor', 'torch._functorch.aot_autograd', 'onnx', "
-            "'onnxruntime', 'torch.onnx', 'torch_tensorrt', 'tvm', 'intel_extension_for_pytorch') "
-            "if m in sys.modules])")
+    code = (
+        "import sys, framejit, framejit.backends; "
+        "print([m for m in ('torch._dynamo', 'torch._inductor', 'torch._functorch.aot_autograd', 'onnx', "
+        "'onnxruntime', 'torch.onnx', 'torch_tensorrt', 'tvm', 'intel_extension_for_pytorch') "
+        "if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -172,18 +175,21 @@ def installed_plugin(tmp_path):
     """A package `mypkg` installed (as a dist-info on sys.path) with two `framejit_backends` entry points."""
     pkg = tmp_path / "mypkg"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         calls = []
 
         def compiler(gm, example_inputs):
             calls.append(len(example_inputs))
             return gm.forward
-    """))
+    """)
+    )
     dist = tmp_path / "mypkg-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mypkg\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[framejit_backends]\nmy_ep_backend = mypkg:compiler\n"
-                                           "my_broken_ep_backend = mypkg:no_such_function\n")
+    (dist / "entry_points.txt").write_text(
+        "[framejit_backends]\nmy_ep_backend = mypkg:compiler\nmy_broken_ep_backend = mypkg:no_such_function\n"
+    )
     sys.path.insert(0, str(tmp_path))
     registry._entry_points.cache_clear()
     try:
@@ -203,6 +209,7 @@ def test_entry_point_backend_is_listed_and_used_by_name(installed_plugin):
     x = torch.randn(5)
     assert same(f(x), torch.cos(x) * 2)
     import mypkg
+
     assert mypkg.calls == [1]
     assert framejit.lookup_backend("my_ep_backend") is mypkg.compiler
     m, x = _model_and_input("mlp")
@@ -327,8 +334,11 @@ def test_onnxrt_unexportable_op_fails_with_its_name_and_prints_nothing(capfd, ca
     layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).eval()
     model = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)  # eval + no_grad: the fused fast path op
     capfd.readouterr()
-    with torch.no_grad(), caplog.at_level(logging.DEBUG, logger="framejit.backends"), pytest.raises(
-            framejit.exc.BackendCompilerFailed, match="_transformer_encoder_layer_fwd"):
+    with (
+        torch.no_grad(),
+        caplog.at_level(logging.DEBUG, logger="framejit.backends"),
+        pytest.raises(framejit.exc.BackendCompilerFailed, match="_transformer_encoder_layer_fwd"),
+    ):
         framejit.compile(model, backend="onnxrt")(torch.randn(2, 5, 16))
     out, err = capfd.readouterr()
     assert "graph(" not in out + err  # the exporter's C++ graph dump went to the debug log
@@ -378,11 +388,14 @@ def test_cudagraphs_on_cuda_matches_eager_for_inference_and_training():
     assert same(got, [p.grad for p in model.parameters()])
 
 
-@pytest.mark.parametrize("backend, module, install", [
-    ("tensorrt", "torch_tensorrt", "pip install torch-tensorrt"),
-    ("tvm", "tvm", "pip install apache-tvm"),
-    ("ipex", "intel_extension_for_pytorch", "pip install intel-extension-for-pytorch"),
-])
+@pytest.mark.parametrize(
+    "backend, module, install",
+    [
+        ("tensorrt", "torch_tensorrt", "pip install torch-tensorrt"),
+        ("tvm", "tvm", "pip install apache-tvm"),
+        ("ipex", "intel_extension_for_pytorch", "pip install intel-extension-for-pytorch"),
+    ],
+)
 def test_optional_backends_without_their_package_name_it(backend, module, install, monkeypatch):
     monkeypatch.setitem(sys.modules, module, None)
     model, x = _model_and_input("mlp")
@@ -401,6 +414,7 @@ def test_optional_backends_without_their_package_name_it(backend, module, instal
 
 def _composed(order, log):
     """The seeds' pattern: try each backend, take the first that returns a callable, else run as Python."""
+
     def composed(gm, example_inputs):
         for name in order:
             try:
@@ -413,6 +427,7 @@ def _composed(order, log):
                 return compiled
             log.append((name, None))
         return gm.forward
+
     return composed
 
 
@@ -431,8 +446,12 @@ def test_composed_backend_falls_back_past_missing_unsuitable_and_declining_backe
     log.clear()
     x.requires_grad_(True)
     compiled(x).sum().backward()
-    assert log == [("tensorrt", "BackendUnavailable"), ("cudagraphs", "BackendUnavailable"), ("ofi", None),
-                   ("aot_eager", "used")]
+    assert log == [
+        ("tensorrt", "BackendUnavailable"),
+        ("cudagraphs", "BackendUnavailable"),
+        ("ofi", None),
+        ("aot_eager", "used"),
+    ]
     got = x.grad.clone()
     x.grad = None
     model(x).sum().backward()
@@ -459,10 +478,18 @@ def test_seed_000_composition_without_try():
     assert used == ["eager", "ofi"]
 
 
-@pytest.mark.parametrize("reduce", [
-    lambda t: t.argmax(), lambda t: torch.argmin(t), lambda t: t.argmax(dim=None),
-    lambda t: torch.argmax(t, keepdim=True), lambda t: t.argmin(None, True), lambda t: t.argmax(1),
-], ids=["argmax", "argmin", "dim_none", "keepdim", "positional_keepdim", "dim"])
+@pytest.mark.parametrize(
+    "reduce",
+    [
+        lambda t: t.argmax(),
+        lambda t: torch.argmin(t),
+        lambda t: t.argmax(dim=None),
+        lambda t: torch.argmax(t, keepdim=True),
+        lambda t: t.argmin(None, True),
+        lambda t: t.argmax(1),
+    ],
+    ids=["argmax", "argmin", "dim_none", "keepdim", "positional_keepdim", "dim"],
+)
 def test_inductor_index_of_all_elements_counts_in_the_flattened_tensor(reduce):
     # Inductor (torch 2.13, CPU) returns the element's place in memory for a reduced tensor laid out otherwise (the
     # product of a transposed input is transposed); torch.compile returns it too. fuzz 50 of seed 6500000.

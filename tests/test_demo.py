@@ -1,4 +1,5 @@
 """`python -m framejit demo` (the README's main job) captures every seed example and matches eager."""
+
 import framejit
 from framejit.__main__ import main
 

@@ -3,6 +3,7 @@
 Every test is differential (compiled results equal eager's on each size) and counts compiles; the expected
 counts are torch.compile's on the same sequences of sizes (automatic dynamic: static first, then the dims that
 changed)."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,13 +37,16 @@ def run_sizes(fn, sizes, **compile_kwargs):
 SIZES = [(3, 8), (4, 8), (5, 8), (6, 10), (7, 12), (9, 12)]
 
 
-@pytest.mark.parametrize("dynamic, sizes, compiles", [
-    (True, SIZES, 1),                              # symbolic from the start
-    (False, SIZES, 6),                             # every new size compiles
-    (None, [(3, 8), (4, 8), (5, 8), (6, 8)], 2),   # automatic: dim 0 changed once, then it is symbolic
-    (None, SIZES, 3),                              # ... and dim 1 when it changes too
-    (None, [(3, 8)] * 4, 1),
-])
+@pytest.mark.parametrize(
+    "dynamic, sizes, compiles",
+    [
+        (True, SIZES, 1),  # symbolic from the start
+        (False, SIZES, 6),  # every new size compiles
+        (None, [(3, 8), (4, 8), (5, 8), (6, 8)], 2),  # automatic: dim 0 changed once, then it is symbolic
+        (None, SIZES, 3),  # ... and dim 1 when it changes too
+        (None, [(3, 8)] * 4, 1),
+    ],
+)
 def test_the_policy_decides_how_often_new_sizes_compile(dynamic, sizes, compiles):
     assert run_sizes(reshape_and_slice, sizes, dynamic=dynamic) == compiles
 
@@ -202,9 +206,14 @@ def test_a_numpy_integer_argument_is_symbolic_from_the_first_call(backend):
     # as torch.compile: a program feeding np.int64 steps compiles once, 0 and 1 included (TorchDynamo's
     # test_unspec `test_no_recompilations`); the numbers reach Python as the numpy types eager gives
     import numpy as np
+
     cnt = CompileCounter()
-    compiled = framejit.compile(numpy_step, backend=lambda gm, example_inputs: cnt(
-        gm, example_inputs) and framejit.backends.lookup_backend(backend)(gm, example_inputs))
+    compiled = framejit.compile(
+        numpy_step,
+        backend=lambda gm, example_inputs: (
+            cnt(gm, example_inputs) and framejit.backends.lookup_backend(backend)(gm, example_inputs)
+        ),
+    )
     x = torch.arange(12.0).view(6, 2)
     for n in [np.int64(i) for i in range(7)]:
         got, want = compiled(x, n), numpy_step(x, n)
@@ -219,11 +228,12 @@ def test_a_numpy_integer_argument_is_symbolic_from_the_first_call(backend):
 
 
 def numpy_builtins(x, n):
-    return x + 1, abs(n), max(n, 3), min(n, 2), n ** 2, n % 3, float(n), int(n), n * 1.5, -n
+    return x + 1, abs(n), max(n, 3), min(n, 2), n**2, n % 3, float(n), int(n), n * 1.5, -n
 
 
 def test_builtins_on_a_numpy_integer_keep_eagers_types():
     import numpy as np
+
     compiled = framejit.compile(numpy_builtins, backend="eager")
     for n in [np.int64(i) for i in (4, 5, -3, 1, 0, 8)]:
         got, want = compiled(torch.ones(2), n), numpy_builtins(torch.ones(2), n)
@@ -246,7 +256,6 @@ def test_an_int_argument_the_code_needs_as_a_number_is_checked_by_value():
     assert cnt.frame_count == 3
 
 
-
 def data_dependent_sizes(x):
     positive = x[x > 0]
     return positive * 2 + positive.sum(), torch.nonzero(x), x.unique()
@@ -263,8 +272,11 @@ DATA = [torch.tensor([1.0, -2.0, 3.0]), torch.tensor([-1.0, -2.0, 3.0]), torch.t
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_data_dependent_sizes_stay_in_the_graph_under_fullgraph(backend):
     cnt = CompileCounter()
-    compiled = framejit.compile(data_dependent_sizes, backend=framejit.testing.CompileCounterWithBackend(backend)
-                                if backend != "eager" else cnt, fullgraph=True)
+    compiled = framejit.compile(
+        data_dependent_sizes,
+        backend=framejit.testing.CompileCounterWithBackend(backend) if backend != "eager" else cnt,
+        fullgraph=True,
+    )
     for x in DATA:
         got, want = compiled(x), data_dependent_sizes(x)
         assert all(torch.equal(g, w) for g, w in zip(got, want))
@@ -294,8 +306,11 @@ def test_a_number_read_out_of_a_tensor_and_needed_in_python_is_an_error_under_fu
 def test_mark_dynamic_on_a_dim_the_code_specialises_is_an_error_under_fullgraph():
     x = torch.randn(3, 2)
     framejit.mark_dynamic(x, 0)
-    with pytest.raises(framejit.exc.Unsupported, match=r"mark_dynamic\(L\['x'\], 0\) asked for a symbolic size, but "
-                                                     r"the code needs it to be 3"):
+    with pytest.raises(
+        framejit.exc.Unsupported,
+        match=r"mark_dynamic\(L\['x'\], 0\) asked for a symbolic size, but "
+        r"the code needs it to be 3",
+    ):
         framejit.compile(loop_over_size, backend="eager", fullgraph=True)(x)
     # without fullgraph the size is specialised: right results, a recompile for another size
     cnt = CompileCounter()
@@ -370,7 +385,7 @@ class _Window(torch.nn.Module):
         self.width = 3
 
     def forward(self, x):
-        return x[:, :self.width] * 2
+        return x[:, : self.width] * 2
 
 
 def test_a_modules_int_attribute_stays_static_under_dynamic_true():

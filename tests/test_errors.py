@@ -1,5 +1,6 @@
 """Internal errors while tracing never give a wrong result: InternalError, or plain Python with one warning
 under config.suppress_errors."""
+
 import dis
 import warnings
 
@@ -17,6 +18,7 @@ def broken_binary_op():
 
     def boom(tx, inst):
         raise RuntimeError("boom in BINARY_OP")
+
     index = dis.opmap["BINARY_OP"]
     saved = translator.OPCODE_HANDLERS[index]
     translator.OPCODE_HANDLERS[index] = boom

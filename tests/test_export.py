@@ -1,4 +1,5 @@
 """framejit.export: one standalone graph module that takes fn's arguments and returns what fn returns."""
+
 import inspect
 import operator
 
@@ -136,12 +137,15 @@ def _count_and_a_constant(x):
     return n, 2, x * n
 
 
-@pytest.mark.parametrize("fn, make_args", [
-    (_sum_of_first_items, lambda: [torch.randn(4) for _ in range(3)]),
-    (_count_and_a_constant, lambda: [torch.tensor([1.0, 0.0, float(torch.randint(0, 3, ()))])]),
-])
+@pytest.mark.parametrize(
+    "fn, make_args",
+    [
+        (_sum_of_first_items, lambda: [torch.randn(4) for _ in range(3)]),
+        (_count_and_a_constant, lambda: [torch.tensor([1.0, 0.0, float(torch.randint(0, 3, ()))])]),
+    ],
+)
 def test_numbers_the_graph_computes_are_outputs_of_the_exported_graph_not_constants(fn, make_args):
-    gm, _ = framejit.export(fn, *[torch.tensor([1.0, 0.0, 3.0]) for _ in range(3)][:len(make_args())])
+    gm, _ = framejit.export(fn, *[torch.tensor([1.0, 0.0, 3.0]) for _ in range(3)][: len(make_args())])
     for _ in range(4):
         args = make_args()
         assert same(gm(*args), fn(*args))
@@ -182,8 +186,9 @@ def test_aten_graph_export_applies_the_decomposition_table():
         return x.cos()
 
     x = torch.randn(3, 2)
-    gm, _ = framejit.export(lambda x: x.t() + 1, x, aten_graph=True,
-                            decomposition_table={torch.ops.aten.t.default: cos_for_t})
+    gm, _ = framejit.export(
+        lambda x: x.t() + 1, x, aten_graph=True, decomposition_table={torch.ops.aten.t.default: cos_for_t}
+    )
     targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
     assert torch.ops.aten.cos.default in targets and torch.ops.aten.t.default not in targets
     torch.testing.assert_close(gm(x), x.cos() + 1)
@@ -191,8 +196,7 @@ def test_aten_graph_export_applies_the_decomposition_table():
 
 def test_aten_graph_export_with_dynamic_shapes_runs_other_sizes():
     batch = framejit.Dim("batch", min=2, max=64)
-    gm, _ = framejit.export(lambda x: (x * 2).sum(0), torch.randn(4, 3), aten_graph=True,
-                            dynamic_shapes=({0: batch},))
+    gm, _ = framejit.export(lambda x: (x * 2).sum(0), torch.randn(4, 3), aten_graph=True, dynamic_shapes=({0: batch},))
     for n in (2, 9):
         x = torch.randn(n, 3)
         torch.testing.assert_close(gm(x), (x * 2).sum(0))

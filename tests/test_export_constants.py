@@ -1,6 +1,7 @@
 """assume_constant_result: the function runs once at trace time, on the real values of that call (a
 tensor the graph computes is computed for it), and its answer, tensors, lists and dicts of them included, is a
 constant of the graph. An exported graph keeps the answer it saw whatever it is later called with."""
+
 from __future__ import annotations
 
 import operator

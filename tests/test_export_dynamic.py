@@ -1,6 +1,7 @@
 """Export with dynamic dims: `dynamic_shapes` with framejit.Dim, the constraints returned with the
 guards, stack traces on nodes, and saved programs (ONNX, TorchScript) that run in a fresh process without
 framejit, with the dynamic dims still dynamic."""
+
 from __future__ import annotations
 
 import os
@@ -65,15 +66,21 @@ def test_a_dim_the_code_forces_to_a_value_is_an_error_naming_it():
     def needs_the_size(x):
         return x * len([0] * x.shape[0])
 
-    with pytest.raises(framejit.exc.Unsupported, match=r"mark_dynamic\(L\['x'\], 0, min=1, max=32\) asked for a "
-                                                       r"symbolic size, but the code needs it to be 4"):
+    with pytest.raises(
+        framejit.exc.Unsupported,
+        match=r"mark_dynamic\(L\['x'\], 0, min=1, max=32\) asked for a "
+        r"symbolic size, but the code needs it to be 4",
+    ):
         framejit.export(needs_the_size, torch.randn(4), dynamic_shapes={"x": {0: BATCH}})
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"z": {0: BATCH}}, "names \\['z'\\], which are not arguments"),
-    ({"x": {0: 3}}, "is 3, not a framejit.Dim or None"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"z": {0: BATCH}}, "names \\['z'\\], which are not arguments"),
+        ({"x": {0: 3}}, "is 3, not a framejit.Dim or None"),
+    ],
+)
 def test_bad_dynamic_shapes_are_clear_errors(spec, message):
     with pytest.raises(framejit.exc.UserError, match=message):
         framejit.export(lambda x: x * 2, torch.randn(4), dynamic_shapes=spec)
@@ -115,8 +122,14 @@ def test_saved_program_runs_in_a_fresh_process_without_framejit(kind, tmp_path):
     torch.save((inputs, expected), tmp_path / "data.pt")
     (tmp_path / "run_saved.py").write_text(RUN_SAVED)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, str(tmp_path / "run_saved.py"), kind, path, str(tmp_path / "data.pt")],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "run_saved.py"), kind, path, str(tmp_path / "data.pt")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"ran {len(SIZES)} sizes" in done.stdout
 
@@ -124,6 +137,7 @@ def test_saved_program_runs_in_a_fresh_process_without_framejit(kind, tmp_path):
 def test_data_dependent_ops_stay_in_the_exported_graph():
     # nonzero, boolean masks, unique and .item() feeding a size: unbacked sizes, computed by the graph on each call
     from tests.test_dynamic_shapes import DATA, data_dependent_sizes, item_feeds_a_size
+
     gm, _ = framejit.export(data_dependent_sizes, DATA[0])
     for x in DATA[:2]:
         assert all(torch.equal(g, w) for g, w in zip(gm(x), data_dependent_sizes(x), strict=True))

@@ -1,5 +1,6 @@
 """Dtypes eager's CPU kernels refuse where the meta kernels accept them: the compiled program raises eager's error
 there, under a compiler too (variables/kernel_refusals.py); ops eager accepts still compile into one graph."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -94,6 +95,7 @@ def test_the_sample_run_leaves_the_random_generator_as_it_was():
 def test_a_symbolic_size_in_an_index_stays_symbolic():
     # (a real op on a slice to a symbolic size would pin the symbol to its value: a compile for every length)
     from framejit.testing import CompileCounter
+
     positions = torch.arange(64).view(1, 64)
 
     def f(ids):

@@ -1,5 +1,6 @@
 """The import structure docs/architecture.md draws: no cycle at load time, the only import circle is the value
 kinds, and the layers below the translator import nothing above them. Read from the source with `ast`."""
+
 import ast
 import pathlib
 import subprocess
@@ -13,27 +14,64 @@ ROOT = pathlib.Path(framejit.__file__).parent
 OUTSIDE_THE_CIRCLE = {"framejit.variables", "framejit.variables.base", "framejit.variables.builder"}
 # what each low layer may never import (directly or inside functions)
 ABOVE = {
-    "framejit.variables": ("framejit.trace", "framejit.output_graph", "framejit.codegen", "framejit.graph_break",
-                           "framejit.side_effects", "framejit.convert", "framejit.eval_frame", "framejit.api"),
+    "framejit.variables": (
+        "framejit.trace",
+        "framejit.output_graph",
+        "framejit.codegen",
+        "framejit.graph_break",
+        "framejit.side_effects",
+        "framejit.convert",
+        "framejit.eval_frame",
+        "framejit.api",
+    ),
     "framejit.sources": ("framejit.variables", "framejit.trace", "framejit.guards", "framejit.codegen"),
     "framejit.contracts": ("framejit.variables", "framejit.sources", "framejit.trace", "framejit.guards"),
     "framejit.exc": ("framejit.",),
     "framejit.capture_policy": ("framejit.",),  # which code is captured or inlined: by file, before any trace
-    "framejit.guard_program": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
-                               "framejit.convert", "framejit.eval_frame"),
+    "framejit.guard_program": (
+        "framejit.variables",
+        "framejit.trace",
+        "framejit.output_graph",
+        "framejit.codegen",
+        "framejit.convert",
+        "framejit.eval_frame",
+    ),
     "framejit.op_effects": ("framejit.",),  # what an op does besides its result: asked by every layer
     "framejit.fate": ("framejit.",),  # each graph's record: reported by the backends and the as-eager layer
     "framejit.codeobj": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen"),
-    "framejit.trace": ("framejit.output_graph", "framejit.codegen", "framejit.graph_break", "framejit.convert",
-                       "framejit.eval_frame", "framejit.side_effects"),
+    "framejit.trace": (
+        "framejit.output_graph",
+        "framejit.codegen",
+        "framejit.graph_break",
+        "framejit.convert",
+        "framejit.eval_frame",
+        "framejit.side_effects",
+    ),
     # the backends see a graph, its example inputs and the as-eager layer; never the trace that made the graph
-    "framejit.backends": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
-                          "framejit.graph_break", "framejit.side_effects", "framejit.convert", "framejit.eval_frame",
-                          "framejit.api"),
+    "framejit.backends": (
+        "framejit.variables",
+        "framejit.trace",
+        "framejit.output_graph",
+        "framejit.codegen",
+        "framejit.graph_break",
+        "framejit.side_effects",
+        "framejit.convert",
+        "framejit.eval_frame",
+        "framejit.api",
+    ),
     # the as-eager layer sits below the backends and the output graph that call it
-    "framejit.as_eager": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen",
-                          "framejit.graph_break", "framejit.side_effects", "framejit.convert", "framejit.eval_frame",
-                          "framejit.api", "framejit.backends"),
+    "framejit.as_eager": (
+        "framejit.variables",
+        "framejit.trace",
+        "framejit.output_graph",
+        "framejit.codegen",
+        "framejit.graph_break",
+        "framejit.side_effects",
+        "framejit.convert",
+        "framejit.eval_frame",
+        "framejit.api",
+        "framejit.backends",
+    ),
 }
 
 
@@ -68,6 +106,7 @@ def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     load: dict[str, set[str]] = {m: set() for m in modules}
     every: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
+
         def visit(node: ast.AST, top_level: bool) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.Import, ast.ImportFrom)):
@@ -81,6 +120,7 @@ def import_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
                     visit(child, False)
                 else:
                     visit(child, top_level)
+
         visit(ast.parse(path.read_text()), True)
     return load, every
 
@@ -130,8 +170,14 @@ def test_the_only_import_circle_is_the_value_kinds():
 
 def test_lower_layers_import_nothing_above_them():
     _, every = import_graph()
-    wrong = [(m, t) for m, targets in every.items() for layer, banned in ABOVE.items()
-             if m == layer or m.startswith(layer + ".") for t in targets if t.startswith(banned)]
+    wrong = [
+        (m, t)
+        for m, targets in every.items()
+        for layer, banned in ABOVE.items()
+        if m == layer or m.startswith(layer + ".")
+        for t in targets
+        if t.startswith(banned)
+    ]
     assert wrong == []
 
 
@@ -152,7 +198,13 @@ def test_the_graph_sees_a_planted_cycle():
 def test_every_package_is_a_regular_package_importable_on_its_own():
     for package in ("trace", "variables", "codeobj", "backends", "as_eager", "bench"):
         assert (ROOT / package / "__init__.py").exists(), package
-    for package in ("framejit.trace", "framejit.variables", "framejit.codeobj", "framejit.sources",
-                    "framejit.as_eager", "framejit.op_effects"):
+    for package in (
+        "framejit.trace",
+        "framejit.variables",
+        "framejit.codeobj",
+        "framejit.sources",
+        "framejit.as_eager",
+        "framejit.op_effects",
+    ):
         proc = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr

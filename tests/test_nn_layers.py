@@ -4,6 +4,7 @@ gradients after `.sum().backward()` over every float output, and module buffers)
 
 A case marked xfail documents a framejit gap (the reason is framejit's own message); strict, so a
 fix shows up as an XPASS failure and the mark has to go."""
+
 import copy
 from dataclasses import dataclass
 from typing import Callable
@@ -50,6 +51,7 @@ def _bn(cls, n):
             m.weight.uniform_(0.5, 1.5)
             m.bias.uniform_(-0.5, 0.5)
         return m
+
     return make
 
 
@@ -99,15 +101,19 @@ CASES = [
     Case("LocalResponseNorm", lambda: nn.LocalResponseNorm(2), lambda: (r(2, 4, 3, 3),)),
     Case("RMSNorm", lambda: nn.RMSNorm(5), lambda: (r(2, 3, 5),)),
     Case("Embedding", lambda: nn.Embedding(10, 4, padding_idx=0), _embedding_inputs),
-    Case("EmbeddingBag", lambda: nn.EmbeddingBag(10, 4, mode="mean"),
-         lambda: (torch.randint(0, 10, (8,)), torch.tensor([0, 3, 5]))),
+    Case(
+        "EmbeddingBag",
+        lambda: nn.EmbeddingBag(10, 4, mode="mean"),
+        lambda: (torch.randint(0, 10, (8,)), torch.tensor([0, 3, 5])),
+    ),
     Case("MaxPool2d", lambda: nn.MaxPool2d(2, return_indices=False), lambda: (r(1, 2, 6, 6),)),
     Case("AvgPool2d", lambda: nn.AvgPool2d(3, stride=2, padding=1), lambda: (r(1, 2, 6, 6),)),
     Case("AdaptiveAvgPool2d", lambda: nn.AdaptiveAvgPool2d((2, 3)), lambda: (r(1, 2, 5, 7),)),
     Case("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(3), lambda: (r(2, 3, 8),)),
     Case("LPPool2d", lambda: nn.LPPool2d(2, 2), lambda: (r(1, 2, 4, 4),)),
-    Case("Upsample", lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
-         lambda: (r(1, 2, 3, 3),)),
+    Case(
+        "Upsample", lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False), lambda: (r(1, 2, 3, 3),)
+    ),
     Case("PixelShuffle", lambda: nn.PixelShuffle(2), lambda: (r(1, 8, 2, 2),)),
     Case("Unfold", lambda: nn.Unfold(kernel_size=2), lambda: (r(1, 2, 4, 4),)),
     Case("Fold", lambda: nn.Fold(output_size=(4, 4), kernel_size=2), lambda: (r(1, 8, 9),)),
@@ -138,40 +144,61 @@ CASES = [
     Case("RNN", lambda: nn.RNN(4, 5, num_layers=2, nonlinearity="tanh"), lambda: (r(6, 2, 4),)),
     Case("LSTM", lambda: nn.LSTM(4, 5, bidirectional=True, batch_first=True), lambda: (r(2, 6, 4),)),
     Case("GRU", lambda: nn.GRU(4, 5), lambda: (r(6, 2, 4), r(1, 2, 5))),
-    Case("MultiheadAttention", lambda: nn.MultiheadAttention(8, 2, batch_first=True),
-         lambda: (r(2, 4, 8), r(2, 5, 8), r(2, 5, 8))),
-    Case("TransformerEncoderLayer",
-         lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
-         lambda: (r(2, 5, 8),)),
-    Case("TransformerDecoderLayer",
-         lambda: nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
-         lambda: (r(2, 4, 8), r(2, 5, 8))),
-    Case("Transformer",
-         lambda: nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
-                                dim_feedforward=16, dropout=0.0, batch_first=True),
-         lambda: (r(2, 5, 8), r(2, 4, 8))),
-    Case("CrossEntropyLoss", lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
-         lambda: (r(4, 5), torch.randint(0, 5, (4,)))),
+    Case(
+        "MultiheadAttention",
+        lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+        lambda: (r(2, 4, 8), r(2, 5, 8), r(2, 5, 8)),
+    ),
+    Case(
+        "TransformerEncoderLayer",
+        lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
+        lambda: (r(2, 5, 8),),
+    ),
+    Case(
+        "TransformerDecoderLayer",
+        lambda: nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
+        lambda: (r(2, 4, 8), r(2, 5, 8)),
+    ),
+    Case(
+        "Transformer",
+        lambda: nn.Transformer(
+            d_model=8,
+            nhead=2,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+            dim_feedforward=16,
+            dropout=0.0,
+            batch_first=True,
+        ),
+        lambda: (r(2, 5, 8), r(2, 4, 8)),
+    ),
+    Case(
+        "CrossEntropyLoss",
+        lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
+        lambda: (r(4, 5), torch.randint(0, 5, (4,))),
+    ),
     Case("MSELoss", lambda: nn.MSELoss(), lambda: (r(3, 4), r(3, 4))),
     Case("L1Loss", lambda: nn.L1Loss(), lambda: (r(3, 4), r(3, 4))),
     Case("SmoothL1Loss", lambda: nn.SmoothL1Loss(), lambda: (r(3, 4), r(3, 4))),
     Case("HuberLoss", lambda: nn.HuberLoss(delta=0.5), lambda: (r(3, 4), r(3, 4))),
-    Case("BCEWithLogitsLoss", lambda: nn.BCEWithLogitsLoss(), lambda: (r(3, 4), torch.rand(3, 4)),
-         grad_args=(0,)),
+    Case("BCEWithLogitsLoss", lambda: nn.BCEWithLogitsLoss(), lambda: (r(3, 4), torch.rand(3, 4)), grad_args=(0,)),
     Case("NLLLoss", lambda: nn.NLLLoss(), lambda: (r(4, 5).log_softmax(1), torch.randint(0, 5, (4,)))),
-    Case("KLDivLoss", lambda: nn.KLDivLoss(reduction="batchmean"),
-         lambda: (r(3, 5).log_softmax(1), r(3, 5).softmax(1)), grad_args=(0,)),
+    Case(
+        "KLDivLoss",
+        lambda: nn.KLDivLoss(reduction="batchmean"),
+        lambda: (r(3, 5).log_softmax(1), r(3, 5).softmax(1)),
+        grad_args=(0,),
+    ),
     # torch.compile(fullgraph=True) breaks here too ("Dynamic shape operator")
-    Case("CTCLoss", lambda: nn.CTCLoss(), _ctc_inputs, grad_args=(0,),
-         xfail_eval=_CTC, xfail_train=_CTC),
+    Case("CTCLoss", lambda: nn.CTCLoss(), _ctc_inputs, grad_args=(0,), xfail_eval=_CTC, xfail_train=_CTC),
     Case("TripletMarginLoss", lambda: nn.TripletMarginLoss(margin=1.0), lambda: (r(3, 5), r(3, 5), r(3, 5))),
-    Case("CosineEmbeddingLoss", lambda: nn.CosineEmbeddingLoss(), lambda: (r(3, 5), r(3, 5), _pm(3)),
-         grad_args=(0, 1)),
-    Case("MarginRankingLoss", lambda: nn.MarginRankingLoss(margin=0.1), lambda: (r(4), r(4), _pm(4)),
-         grad_args=(0, 1)),
-    Case("Sequential",
-         lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.LayerNorm(6), nn.Linear(6, 3), nn.Tanh()),
-         lambda: (r(2, 4),)),
+    Case("CosineEmbeddingLoss", lambda: nn.CosineEmbeddingLoss(), lambda: (r(3, 5), r(3, 5), _pm(3)), grad_args=(0, 1)),
+    Case("MarginRankingLoss", lambda: nn.MarginRankingLoss(margin=0.1), lambda: (r(4), r(4), _pm(4)), grad_args=(0, 1)),
+    Case(
+        "Sequential",
+        lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.LayerNorm(6), nn.Linear(6, 3), nn.Tanh()),
+        lambda: (r(2, 4),),
+    ),
     Case("ModuleDict_ModuleList", WithContainers, lambda: (r(2, 4),)),
 ]
 
@@ -202,7 +229,9 @@ def _clone_inputs(case, inputs, requires_grad):
             if requires_grad and t.is_floating_point() and (case.grad_args is None or i in case.grad_args):
                 t.requires_grad_(True)
             return t
+
         return tree_map(leaf, arg)
+
     return tuple(clone(i, a) for i, a in enumerate(inputs))
 
 

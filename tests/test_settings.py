@@ -1,5 +1,6 @@
 """Settings that change what framejit does or prints: config.log_level, config.output_code,
 config.instruction_budget, and FRAMEJIT_LOGS (a section name that does not exist is an error)."""
+
 import logging
 import os
 import subprocess
@@ -71,6 +72,7 @@ def test_output_code_off_prints_nothing(capsys):
 
 def test_output_code_restores_torch_logging_after_the_backend():
     from torch._logging._internal import _get_log_state
+
     before = dict(_get_log_state().log_qname_to_level), set(_get_log_state().artifact_names)
     with framejit.config.patch(output_code=True):
         framejit.optimize("eager")(add_one)(torch.randn(4))
@@ -87,8 +89,10 @@ def test_instruction_budget_breaks_a_long_unrolled_loop():
 
     cnt = CompileCounter()
     x = torch.randn(2)
-    with framejit.config.patch(instruction_budget=20), pytest.raises(framejit.exc.Unsupported,
-                                                                     match="trace longer than 20 instructions"):
+    with (
+        framejit.config.patch(instruction_budget=20),
+        pytest.raises(framejit.exc.Unsupported, match="trace longer than 20 instructions"),
+    ):
         framejit.optimize(cnt, nopython=True)(loop)(x)
     framejit.reset()
     assert same(framejit.optimize(cnt)(loop)(x), loop(x))  # the default budget takes the whole loop

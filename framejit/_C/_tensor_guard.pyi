@@ -1,12 +1,17 @@
 """Types of the C++ guard extension (tensor_guard.cpp, guard_program.cpp), for the type checker."""
+
 from collections.abc import Sequence
 from typing_extensions import CapsuleType  # types.CapsuleType from 3.13
 from typing import Any, Callable
 
 import torch
 
-def make_spec(examples: list[torch.Tensor], dynamic_dims: Sequence[Sequence[int]] | None = None,
-              dynamic_strides: Sequence[Sequence[int]] | None = None, /) -> CapsuleType:
+def make_spec(
+    examples: list[torch.Tensor],
+    dynamic_dims: Sequence[Sequence[int]] | None = None,
+    dynamic_strides: Sequence[Sequence[int]] | None = None,
+    /,
+) -> CapsuleType:
     """The TENSOR_MATCH spec of these example tensors (every size and stride checked but the dynamic ones)."""
 
 def check_tensors(spec: CapsuleType, /, *tensors: Any) -> bool:

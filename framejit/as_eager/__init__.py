@@ -1,6 +1,7 @@
 """The as-eager layer: what makes a compiled graph behave as eager's ops under autograd (saved tensors, None
 gradients, view metadata, output layouts, where backward runs, what a failing call leaves behind).
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,12 +33,19 @@ def run_time_stages(unversioned: frozenset[int]) -> list[Stage]:
 
     (AOTAutograd lists its CompilerWrappers outermost first and applies them reversed in `post_compile`; this
     list reads in the order the stages apply.)"""
-    return [functools.partial(_keeping_versions_of, unversioned), holding_saved_tensors, eager_output_layouts,
-            eager_view_outputs, gating_unused_grads, checking_saved_versions]
+    return [
+        functools.partial(_keeping_versions_of, unversioned),
+        holding_saved_tensors,
+        eager_output_layouts,
+        eager_view_outputs,
+        gating_unused_grads,
+        checking_saved_versions,
+    ]
 
 
-def behaving_as_eager(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any],
-                      unversioned: frozenset[int]) -> Callable[..., Any]:
+def behaving_as_eager(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any], unversioned: frozenset[int]
+) -> Callable[..., Any]:
     """`graph_fn` (what the backend compiled of `gm`) with the run-time stages applied; `graph_fn` itself where
     it is the graph's own torch ops, whose autograd nodes are eager's already. Call it in the grad mode the graph
     starts in: the stages look at the graph's training state as they wrap it. `unversioned` are the inputs the
@@ -49,6 +57,7 @@ def behaving_as_eager(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, ex
     return graph_fn
 
 
-def _keeping_versions_of(unversioned: frozenset[int], graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                         example_inputs: list[Any]) -> Callable[..., Any]:
+def _keeping_versions_of(
+    unversioned: frozenset[int], graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     return keeping_versions(graph_fn, unversioned) if unversioned else graph_fn

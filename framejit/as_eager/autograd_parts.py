@@ -1,5 +1,5 @@
-"""A training graph compiles as several autograd nodes where one node would run a backward eager's ops do not.
-"""
+"""A training graph compiles as several autograd nodes where one node would run a backward eager's ops do not."""
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +11,17 @@ from framejit import fate
 from framejit.as_eager.input_writes import EAGER_HISTORY, autograd_needs_eager_ops
 from framejit.as_eager.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.as_eager.unused_grads import output_dependencies
-from framejit.op_effects import (AUTOCAST_STATE_TARGETS, RANDOM_OP, batch_norm_stats_written, grad_fn_of, grad_modes,
-                                 node_storage, op_name, requires_grad, writes_into_first_argument)
+from framejit.op_effects import (
+    AUTOCAST_STATE_TARGETS,
+    RANDOM_OP,
+    batch_norm_stats_written,
+    grad_fn_of,
+    grad_modes,
+    node_storage,
+    op_name,
+    requires_grad,
+    writes_into_first_argument,
+)
 
 log = logging.getLogger("framejit.backends")  # (the backends' logger: it reports how a backend compiles a graph)
 
@@ -21,8 +30,9 @@ Part = set[torch.fx.Node]  # a part's computed nodes; the parts of a graph run i
 SET_GRAD = torch._C._set_grad_enabled
 
 
-def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any], compile_one: Compile,
-                              ops_when_nothing_saved: bool = False) -> Callable[..., Any]:
+def compile_per_autograd_part(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], compile_one: Compile, ops_when_nothing_saved: bool = False
+) -> Callable[..., Any]:
     """`compile_one(gm, example_inputs)`, or, for a training graph that needs several autograd nodes, each part
     compiled alone and run in turn (the graph's outputs in its order). With `ops_when_nothing_saved`, a graph
     or part that saves no tensor for backward runs as its torch ops (`_eager_ops_where_nothing_saved`)."""
@@ -38,8 +48,11 @@ def compile_per_autograd_part(gm: torch.fx.GraphModule, example_inputs: list[Any
 def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | None:
     graph = gm.graph
     results = graph.output_node().args[0]
-    if not isinstance(results, (tuple, list)) or len(results) < 2 or \
-            any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results):
+    if (
+        not isinstance(results, (tuple, list))
+        or len(results) < 2
+        or any(not isinstance(r, torch.fx.Node) or r.op in ("placeholder", "get_attr") for r in results)
+    ):
         return None
     inputs_memory = set()  # the inputs' storages: a view of one, or `.to()` giving it back, writes into it
     writes_input = False
@@ -49,8 +62,9 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
         elif node.op in ("call_function", "call_method", "call_module") and node.target is not SET_GRAD:
             if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node.target)):
                 return None
-            if writes_into_first_argument(node) and ("out" in node.kwargs or
-                                                     not isinstance(node.args[0], torch.fx.Node)):
+            if writes_into_first_argument(node) and (
+                "out" in node.kwargs or not isinstance(node.args[0], torch.fx.Node)
+            ):
                 return None
             written = [node.args[0]] if writes_into_first_argument(node) else batch_norm_stats_written(node)
             writes_input = writes_input or any(node_storage(w) in inputs_memory for w in written)
@@ -77,8 +91,9 @@ def _computed(graph: torch.fx.Graph) -> list[torch.fx.Node]:
     return [n for n in graph.nodes if n.op not in ("placeholder", "get_attr", "output") and n.target is not SET_GRAD]
 
 
-def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
-                            joined: _Joined) -> list[Part] | None:
+def _unrelated_computations(
+    nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int], joined: _Joined
+) -> list[Part] | None:
     """Parts that meet through no value computed in the graph, nor through memory one of them writes in place (an
     input written, a module's buffer: what reads it before and after the write stays with the write)."""
     computations = _Union(nodes)
@@ -98,15 +113,22 @@ def _unrelated_computations(nodes: list[torch.fx.Node], results: list[torch.fx.N
     return list(members.values())
 
 
-def _needs_exact_nodes(differentiable: list[int], reached: dict[torch.fx.Node, int],
-                       placeholders: list[torch.fx.Node], example_inputs: list[Any]) -> bool:
+def _needs_exact_nodes(
+    differentiable: list[int],
+    reached: dict[torch.fx.Node, int],
+    placeholders: list[torch.fx.Node],
+    example_inputs: list[Any],
+) -> bool:
     """Whether one node for the graph would run a history eager's ops do not: an input with a history of its own
     feeds only some of the outputs (autograd runs that history whenever the node runs, if only with no gradient,
     and its ops unpack what they saved)."""
     everything = (1 << len(differentiable)) - 1
-    return any(requires_grad(value) and grad_fn_of(value) is not None and
-               0 < _or(reached.get(u, 0) for u in p.users) != everything
-               for p, value in zip(placeholders, example_inputs))
+    return any(
+        requires_grad(value)
+        and grad_fn_of(value) is not None
+        and 0 < _or(reached.get(u, 0) for u in p.users) != everything
+        for p, value in zip(placeholders, example_inputs)
+    )
 
 
 def _or(masks: Any) -> int:
@@ -116,8 +138,9 @@ def _or(masks: Any) -> int:
     return result
 
 
-def _outputs_reached(nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int],
-                     joined: _Joined) -> dict[torch.fx.Node, int]:
+def _outputs_reached(
+    nodes: list[torch.fx.Node], results: list[torch.fx.Node], differentiable: list[int], joined: _Joined
+) -> dict[torch.fx.Node, int]:
     """For each computed node, the differentiable outputs it leads to (a bit mask), through what uses its value,
     through the nodes joined to it (a group shares one mask), and, for a node whose value is memory computed in
     the graph and written in place (what made it, a view of it, a write into it), through every later node that
@@ -137,8 +160,11 @@ def _outputs_reached(nodes: list[torch.fx.Node], results: list[torch.fx.Node], d
         changed = False
         for node in reversed(nodes):
             root = joined.find(node)
-            mask = own.get(node, 0) | _or(reached.get(u, 0) for u in (*node.users, *joined.later.get(node, ()))) \
+            mask = (
+                own.get(node, 0)
+                | _or(reached.get(u, 0) for u in (*node.users, *joined.later.get(node, ())))
                 | group.get(root, 0)
+            )
             group[root] = group.get(root, 0) | mask
             if mask != reached.get(node):
                 reached[node], changed = mask, True
@@ -176,9 +202,11 @@ class _Joined(_Union):
         super().__init__(nodes)
         # (batch_norm in train mode writes its running statistics: two BatchNorm calls of one module in two
         # parts could run in the other order, fuzz 472 of seed 1800000)
-        written = {node_storage(n.args[0]) for n in nodes if writes_into_first_argument(n)
-                   and isinstance(n.args[0], torch.fx.Node)} | \
-            {node_storage(stat) for n in nodes for stat in batch_norm_stats_written(n)}
+        written = {
+            node_storage(n.args[0])
+            for n in nodes
+            if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
+        } | {node_storage(stat) for n in nodes for stat in batch_norm_stats_written(n)}
         written.discard(None)
         touchers: dict[Any, list[torch.fx.Node]] = {}
         for node in nodes:
@@ -202,9 +230,13 @@ class _Joined(_Union):
             self.in_order.extend(_write_order(group, storage))
             for i, node in enumerate(group):
                 holds = [node, node.args[0]] if writes_into_first_argument(node) else [node]
-                if any(s is not None and s == storage for n in holds if isinstance(n, torch.fx.Node)
-                       for s in [node_storage(n)]):
-                    self.later.setdefault(node, []).extend(group[i + 1:])
+                if any(
+                    s is not None and s == storage
+                    for n in holds
+                    if isinstance(n, torch.fx.Node)
+                    for s in [node_storage(n)]
+                ):
+                    self.later.setdefault(node, []).extend(group[i + 1 :])
                     self.holds.setdefault(node, []).append(storage)
         for node in nodes:
             everything.union(self.find(node), node)
@@ -220,8 +252,11 @@ def _write_order(touchers: list[torch.fx.Node], storage: Any) -> list[tuple[torc
     pairs = []
     last_write, since = touchers[0], []
     for node in touchers[1:]:
-        written = node_storage(node.args[0]) if writes_into_first_argument(node) and \
-            isinstance(node.args[0], torch.fx.Node) else None
+        written = (
+            node_storage(node.args[0])
+            if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node)
+            else None
+        )
         writes = written is not None and written == storage  # (StorageWeakRef == None raises)
         pairs.append((last_write, node))
         if writes:
@@ -232,9 +267,14 @@ def _write_order(touchers: list[torch.fx.Node], storage: Any) -> list[tuple[torc
     return pairs
 
 
-def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[Any], nodes: list[torch.fx.Node],
-                                reached: dict[torch.fx.Node, int], n_outputs: int,
-                                in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part] | None:
+def _parts_for_second_backwards(
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+    nodes: list[torch.fx.Node],
+    reached: dict[torch.fx.Node, int],
+    n_outputs: int,
+    in_order: list[tuple[torch.fx.Node, torch.fx.Node]],
+) -> list[Part] | None:
     """Parts so that a backward from one output after a backward from another fails only where eager's would.
 
     Two backwards pass one node when it leads to both outputs; the second raises if the node saved a tensor.
@@ -275,8 +315,9 @@ def _parts_for_second_backwards(gm: torch.fx.GraphModule, example_inputs: list[A
     return joined if len(joined) > 1 else None
 
 
-def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int],
-                              in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part] | None:
+def _parts_by_outputs_reached(
+    nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int], in_order: list[tuple[torch.fx.Node, torch.fx.Node]]
+) -> list[Part] | None:
     """The computed nodes grouped by the outputs each leads to, the groups in an order their data flow (and
     `in_order`: pairs of nodes touching one memory, the first to run first) allows; None for a single group."""
     groups: dict[int, Part] = {}
@@ -299,8 +340,9 @@ def _parts_by_outputs_reached(nodes: list[torch.fx.Node], reached: dict[torch.fx
     return [groups[k] for k in order]
 
 
-def _parts_in_graph_order(nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int],
-                          in_order: list[tuple[torch.fx.Node, torch.fx.Node]]) -> list[Part]:
+def _parts_in_graph_order(
+    nodes: list[torch.fx.Node], reached: dict[torch.fx.Node, int], in_order: list[tuple[torch.fx.Node, torch.fx.Node]]
+) -> list[Part]:
     """Parts of nodes that lead to the same outputs, possibly several per output set, run in the graph's order:
     each node joins the last part of its set unless something it must run after is in a later part. For groups
     that would feed each other: `p9 = mm(x.t(), x)`, `g = g + (y - p9)`, `p9.mul_(2)`, `g = g + (y - p9)`, with
@@ -313,8 +355,7 @@ def _parts_in_graph_order(nodes: list[torch.fx.Node], reached: dict[torch.fx.Nod
     masks: list[int] = []
     index: dict[torch.fx.Node, int] = {}
     for node in nodes:
-        after = max((index[n] for n in (*node.all_input_nodes, *must_follow.get(node, ())) if n in index),
-                    default=-1)
+        after = max((index[n] for n in (*node.all_input_nodes, *must_follow.get(node, ())) if n in index), default=-1)
         last = next((i for i in range(len(parts) - 1, -1, -1) if masks[i] == reached[node]), -1)
         if last < after or last < 0:
             parts.append(set())
@@ -325,8 +366,9 @@ def _parts_in_graph_order(nodes: list[torch.fx.Node], reached: dict[torch.fx.Nod
     return parts
 
 
-def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: list[Part],
-                   compile_one: Compile) -> Callable[..., Any]:
+def _compile_parts(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], parts: list[Part], compile_one: Compile
+) -> Callable[..., Any]:
     """Each part as a module of its own, compiled; the run passes values between them by slot: the graph's inputs
     first, then each value a part computes that a later part or the graph's output reads."""
     graph = gm.graph
@@ -374,8 +416,11 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         # 400000: a write kept `x - 0.25` and its reader, computing no output from it, in two parts)
         # (none where the part writes into an input: the write is an output of its own, which the caller holds)
         deps, _ = output_dependencies(sub)
-        written = {node_storage(n.args[0]) for n in sub.nodes
-                   if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)}
+        written = {
+            node_storage(n.args[0])
+            for n in sub.nodes
+            if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
+        }
         writes_input = any(node_storage(p) in written for p in sub.find_nodes(op="placeholder"))
         detached = [] if writes_input else [k for k in range(len(in_slots)) if not any(k in d for d in deps)]
         # (the examples stay as they are: under symbolic sizes the backend fakes a real example by its source,
@@ -403,6 +448,7 @@ def _compile_parts(gm: torch.fx.GraphModule, example_inputs: list[Any], parts: l
         if not final_mode:
             SET_GRAD(False)
         return tuple(values[s] for s in result_slots)
+
     return run
 
 
@@ -423,8 +469,11 @@ def _example(node: torch.fx.Node) -> torch.Tensor | None:
         return fake if getattr(fake, "fake_mode", None) is context.fake_mode else None
     if any(isinstance(d, torch.SymInt) for d in (*fake.shape, *fake.stride())):
         return None
-    return torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device).zero_() \
+    return (
+        torch.empty_strided(fake.shape, fake.stride(), dtype=fake.dtype, device=fake.device)
+        .zero_()
         .requires_grad_(fake.requires_grad)
+    )
 
 
 def _eager_ops_where_nothing_saved(compile_one: Compile) -> Compile:
@@ -435,10 +484,14 @@ def _eager_ops_where_nothing_saved(compile_one: Compile) -> Compile:
     raises "backward through the graph a second time" (fuzz 934, 6253). Such a graph is a few cheap ops, and
     real models' graphs save (a matmul saves its inputs), so they compile as before; finding that costs the
     run of the graph's ops up to the first save, on fake tensors."""
+
     def compile_or_run_ops(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         if saves_no_tensor(gm, example_inputs):
-            fate.ran_as_torch_ops("a training graph that saves no tensor for backward: its torch ops' backward "
-                                  "runs again after a first backward freed the graph, as eager's does")
+            fate.ran_as_torch_ops(
+                "a training graph that saves no tensor for backward: its torch ops' backward "
+                "runs again after a first backward freed the graph, as eager's does"
+            )
             return gm
         return compile_one(gm, example_inputs)
+
     return compile_or_run_ops

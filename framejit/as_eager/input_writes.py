@@ -1,5 +1,5 @@
-"""Whether a captured graph writes in place into one of its inputs where autograd is watching.
-"""
+"""Whether a captured graph writes in place into one of its inputs where autograd is watching."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -7,8 +7,15 @@ from typing import Any
 
 import torch
 
-from framejit.op_effects import (BATCH_NORM_STATS, batch_norm_stats_written, grad_modes, is_view, node_storage,
-                                 requires_grad, writes_into_first_argument)
+from framejit.op_effects import (
+    BATCH_NORM_STATS,
+    batch_norm_stats_written,
+    grad_modes,
+    is_view,
+    node_storage,
+    requires_grad,
+    writes_into_first_argument,
+)
 
 
 def statistics_read_then_written(graph: torch.fx.Graph) -> bool:
@@ -24,13 +31,17 @@ def statistics_read_then_written(graph: torch.fx.Graph) -> bool:
     return False
 
 
-EAGER_HISTORY = ("AOTAutograd would record another history than eager for a write in place (into an input autograd "
-                 "tracks, or under no_grad into a value that requires grad)")
+EAGER_HISTORY = (
+    "AOTAutograd would record another history than eager for a write in place (into an input autograd "
+    "tracks, or under no_grad into a value that requires grad)"
+)
 
 
-VIEW_OF_ALIASED_WRITTEN_INPUTS = ("an output is a view of inputs that share memory, one of them written in place: "
-                                  "AOTAutograd makes such a view again from the wrong base (torch.compile returns "
-                                  "wrong values there)")
+VIEW_OF_ALIASED_WRITTEN_INPUTS = (
+    "an output is a view of inputs that share memory, one of them written in place: "
+    "AOTAutograd makes such a view again from the wrong base (torch.compile returns "
+    "wrong values there)"
+)
 
 
 def view_of_aliased_written_inputs(gm: torch.fx.GraphModule) -> bool:
@@ -43,8 +54,11 @@ def view_of_aliased_written_inputs(gm: torch.fx.GraphModule) -> bool:
     aliased = {s for s, count in sharing.items() if count > 1}
     if not aliased:
         return False
-    written = {node_storage(n.args[0]) for n in gm.graph.nodes
-               if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)} & aliased
+    written = {
+        node_storage(n.args[0])
+        for n in gm.graph.nodes
+        if writes_into_first_argument(n) and isinstance(n.args[0], torch.fx.Node)
+    } & aliased
     outputs = [n for n in gm.graph.output_node().args[0] if isinstance(n, torch.fx.Node)]
     return any(node_storage(n) in written for n in outputs if n.op != "placeholder")
 
@@ -73,9 +87,14 @@ def writes_tracked_value_without_grad(gm: torch.fx.GraphModule) -> bool:
     if not torch.is_grad_enabled():
         return False
     modes = grad_modes(gm.graph)
-    return any(not modes[node] and writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node)
-               and node.args[0].op != "placeholder" and requires_grad(node.args[0].meta.get("example_value"))
-               for node in gm.graph.nodes)
+    return any(
+        not modes[node]
+        and writes_into_first_argument(node)
+        and isinstance(node.args[0], torch.fx.Node)
+        and node.args[0].op != "placeholder"
+        and requires_grad(node.args[0].meta.get("example_value"))
+        for node in gm.graph.nodes
+    )
 
 
 def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
@@ -104,7 +123,8 @@ def mutates_input_under_autograd(gm: torch.fx.GraphModule, example_inputs: list[
             continue
         written = [a for a in (*node.args[1:], *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
         if requires_grad(real.get(base[first])) or any(
-                requires_grad(a.meta.get("example_value")) or requires_grad(real.get(a)) for a in written):
+            requires_grad(a.meta.get("example_value")) or requires_grad(real.get(a)) for a in written
+        ):
             return True
         written_inputs.add(base[first])
     # values computed from a written input (its views, `g[None].cos()`): the partitioner may recompute any of

@@ -1,5 +1,5 @@
-"""Outputs laid out in memory as eager's ops lay them out.
-"""
+"""Outputs laid out in memory as eager's ops lay them out."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -39,16 +39,23 @@ def dim_order(fake: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(order)
 
 
-def eager_output_layouts(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                         example_inputs: list[Any]) -> Callable[..., Any]:
+def eager_output_layouts(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn` (a backend's compilation), with the outputs above laid out as eager's; `graph_fn` itself where
     eager lays out each output contiguously (checking costs nothing then)."""
-    fakes = [n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
-             for n in gm.graph.output_node().args[0]]
+    fakes = [
+        n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None for n in gm.graph.output_node().args[0]
+    ]
     storages = [s for v in [*example_inputs, *fakes] if (s := storage_of(v)) is not None]
-    orders = [(i, order) for i, v in enumerate(fakes)
-              if isinstance(v, torch.Tensor) and not v._is_view() and storages.count(storage_of(v)) == 1
-              and (order := dim_order(v)) is not None]
+    orders = [
+        (i, order)
+        for i, v in enumerate(fakes)
+        if isinstance(v, torch.Tensor)
+        and not v._is_view()
+        and storages.count(storage_of(v)) == 1
+        and (order := dim_order(v)) is not None
+    ]
     if not orders:
         return graph_fn
 
@@ -56,10 +63,12 @@ def eager_output_layouts(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
         results = graph_fn(*args)
         for i, order in orders:
             out = results[i]
-            if isinstance(out, torch.Tensor) and \
-                    not _same_where_sized(out.shape, out.stride(), _strides_in_order(out.shape, order)):
+            if isinstance(out, torch.Tensor) and not _same_where_sized(
+                out.shape, out.stride(), _strides_in_order(out.shape, order)
+            ):
                 results = list(results)
                 # (differentiable: the copy's gradient goes to the output as it came)
                 results[i] = torch.empty_permuted(out.shape, order, dtype=out.dtype, device=out.device).copy_(out)
         return results
+
     return run_in_eager_layouts

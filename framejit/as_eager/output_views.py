@@ -1,5 +1,5 @@
-"""Outputs that autograd must see as eager's ops made them: views where eager's are views, made in grad mode.
-"""
+"""Outputs that autograd must see as eager's ops made them: views where eager's are views, made in grad mode."""
+
 from __future__ import annotations
 
 import operator
@@ -8,16 +8,23 @@ from typing import Any, Callable
 import torch
 from torch._C._autograd import CreationMeta, _set_creation_meta
 
-from framejit.op_effects import (RANDOM_OP, creation_meta, op_name, requires_grad, storage_of as _storage,
-                                 writes_into_first_argument)
+from framejit.op_effects import (
+    RANDOM_OP,
+    creation_meta,
+    op_name,
+    requires_grad,
+    storage_of as _storage,
+    writes_into_first_argument,
+)
 
 
 def _fake(node: Any) -> Any:
     return node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
 
 
-def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                       example_inputs: list[Any]) -> Callable[..., Any]:
+def eager_view_outputs(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn` (a backend's compilation, not the graph's own ops), with the outputs above fixed after each
     call; `graph_fn` itself where no output can need it."""
     out_nodes = gm.graph.output_node().args[0]
@@ -29,32 +36,50 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     remade = [i for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view() and not v.requires_grad]
     copied: list[tuple[int, list[int]]] = []  # (output, the outputs that are views of it)
     if any(requires_grad(v) for v in example_inputs):
-        written_through_view = {_storage(_fake(n.args[0])) for n in gm.graph.nodes
-                                if writes_into_first_argument(n) and isinstance(_fake(n.args[0]), torch.Tensor)
-                                and _fake(n.args[0])._is_view()}
-        shared = [s for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]
-                  if (s := _storage(v)) is not None]  # (a size input has none; StorageWeakRef == None raises)
+        written_through_view = {
+            _storage(_fake(n.args[0]))
+            for n in gm.graph.nodes
+            if writes_into_first_argument(n)
+            and isinstance(_fake(n.args[0]), torch.Tensor)
+            and _fake(n.args[0])._is_view()
+        }
+        shared = [
+            s
+            for v in [*(_fake(n) for n in gm.graph.nodes if n.op == "placeholder"), *outputs]
+            if (s := _storage(v)) is not None
+        ]  # (a size input has none; StorageWeakRef == None raises)
         for i, v in enumerate(outputs):
             if requires_grad(v) and not v._is_view() and _storage(v) in written_through_view:
                 # no input shares its memory, and the outputs that do are views of it (`t[..., 0]`): they are
                 # made again from the copy
-                views = [j for j, w in enumerate(outputs)
-                         if j != i and (s := _storage(w)) is not None and s == _storage(v)]
+                views = [
+                    j for j, w in enumerate(outputs) if j != i and (s := _storage(w)) is not None and s == _storage(v)
+                ]
                 if all(outputs[j]._is_view() for j in views) and len(views) + 1 == shared.count(_storage(v)):
                     copied.append((i, views))
     # views eager refuses to write (a row of `for row in t`, from unbind: one of several views of one op; a view
     # made under no_grad): AOTAutograd made them again, without that mark, so a write went through
-    strict = [(i, meta) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
-              and i not in remade and (meta := creation_meta(v)) != CreationMeta.DEFAULT]
+    strict = [
+        (i, meta)
+        for i, v in enumerate(outputs)
+        if isinstance(v, torch.Tensor)
+        and v._is_view()
+        and i not in remade
+        and (meta := creation_meta(v)) != CreationMeta.DEFAULT
+    ]
     # ... and where the view is one of several an op made (a row of `for row in t`), it is made by that op again,
     # so that autograd's refusal names it as eager's does ("Output 1 of Unbind", not "Output 0 of AsStrided")
     # (rows without grad too: eager's refuse a later use with grad once their base was written with grad, fuzz 4425
     # of seed 2400000)
-    several = {i: made for i, v in enumerate(outputs) if isinstance(v, torch.Tensor) and v._is_view()
-               and creation_meta(v) == CreationMeta.MULTI_OUTPUT_NODE
-               and (made := _one_of_several_views(out_nodes[i])) is not None}
-    sources = {i: list(out_nodes).index(made[0].args[0]) for i, made in several.items()
-               if made[0].args[0] in out_nodes}
+    several = {
+        i: made
+        for i, v in enumerate(outputs)
+        if isinstance(v, torch.Tensor)
+        and v._is_view()
+        and creation_meta(v) == CreationMeta.MULTI_OUTPUT_NODE
+        and (made := _one_of_several_views(out_nodes[i])) is not None
+    }
+    sources = {i: list(out_nodes).index(made[0].args[0]) for i, made in several.items() if made[0].args[0] in out_nodes}
     repeated = _repeated_computations(gm.graph)
     if not remade and not copied and not strict and not repeated:
         return graph_fn
@@ -67,16 +92,21 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
             return _made_as_eager(results, args)
 
     def _made_as_eager(results: list[Any], args: tuple) -> list[Any]:
-        if not all(isinstance(results[i], torch.Tensor)
-                   for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))):
+        if not all(
+            isinstance(results[i], torch.Tensor) for i in (*remade, *(i for i, _ in copied), *(i for i, _ in strict))
+        ):
             return results  # a backend returned other values than the graph's tensors: nothing to fix in them
         made_again = set()
         for i, (op, index, layout, count) in several.items():
             if isinstance(layout, int):  # (symbolic: the input's, in this call)
                 layout = (tuple(args[layout].shape), args[layout].stride(), args[layout].storage_offset())
             src = sources.get(i)
-            if src is not None and isinstance(results[src], torch.Tensor) and \
-                    (held := _storage(results[src])) is not None and held == _storage(results[i]):
+            if (
+                src is not None
+                and isinstance(results[src], torch.Tensor)
+                and (held := _storage(results[src])) is not None
+                and held == _storage(results[i])
+            ):
                 # the graph returns the rows' source too (inductor returns rows sharing its memory, but no views):
                 # the rows are made of it, so that a write into it reaches them as in eager
                 results[i] = _view_of_several(results[src], op, index, layout)
@@ -88,7 +118,7 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 # AOTAutograd returns the rows of an intermediate as outputs of its own: the row is made a row of
                 # `unbind` of itself repeated (`expand`: no copy; the gradient passes to the row alone)
                 dim = _unbind_dim(op, len(layout[0]))
-                expanded = results[i].unsqueeze(dim).expand(*layout[0][:dim], count, *layout[0][dim + 1:])
+                expanded = results[i].unsqueeze(dim).expand(*layout[0][:dim], count, *layout[0][dim + 1 :])
                 results[i] = expanded.unbind(dim)[index]
                 made_again.add(i)
         for i, meta in strict:
@@ -117,17 +147,20 @@ def eager_view_outputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                     continue
                 for j in views:
                     view = results[j]
-                    results[j] = copy.as_strided(view.size(), view.stride(),
-                                                 view.storage_offset() - base.storage_offset())
+                    results[j] = copy.as_strided(
+                        view.size(), view.stride(), view.storage_offset() - base.storage_offset()
+                    )
         for i, j in repeated:
             if isinstance(results[j], torch.Tensor) and results[j] is results[i]:
                 results[j] = results[j].clone()
         return results
+
     return run_with_eager_views
 
 
-def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, outputs: list[Any],
-                             example_inputs: list[Any]) -> Callable[..., Any]:
+def _no_grad_views_of_inputs(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, outputs: list[Any], example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn`, with its views of inputs that require grad, made in a `no_grad` block (`outputs`: the
     graph's output fakes), made again from the input under no_grad. Eager's such views require grad (their base
     does; `x[-1]`) and refuse a later write with grad on; AOTAutograd's came back without grad (fuzz 6311 of
@@ -135,8 +168,13 @@ def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphMod
     inputs = [_storage(_fake(n)) for n in gm.graph.nodes if n.op == "placeholder"]
     found: dict[int, int] = {}  # output -> the input it is a view of
     for o, v in enumerate(outputs):
-        if isinstance(v, torch.Tensor) and v._is_view() and v.requires_grad and \
-                (storage := _storage(v)) is not None and creation_meta(v) == CreationMeta.NO_GRAD_MODE:
+        if (
+            isinstance(v, torch.Tensor)
+            and v._is_view()
+            and v.requires_grad
+            and (storage := _storage(v)) is not None
+            and creation_meta(v) == CreationMeta.NO_GRAD_MODE
+        ):
             sharing = [i for i, s in enumerate(inputs) if s is not None and s == storage]
             if len(sharing) == 1 and requires_grad(example_inputs[sharing[0]]):
                 found[o] = sharing[0]
@@ -151,6 +189,7 @@ def _no_grad_views_of_inputs(graph_fn: Callable[..., Any], gm: torch.fx.GraphMod
                 if isinstance(got, torch.Tensor) and not got.requires_grad and requires_grad(base):
                     results[o] = base.as_strided(got.size(), got.stride(), got.storage_offset())
         return results
+
     return run_with_views_of_inputs
 
 
@@ -165,8 +204,13 @@ def _one_of_several_views(node: Any) -> tuple[torch.fx.Node, int, Layout | int, 
     if not isinstance(node, torch.fx.Node) or node.target is not operator.getitem:
         return None
     op, index = node.args
-    if not isinstance(op, torch.fx.Node) or not isinstance(index, int) or op_name(op.target) not in _SEVERAL_VIEWS \
-            or op.op not in ("call_method", "call_function") or not op.args:
+    if (
+        not isinstance(op, torch.fx.Node)
+        or not isinstance(index, int)
+        or op_name(op.target) not in _SEVERAL_VIEWS
+        or op.op not in ("call_method", "call_function")
+        or not op.args
+    ):
         return None
     src = op.args[0]
     fake = _fake(src)
@@ -191,8 +235,11 @@ def _unbind_dim(op: torch.fx.Node, ndim: int) -> int:
 def _view_of_several(base: torch.Tensor, op: torch.fx.Node, index: int, layout: Layout) -> torch.Tensor:
     """`op(src, ...)[index]`, src made from `base` (the returned view's base) where it is not `base` itself."""
     src = base if (tuple(base.shape), base.stride(), base.storage_offset()) == layout else base.as_strided(*layout)
-    made = getattr(src, op.target)(*op.args[1:], **op.kwargs) if op.op == "call_method" \
+    made = (
+        getattr(src, op.target)(*op.args[1:], **op.kwargs)
+        if op.op == "call_method"
         else op.target(src, *op.args[1:], **op.kwargs)
+    )
     return made[index]
 
 
@@ -209,12 +256,18 @@ def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
             return (type(arg), tuple(number(a) for a in arg))
         if isinstance(arg, dict):
             return (dict, tuple((k, number(v)) for k, v in arg.items()))
-        return ("const", type(arg), arg) if isinstance(arg, (int, float, bool, str, type(None), torch.dtype)) \
+        return (
+            ("const", type(arg), arg)
+            if isinstance(arg, (int, float, bool, str, type(None), torch.dtype))
             else ("object", id(arg))
+        )
 
     for node in graph.nodes:
-        if node.op in ("call_function", "call_method") and not writes_into_first_argument(node) \
-                and not RANDOM_OP.fullmatch(op_name(node.target)):
+        if (
+            node.op in ("call_function", "call_method")
+            and not writes_into_first_argument(node)
+            and not RANDOM_OP.fullmatch(op_name(node.target))
+        ):
             key = (node.op, node.target, number(node.args), number(node.kwargs))
             number_of[node] = ("op", numbers.setdefault(key, len(numbers)))
     out = graph.output_node().args[0]

@@ -1,6 +1,7 @@
 """A graph that raises at run time: the frame runs again as plain Python, so that what the code did before the
 failing op is done, as in eager.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -85,6 +86,7 @@ def keeping_versions(graph_fn: Callable[..., Any], positions: frozenset[int]) ->
         if moved:
             torch._C._autograd._unsafe_set_version_counter(*map(tuple, zip(*moved)))
         return results
+
     return run
 
 
@@ -93,8 +95,9 @@ def keeping_versions(graph_fn: Callable[..., Any], positions: frozenset[int]) ->
 _SNAPSHOT_NUMEL = 16384
 
 
-def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
-                    unversioned: frozenset[int]) -> Callable[..., Any]:
+def checking_writes(
+    graph_fn: Callable[..., Any], positions: list[int], unversioned: frozenset[int]
+) -> Callable[..., Any]:
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
     autograd (buffers; parameters under no_grad) are copied before the call and put back; small inputs autograd
     tracks (written by a graph that runs as eager torch ops) are cloned, history included, and put back by a
@@ -121,15 +124,16 @@ def checking_writes(graph_fn: Callable[..., Any], positions: list[int],
         except Exception as e:
             moved = set(snapshot.moved())
             changed = [k for k, i in enumerate(positions) if k in moved or i in unversioned]
-            if any(not snapshot.has(k) and k not in tracked for k in changed) or \
-                    not _put_back([inputs[k] for k in changed if k in tracked],
-                                  {id(inputs[k]): c for k, c in tracked.items()}):
+            if any(not snapshot.has(k) and k not in tracked for k in changed) or not _put_back(
+                [inputs[k] for k in changed if k in tracked], {id(inputs[k]): c for k, c in tracked.items()}
+            ):
                 e._framejit_wrote_inputs = True
                 raise
             for k in changed:
                 if snapshot.has(k):
                     snapshot.put_back(k)
             raise
+
     return run
 
 
@@ -158,10 +162,12 @@ class _TorchSnapshot:
     def __init__(self, inputs: list[torch.Tensor], grad_mode: bool, kept: threading.local) -> None:
         self.inputs = inputs
         self.versions = [t._version for t in inputs]
-        self.small = [k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL
-                      and not (grad_mode and t.requires_grad)]
-        self._tracked = [k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL
-                         and grad_mode and t.requires_grad]
+        self.small = [
+            k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL and not (grad_mode and t.requires_grad)
+        ]
+        self._tracked = [
+            k for k, t in enumerate(inputs) if t.numel() <= _SNAPSHOT_NUMEL and grad_mode and t.requires_grad
+        ]
         small = [inputs[k] for k in self.small]
         if small:
             with torch.no_grad():
@@ -191,8 +197,12 @@ def _put_back(tracked: list[torch.Tensor], clones: dict[int, torch.Tensor]) -> b
     A view autograd refuses to write (a row `unbind` made, a view made under no_grad: fuzz 6196 of seed 2000000;
     its refusal comes after the copy) is put back through a plain view of its base made for the copy."""
     try:
-        targets = [t._base.as_strided(t.size(), t.stride(), t.storage_offset())
-                   if t._is_view() and creation_meta(t) != CreationMeta.DEFAULT else t for t in tracked]
+        targets = [
+            t._base.as_strided(t.size(), t.stride(), t.storage_offset())
+            if t._is_view() and creation_meta(t) != CreationMeta.DEFAULT
+            else t
+            for t in tracked
+        ]
         for t, target in zip(tracked, targets):
             # (a leaf, a parameter written under no_grad inside the graph, has no history to record)
             with torch.set_grad_enabled(target.grad_fn is not None):
@@ -202,18 +212,22 @@ def _put_back(tracked: list[torch.Tensor], clones: dict[int, torch.Tensor]) -> b
     return True
 
 
-def run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None,
-                   *slots: Any) -> Any:
+def run_as_python(
+    graph_error: BaseException, code_ref: weakref.ref, f_globals: dict, closure: tuple | None, *slots: Any
+) -> Any:
     """Run the frame's code with its globals and closure, capture off, its argument slots as the frame had them."""
-    if not isinstance(graph_error, Exception) or isinstance(graph_error, FramejitError) \
-            or getattr(graph_error, "_framejit_wrote_inputs", False):
+    if (
+        not isinstance(graph_error, Exception)
+        or isinstance(graph_error, FramejitError)
+        or getattr(graph_error, "_framejit_wrote_inputs", False)
+    ):
         # an interrupt, framejit's own error (a backend's wrong outputs), or the graph wrote into its inputs
         raise graph_error
     code = code_ref()
     fn = types.FunctionType(code, f_globals, code.co_name, None, closure)
     n, k = code.co_argcount, code.co_kwonlyargcount
-    args, kwargs = list(slots[:n]), dict(zip(code.co_varnames[n:n + k], slots[n:n + k]))
-    rest = slots[n + k:]
+    args, kwargs = list(slots[:n]), dict(zip(code.co_varnames[n : n + k], slots[n : n + k]))
+    rest = slots[n + k :]
     if code.co_flags & inspect.CO_VARARGS:
         args.extend(rest[0])
         rest = rest[1:]
@@ -221,8 +235,14 @@ def run_as_python(graph_error: BaseException, code_ref: weakref.ref, f_globals: 
         kwargs.update(rest[0])
     result = _hook.call_with_callback(None, fn, *args, **kwargs)
     # capture off: the logging handlers' frames are no user code to compile (under fullgraph they would fail)
-    _hook.call_with_callback(None, logs.log.warning,
-                             "the compiled graph of %s (%s:%d) raised %s: %s; the frame ran as Python and returned",
-                             code.co_name, code.co_filename, code.co_firstlineno, type(graph_error).__name__,
-                             graph_error)
+    _hook.call_with_callback(
+        None,
+        logs.log.warning,
+        "the compiled graph of %s (%s:%d) raised %s: %s; the frame ran as Python and returned",
+        code.co_name,
+        code.co_filename,
+        code.co_firstlineno,
+        type(graph_error).__name__,
+        graph_error,
+    )
     return result

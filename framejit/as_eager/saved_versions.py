@@ -1,5 +1,5 @@
-"""Eager's check that a tensor saved for backward was not written in place before the backward ran.
-"""
+"""Eager's check that a tensor saved for backward was not written in place before the backward ran."""
+
 from __future__ import annotations
 
 import inspect
@@ -11,8 +11,14 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.as_eager.rerun import inputs_written_in_place, unversioned_inputs
-from framejit.op_effects import (batch_norm_stats_written, grad_fn_of, node_storage, requires_grad,
-                                 storage_of as _storage, writes_into_first_argument)
+from framejit.op_effects import (
+    batch_norm_stats_written,
+    grad_fn_of,
+    node_storage,
+    requires_grad,
+    storage_of as _storage,
+    writes_into_first_argument,
+)
 
 _MODIFIED = "modified by an inplace operation"
 
@@ -26,8 +32,9 @@ def _saved_tensors(node: Any) -> list[tuple[str, torch.Tensor | BaseException]]:
     fails."""
     names = _SAVED_NAMES.get(type(node))
     if names is None:
-        names = _SAVED_NAMES[type(node)] = [a for a in dir(node) if a.startswith("_saved_")] + \
-            (["saved_tensors"] if hasattr(node, "saved_tensors") else [])
+        names = _SAVED_NAMES[type(node)] = [a for a in dir(node) if a.startswith("_saved_")] + (
+            ["saved_tensors"] if hasattr(node, "saved_tensors") else []
+        )
     found: list[tuple[str, torch.Tensor | BaseException]] = []
     for name in names:
         try:
@@ -46,15 +53,18 @@ def _saved_tensors(node: Any) -> list[tuple[str, torch.Tensor | BaseException]]:
 _SAVED_NAMES: dict[type, list[str]] = {}
 
 
-def saves_behind_copy_slices(call: Callable[[list[Any]], Any], args: list[Any],
-                             result: Any) -> tuple[Any, list[tuple[str, torch.Tensor]]] | None:
+def saves_behind_copy_slices(
+    call: Callable[[list[Any]], Any], args: list[Any], result: Any
+) -> tuple[Any, list[tuple[str, torch.Tensor]]] | None:
     """For an in-place op on a view that requires grad (`t.view(...).exp_()`, run by `call(args)`, on fakes):
     autograd wraps the op's node in a CopySlices node of the view's base, and Python cannot read what the wrapped
     node saved. The op run again on a copy of the view that is no view shows it: (the base's CopySlices node, the
     saved tensors by name, the view standing for the copy)."""
     view = args[0] if args else None
-    if not (isinstance(view, torch.Tensor) and view._is_view() and requires_grad(result)) or \
-            not torch.is_grad_enabled():
+    if (
+        not (isinstance(view, torch.Tensor) and view._is_view() and requires_grad(result))
+        or not torch.is_grad_enabled()
+    ):
         return None
     copy = view.detach().clone().requires_grad_(True).clone()  # (not a leaf: an in-place op may write into it)
     try:
@@ -64,8 +74,11 @@ def saves_behind_copy_slices(call: Callable[[list[Any]], Any], args: list[Any],
     if not isinstance(out, torch.Tensor) or out.grad_fn is None:
         return None
     copied = _storage(copy)
-    saved = [(name, view if copied is not None and _storage(t) is not None and _storage(t) == copied else t)
-             for name, t in _saved_tensors(out.grad_fn) if isinstance(t, torch.Tensor)]
+    saved = [
+        (name, view if copied is not None and _storage(t) is not None and _storage(t) == copied else t)
+        for name, t in _saved_tensors(out.grad_fn)
+        if isinstance(t, torch.Tensor)
+    ]
     return grad_fn_of(view._base), saved
 
 
@@ -107,8 +120,9 @@ def _saved_checks(gm: torch.fx.GraphModule) -> dict[int, list[Check]]:
                 continue
             seen.add(node)
             if node not in checks_of_node:
-                checks_of_node[node] = _node_checks(node, owners, later_writes) + \
-                    [owner for t in behind.get(node, ()) if (owner := owners.get(_storage(t))) is not None]
+                checks_of_node[node] = _node_checks(node, owners, later_writes) + [
+                    owner for t in behind.get(node, ()) if (owner := owners.get(_storage(t))) is not None
+                ]
             found.update(dict.fromkeys(checks_of_node[node]))
             todo.extend(f for f, _ in node.next_functions)
         if found:
@@ -181,8 +195,9 @@ def _node_checks(node: Any, owners: dict[StorageWeakRef, Check], later_writes: _
 _SMALL = 16384
 
 
-def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                          example_inputs: list[Any]) -> Callable[..., Any]:
+def holding_saved_tensors(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn` (a training graph's node) made to save what eager's ops would let the program write after it.
 
     - While the program's own saved-tensor hooks are on with grad enabled, the graph's own ops run: the hooks see
@@ -212,9 +227,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
     # (inputs: not the leaves that require grad, nor index tensors. A module's parameters, which eager's ops save on
     # the way from the outputs they feed, and a model's token ids, which its embedding saves, are written between
     # a forward and its backward by no training loop, and copying them would keep the hooks on for most models)
-    some_paths = {c for c in eager_saved - _saved_on_every_path(gm)
-                  if c[0] == "output" or _is_floating(example_inputs[c[1]])
-                  and not _is_parameter_like(example_inputs[c[1]])}
+    some_paths = {
+        c
+        for c in eager_saved - _saved_on_every_path(gm)
+        if c[0] == "output" or _is_floating(example_inputs[c[1]]) and not _is_parameter_like(example_inputs[c[1]])
+    }
     cloned = _outputs_to_clone(gm, some_paths)
     cloned_keys = {("output", o) for o in cloned}
     top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
@@ -254,8 +271,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
         with torch.autograd.graph.saved_tensors_hooks(pack, _unpack_held):
             results = graph_fn(*args)
         values = {("input", i): a for i, a in enumerate(args)} | {("output", o): r for o, r in enumerate(results)}
-        copied = {_storage(v): key for key, v in values.items() if key not in cloned_keys and
-                  (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)}
+        copied = {
+            _storage(v): key
+            for key, v in values.items()
+            if key not in cloned_keys and (key not in eager_saved or key in some_paths and v.numel() <= _SMALL)
+        }
         copied.pop(None, None)
         found: set[Check] = set()
         for entry in held:
@@ -269,9 +289,11 @@ def holding_saved_tensors(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule
                 found.add(key)
         if hooked[0] is None:
             inputs = tuple(sorted(i for kind, i in found if kind == "input"))
-            hooked[0] = bool(found) and (inputs if found == {("input", i) for i in inputs} and
-                                         copyable.issuperset(inputs) else True)
+            hooked[0] = bool(found) and (
+                inputs if found == {("input", i) for i in inputs} and copyable.issuperset(inputs) else True
+            )
         return cloning(results)
+
     return run
 
 
@@ -283,8 +305,11 @@ def _inputs_passable_as_copies(gm: torch.fx.GraphModule) -> set[int]:
     out = [n for n in gm.graph.output_node().args[0] if isinstance(n, torch.fx.Node)]
     sharing = Counter(s for n in (*placeholders, *out) if (s := node_storage(n)) is not None)
     written = inputs_written_in_place(gm.graph) | unversioned_inputs(gm.graph)
-    return {i for i, p in enumerate(placeholders)
-            if i not in written and (s := node_storage(p)) is not None and sharing[s] == 1}
+    return {
+        i
+        for i, p in enumerate(placeholders)
+        if i not in written and (s := node_storage(p)) is not None and sharing[s] == 1
+    }
 
 
 def _clone_alike(tensor: torch.Tensor) -> torch.Tensor:
@@ -318,8 +343,11 @@ def _outputs_to_clone(gm: torch.fx.GraphModule, some_paths: set[Check]) -> list[
     refuses writes is set again by output_views.py). The node keeps what it saved, the program writes into the
     clone, and no saved-tensor hooks are needed (an input has no such way round: its copy is held under them)."""
     out = gm.graph.output_node().args[0]
-    storages = [s for n in (*(n for n in gm.graph.nodes if n.op == "placeholder"), *out)
-                if isinstance(n, torch.fx.Node) and (s := node_storage(n)) is not None]
+    storages = [
+        s
+        for n in (*(n for n in gm.graph.nodes if n.op == "placeholder"), *out)
+        if isinstance(n, torch.fx.Node) and (s := node_storage(n)) is not None
+    ]
     return sorted(o for kind, o in some_paths if kind == "output" and storages.count(node_storage(out[o])) == 1)
 
 
@@ -328,17 +356,22 @@ def _saved_on_every_path(gm: torch.fx.GraphModule) -> set[Check]:
     backward that reaches the graph's node reaches one of those ops too, so eager's check is the node's."""
     checks = saved_checks(gm)
     out = gm.graph.output_node().args[0]
-    paths = [set(checks.get(o, ())) for o, n in enumerate(out)
-             if isinstance(n, torch.fx.Node) and requires_grad(n.meta.get("example_value"))]
+    paths = [
+        set(checks.get(o, ()))
+        for o, n in enumerate(out)
+        if isinstance(n, torch.fx.Node) and requires_grad(n.meta.get("example_value"))
+    ]
     return {c for c in set.intersection(*paths) if c[0] != "raise"} if paths else set()
 
 
 def _unpack_held(entry: list) -> torch.Tensor:
     tensor, version = entry
     if tensor._version != version:  # (the check the hooks switched off)
-        raise RuntimeError(f"one of the variables needed for gradient computation has been {_MODIFIED}: "
-                           f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected "
-                           f"version {version} instead")
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been {_MODIFIED}: "
+            f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected "
+            f"version {version} instead"
+        )
     return tensor
 
 
@@ -347,8 +380,9 @@ def runs_own_ops(compiled: Callable[..., Any], gm: torch.fx.GraphModule) -> bool
     return compiled is gm or getattr(compiled, "__self__", None) is gm
 
 
-def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                            example_inputs: list[Any]) -> Callable[..., Any]:
+def checking_saved_versions(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn` (what the backend compiled, perhaps wrapped), whose backward raises where eager's would for a
     saved tensor written in place; `graph_fn` itself where nothing could be written."""
     if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs):
@@ -377,13 +411,13 @@ def checking_saved_versions(graph_fn: Callable[..., Any], gm: torch.fx.GraphModu
                     # base's node instead (the hidden base AOTAutograd returns for a view of an intermediate)
                     base = output._base
                     if base is not None and base.grad_fn is not None and not any(base is r for r in results):
-                        rebased.setdefault(base.grad_fn, []).append((base.output_nr, o, cs, weakref.ref(output),
-                                                                     node))
+                        rebased.setdefault(base.grad_fn, []).append((base.output_nr, o, cs, weakref.ref(output), node))
         for node, reached in by_node.items():
             node.register_prehook(_checking(reached, noted, freed, _weak(node)))
         for node, views in rebased.items():
             node.register_prehook(_checking_rebased_views(views, noted, freed))
         return results
+
     return run
 
 
@@ -395,10 +429,12 @@ def _noting(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     return (tensor if tensor.grad_fn is None else tensor.detach()), tensor._version
 
 
-def _checking_rebased_views(views: list[tuple[int, int, list[Check], Any, Any]], noted: dict,
-                            freed: _Freed) -> Callable[[tuple], None]:
+def _checking_rebased_views(
+    views: list[tuple[int, int, list[Check], Any, Any]], noted: dict, freed: _Freed
+) -> Callable[[tuple], None]:
     """The checks of the view outputs of a base, run at the base's node for each view since rebased (written in
     place: its node is no longer the one the graph made, whose check the gradient now bypasses)."""
+
     def check(grads: tuple) -> None:
         moved = []
         for nr, o, cs, view, node in views:
@@ -407,6 +443,7 @@ def _checking_rebased_views(views: list[tuple[int, int, list[Check], Any, Any]],
                 moved.append((nr, o, cs))
         if moved:
             _checking(moved, noted, freed)(grads)
+
     return check
 
 
@@ -431,10 +468,12 @@ def _freed(node: Any) -> bool:
     return False
 
 
-_SECOND_TIME = ("Trying to backward through the graph a second time (or directly access saved tensors after they "
-                "have already been freed). Saved intermediate values of the graph are freed when you call "
-                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                "graph a second time or if you need to access saved tensors after calling backward.")
+_SECOND_TIME = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
 
 
 def _output_fakes(gm: torch.fx.GraphModule) -> list[Any]:
@@ -499,12 +538,14 @@ class _Freed:
         return o in self.ran or (bool(self.nodes) and not self.nodes.isdisjoint(self._reached(o)))
 
 
-def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _Freed,
-              node: Callable[[], Any] = lambda: None) -> Callable[[tuple], None]:
+def _checking(
+    reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _Freed, node: Callable[[], Any] = lambda: None
+) -> Callable[[tuple], None]:
     """A prehook raising eager's error for a saved tensor written since. Eager's op, when a backward already ran
     through it, raises "backward through the graph a second time" first: where the graph's node was freed so,
     the check leaves the raise to the node itself (fuzz 1826 of seed 2100000), and where an aborted backward
     would have freed an op on the way, the check raises it."""
+
     def check(grads: tuple) -> None:
         for nr, o, cs in reached:
             if grads[nr] is None:
@@ -525,6 +566,8 @@ def _checking(reached: list[tuple[int, int, list[Check]]], noted: dict, freed: _
                         f"one of the variables needed for gradient computation has been {_MODIFIED}: "
                         f"[{tensor.type()} {list(tensor.shape)}], graph {kind} {what}, is at version "
                         f"{tensor._version}; expected version {version} instead (framejit checks the tensors "
-                        f"eager's ops saved for backward)")
+                        f"eager's ops saved for backward)"
+                    )
             freed.passed(o)
+
     return check

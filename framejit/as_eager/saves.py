@@ -1,13 +1,19 @@
-"""Which ops of a training graph save tensors for backward, found by running it on fake tensors under a pack hook.
-"""
+"""Which ops of a training graph save tensors for backward, found by running it on fake tensors under a pack hook."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-from framejit.op_effects import (AUTOCAST_STATE_TARGETS, batch_norm_stats_written, node_storage, op_name,
-                                 requires_grad, writes_into_first_argument)
+from framejit.op_effects import (
+    AUTOCAST_STATE_TARGETS,
+    batch_norm_stats_written,
+    node_storage,
+    op_name,
+    requires_grad,
+    writes_into_first_argument,
+)
 
 # ops whose result requires grad only if an operand does, and that then save another operand (a product's
 # backward needs the other factor; an embedding's, the indices): found without a run
@@ -31,8 +37,11 @@ class _FindingSaves(torch.fx.Interpreter):
         super().__init__(gm)
         graph = gm.graph
         results = graph.output_node().args[0]
-        results = [r for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
-                   if isinstance(r, torch.fx.Node)]
+        results = [
+            r
+            for r in (results if isinstance(results, (tuple, list)) else [results])  # (a user's graph)
+            if isinstance(r, torch.fx.Node)
+        ]
         needed = _needed_writes(graph, results)
         roots = [n for n in graph.nodes if n.op == "call_module" or n in needed or batch_norm_stats_written(n)]
         roots += [r for r in results if requires_grad(r.meta.get("example_value"))]
@@ -84,12 +93,18 @@ def _run_finding_saves(gm: torch.fx.GraphModule, example_inputs: list[Any], find
     if any(n.target in AUTOCAST_STATE_TARGETS for n in gm.graph.nodes):
         return False  # (a run stopped at a save would leave autocast switched)
     from torch._subclasses.fake_tensor import FakeTensorMode
+
     context = torch._guards.TracingContext.try_get()
-    mode = context.fake_mode if context is not None and context.fake_mode is not None else \
-        FakeTensorMode(allow_non_fake_inputs=True)
+    mode = (
+        context.fake_mode
+        if context is not None and context.fake_mode is not None
+        else FakeTensorMode(allow_non_fake_inputs=True)
+    )
     try:
-        fakes = [x if getattr(x, "fake_mode", None) is mode else
-                 mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
+        fakes = [
+            x if getattr(x, "fake_mode", None) is mode else mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
+            for x in example_inputs
+        ]
         # (enable_grad puts grad mode back as it was: a graph may switch it, and stop before switching back)
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(finder.pack, lambda t: t), mode:
             finder.run(*fakes)
@@ -123,6 +138,11 @@ def surely_saves(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     if node.op not in ("call_function", "call_method"):
         return False
     name = op_name(node.target)
-    return name in _SAVING_FUNCTIONS or name in _PRODUCTS and \
-        sum(isinstance(a, torch.fx.Node) and isinstance(a.meta.get("example_value"), torch.Tensor)
-            for a in node.args) >= 2
+    return (
+        name in _SAVING_FUNCTIONS
+        or name in _PRODUCTS
+        and sum(
+            isinstance(a, torch.fx.Node) and isinstance(a.meta.get("example_value"), torch.Tensor) for a in node.args
+        )
+        >= 2
+    )

@@ -1,5 +1,5 @@
-"""Gradients eager leaves None: an input whose every dependent graph output gets no gradient.
-"""
+"""Gradients eager leaves None: an input whose every dependent graph output gets no gradient."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,8 +9,15 @@ from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.as_eager.input_writes import autograd_needs_eager_ops
-from framejit.op_effects import (AUTOCAST_STATE_TARGETS, creation_meta, grad_modes, is_view, node_storage,
-                                 requires_grad, writes_into_first_argument)
+from framejit.op_effects import (
+    AUTOCAST_STATE_TARGETS,
+    creation_meta,
+    grad_modes,
+    is_view,
+    node_storage,
+    requires_grad,
+    writes_into_first_argument,
+)
 
 
 def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], frozenset[int]]:
@@ -30,17 +37,22 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
         else:
             # what it reads, and the writes made before it into the memory it reads (a value computed before a
             # write does not depend on it; a view made before it does, when read after it: the output's line)
-            found = frozenset().union(*(deps.get(a, frozenset()) for a in node.all_input_nodes),
-                                      *(written.get(node_storage(n), frozenset())
-                                        for n in (node, *node.all_input_nodes)))
+            found = frozenset().union(
+                *(deps.get(a, frozenset()) for a in node.all_input_nodes),
+                *(written.get(node_storage(n), frozenset()) for n in (node, *node.all_input_nodes)),
+            )
         deps[node] = found
         if writes_into_first_argument(node) and isinstance(node.args[0], torch.fx.Node):
             target = node_storage(node.args[0])
             if target is not None:
                 written[target] = written.get(target, frozenset()) | found
     out = graph.output_node()
-    result = [deps.get(value, frozenset()) | written.get(node_storage(value), frozenset())
-              if isinstance(value, torch.fx.Node) else frozenset() for value in out.args[0]]
+    result = [
+        deps.get(value, frozenset()) | written.get(node_storage(value), frozenset())
+        if isinstance(value, torch.fx.Node)
+        else frozenset()
+        for value in out.args[0]
+    ]
     into_inputs = {node_storage(p) for p in placeholders} - {None}
     return result, frozenset().union(*(deps for storage, deps in written.items() if storage in into_inputs))
 
@@ -69,18 +81,25 @@ class _Gate(torch.autograd.Function):
         return (grad if not ctx.received.isdisjoint(ctx.outputs) else None), None, None
 
 
-def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
-                        example_inputs: list[Any]) -> Callable[..., Any]:
+def gating_unused_grads(
+    graph_fn: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]
+) -> Callable[..., Any]:
     """`graph_fn`, giving None as the gradient of each input whose dependent outputs all got none (eager's
     answer), or `graph_fn` itself where no input could need it."""
-    if not torch.is_grad_enabled() or not any(requires_grad(v) for v in example_inputs) \
-            or autograd_needs_eager_ops(gm, example_inputs):
+    if (
+        not torch.is_grad_enabled()
+        or not any(requires_grad(v) for v in example_inputs)
+        or autograd_needs_eager_ops(gm, example_inputs)
+    ):
         return graph_fn  # an inference graph; or one run as eager ops (input_writes.py), exact already
     graph = gm.graph
     deps, feed_input_writes = output_dependencies(graph)
     out = graph.output_node()
-    differentiable = frozenset(o for o, node in enumerate(out.args[0]) if isinstance(node, torch.fx.Node)
-                               and requires_grad(node.meta.get("example_value")))
+    differentiable = frozenset(
+        o
+        for o, node in enumerate(out.args[0])
+        if isinstance(node, torch.fx.Node) and requires_grad(node.meta.get("example_value"))
+    )
     if not differentiable:
         return graph_fn
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -90,8 +109,9 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
     # the input as it was before the gate (`_input_views`): the views' gradients then bypass the gate, as
     # eager's views' bypass the ops computing the other outputs (fuzz 3334 of seed 2100000)
     views = _input_views(graph, out, placeholders, example_inputs, feed_input_writes)
-    aliased = {node_storage(n) for o, n in enumerate(out.args[0]) if isinstance(n, torch.fx.Node)
-               and o not in views} - {None}
+    aliased = {
+        node_storage(n) for o, n in enumerate(out.args[0]) if isinstance(n, torch.fx.Node) and o not in views
+    } - {None}
     gates = {}
     for i, value in enumerate(example_inputs):
         if requires_grad(value) and node_storage(placeholders[i]) not in aliased and i not in feed_input_writes:
@@ -138,6 +158,7 @@ def gating_unused_grads(graph_fn: Callable[..., Any], gm: torch.fx.GraphModule,
                 if base is not None and base.grad_fn is not None:
                     base.grad_fn.register_prehook(_noting(received, o, base.output_nr))
         return outputs
+
     return run
 
 
@@ -145,6 +166,7 @@ def _noting(received: set[int], o: int, nr: int) -> Callable[[tuple], None]:
     def note(grads: tuple) -> None:
         if grads[nr] is not None:
             received.add(o)
+
     return note
 
 
@@ -152,8 +174,13 @@ def _noting(received: set[int], o: int, nr: int) -> Callable[[tuple], None]:
 _InputView = tuple[int, "list[torch.fx.Node] | None"]
 
 
-def _input_views(graph: torch.fx.Graph, out: torch.fx.Node, placeholders: list[torch.fx.Node],
-                 example_inputs: list[Any], written_inputs: frozenset[int]) -> dict[int, _InputView]:
+def _input_views(
+    graph: torch.fx.Graph,
+    out: torch.fx.Node,
+    placeholders: list[torch.fx.Node],
+    example_inputs: list[Any],
+    written_inputs: frozenset[int],
+) -> dict[int, _InputView]:
     """The outputs that are views of an input (one no other input shares memory with, and that the graph does
     not write), made by view ops run with grad on, each of which autograd lets the program write in place:
     output position -> how to make it again from the input."""
@@ -172,9 +199,15 @@ def _input_views(graph: torch.fx.Graph, out: torch.fx.Node, placeholders: list[t
         chain: list[torch.fx.Node] = []
         while node is not placeholders[i]:
             fake = node.meta.get("example_value")
-            if not (is_view(node) and modes[node] and isinstance(node.args[0], torch.fx.Node)
-                    and isinstance(fake, torch.Tensor) and fake._is_view() and fake.requires_grad
-                    and creation_meta(fake) == CreationMeta.DEFAULT):
+            if not (
+                is_view(node)
+                and modes[node]
+                and isinstance(node.args[0], torch.fx.Node)
+                and isinstance(fake, torch.Tensor)
+                and fake._is_view()
+                and fake.requires_grad
+                and creation_meta(fake) == CreationMeta.DEFAULT
+            ):
                 break
             chain.append(node)
             node = node.args[0]
@@ -189,8 +222,9 @@ def _takes_nodes(chain: list[torch.fx.Node]) -> bool:
     return any(arg is not n.args[0] for n in chain for arg in n.all_input_nodes)
 
 
-def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: list[Any],
-                             originals: tuple[Any, ...]) -> Any:
+def _views_of_ungated_inputs(
+    outputs: Any, views: dict[int, _InputView], args: list[Any], originals: tuple[Any, ...]
+) -> Any:
     """`outputs`, with each view of a gated input made again from the input the program passed, in grad mode as
     the graph made it (the graph may end inside a `no_grad` block: a view made there refuses a later write with
     grad on, fuzz 2117 of seed 2300000)."""
@@ -205,7 +239,10 @@ def _views_of_ungated_inputs(outputs: Any, views: dict[int, _InputView], args: l
                 continue
             view = originals[i]
             for node in chain:
-                view = getattr(view, node.target)(*node.args[1:], **node.kwargs) if node.op == "call_method" \
+                view = (
+                    getattr(view, node.target)(*node.args[1:], **node.kwargs)
+                    if node.op == "call_method"
                     else node.target(view, *node.args[1:], **node.kwargs)
+                )
             outputs[o] = view
     return outputs

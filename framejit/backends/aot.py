@@ -1,5 +1,5 @@
-"""AOTAutograd: backends whose compilers see canonical ATen graphs for forward and backward (for training).
-"""
+"""AOTAutograd: backends whose compilers see canonical ATen graphs for forward and backward (for training)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,12 +23,14 @@ def make_boxed_func(fn: Callable[..., Any]) -> Callable[[list[Any]], Any]:
     """functorch's make_boxed_func: `fn(*args)` as `g(args)` (AOTAutograd's "boxed" calling convention,
     which lets the runtime free inputs early)."""
     from torch._functorch.aot_autograd import make_boxed_func as functorch_make_boxed_func
+
     return functorch_make_boxed_func(fn)
 
 
 def _boxed(compiler: AOTCompiler) -> AOTCompiler:
     """Box what a user's compiler returns if it did not (as the seeds' `gm.forward`), instead of letting
     AOTAutograd warn on every graph."""
+
     def compile_boxed(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         compiled = compiler(gm, example_inputs)
         if compiled is None or getattr(compiled, "_boxed_call", False):
@@ -53,8 +55,9 @@ def _no_capture_bw(compiler: AOTCompiler) -> AOTCompiler:
     return compile_backward
 
 
-def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = None,
-                 decompositions: dict | None = None, **kwargs: Any) -> Backend:
+def aot_autograd(
+    fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = None, decompositions: dict | None = None, **kwargs: Any
+) -> Backend:
     """A backend that runs AOTAutograd on the captured graph and hands the ATen forward graph to
     `fw_compiler` and the backward graph to `bw_compiler` (default: `fw_compiler`).
 
@@ -64,8 +67,15 @@ def aot_autograd(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None = Non
     return _aot_backend(fw_compiler, bw_compiler, decompositions, ops_when_nothing_saved=False, **kwargs)
 
 
-def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, decompositions: dict | None, *,
-                 ops_when_nothing_saved: bool, name: str | None = None, **kwargs: Any) -> Backend:
+def _aot_backend(
+    fw_compiler: AOTCompiler,
+    bw_compiler: AOTCompiler | None,
+    decompositions: dict | None,
+    *,
+    ops_when_nothing_saved: bool,
+    name: str | None = None,
+    **kwargs: Any,
+) -> Backend:
     """aot_autograd's backend; with `ops_when_nothing_saved`, a training graph that saves no tensor for backward
     runs as its torch ops (a built-in backend's choice: a user's compiler expects to see every graph)."""
     if not callable(fw_compiler):
@@ -83,22 +93,38 @@ def _aot_backend(fw_compiler: AOTCompiler, bw_compiler: AOTCompiler | None, deco
 
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified
+
         options = dict(kwargs)
         if "partition_fn" in options:
-            options["partition_fn"] = with_static_inputs(options["partition_fn"],
-                                                         static_input_indices(gm, example_inputs))
+            options["partition_fn"] = with_static_inputs(
+                options["partition_fn"], static_input_indices(gm, example_inputs)
+            )
         # The returned callable takes the graph's inputs unboxed (`f(*args)`), as framejit calls graphs.
-        return compiled_or_own_ops(lambda noting: aot_module_simplified(
-            gm, example_inputs, fw_compiler=noting(fw), bw_compiler=noting(bw), decompositions=decompositions,
-            **options), gm, example_inputs, name)
+        return compiled_or_own_ops(
+            lambda noting: aot_module_simplified(
+                gm,
+                example_inputs,
+                fw_compiler=noting(fw),
+                bw_compiler=noting(bw),
+                decompositions=decompositions,
+                **options,
+            ),
+            gm,
+            example_inputs,
+            name,
+        )
 
     name = name or f"aot_autograd({getattr(fw_compiler, '__name__', 'compiler')})"
     compile_with_aot.__name__ = name
     return compile_with_aot
 
 
-def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]], Callable[..., Any]],
-                        gm: torch.fx.GraphModule, example_inputs: list[Any], name: str) -> Callable[..., Any]:
+def compiled_or_own_ops(
+    compile: Callable[[Callable[[AOTCompiler], AOTCompiler]], Callable[..., Any]],
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+    name: str,
+) -> Callable[..., Any]:
     """What `compile(noting)` returns (it runs AOTAutograd, with each compiler it hands it wrapped by `noting`), or
     `gm` itself, run as its torch ops, where AOTAutograd refused the graph but its forward runs.
 
@@ -128,8 +154,9 @@ def compiled_or_own_ops(compile: Callable[[Callable[[AOTCompiler], AOTCompiler]]
         torch._C._set_grad_enabled(training)
         if entered or not _forward_alone_runs(gm, example_inputs):
             raise
-        fate.ran_as_torch_ops(f"AOTAutograd cannot compile it{'s backward' if training else ''} "
-                              f"({type(e).__name__}: {e})")
+        fate.ran_as_torch_ops(
+            f"AOTAutograd cannot compile it{'s backward' if training else ''} ({type(e).__name__}: {e})"
+        )
         return gm
     fate.compiled_by(name)
     return compiled
@@ -142,6 +169,7 @@ def _no_autograd_cache_if_inputs_share_storage(example_inputs: list[Any]) -> Any
     if not inputs_share_storage(example_inputs):
         return contextlib.nullcontext()
     import torch._functorch.config
+
     return torch._functorch.config.patch(enable_autograd_cache=False)
 
 
@@ -153,6 +181,7 @@ def _no_donated_buffers() -> Any:
     function; with none, the backward keeps its saved tensors and the refusal does not fire. (Turning
     `config.donated_buffer` off does not do it: the check at run time reads that global flag.)"""
     from torch._functorch._aot_autograd import graph_compile
+
     collect = graph_compile.collect_bw_donated_buffer_idxs
     graph_compile.collect_bw_donated_buffer_idxs = lambda *args, **kwargs: []
     try:
@@ -165,6 +194,7 @@ def _forward_alone_runs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> 
     """Whether `gm`'s forward runs (on fake copies of the inputs, without autograd): if so, what failed was
     deriving its backward."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         fakes = [mode.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in example_inputs]
@@ -188,5 +218,13 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[.
     # aot_eager does, rather than becoming a copy after the graph. The min-cut partitioner (TorchDynamo's choice
     # too) decides what the backward saves; the default one refuses a random op's (tuple) result it would save.
     from torch._functorch.partitioners import min_cut_rematerialization_partition
-    return _aot_backend(boxed_nop, None, None, ops_when_nothing_saved=True, keep_inference_input_mutations=True,
-                        partition_fn=min_cut_rematerialization_partition, name="aot_eager")(gm, example_inputs)
+
+    return _aot_backend(
+        boxed_nop,
+        None,
+        None,
+        ops_when_nothing_saved=True,
+        keep_inference_input_mutations=True,
+        partition_fn=min_cut_rematerialization_partition,
+        name="aot_eager",
+    )(gm, example_inputs)

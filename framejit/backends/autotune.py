@@ -1,5 +1,5 @@
-"""`autotune`: compile each graph with every candidate backend that works for it, keep the fastest correct one.
-"""
+"""`autotune`: compile each graph with every candidate backend that works for it, keep the fastest correct one."""
+
 from __future__ import annotations
 
 import copy
@@ -27,16 +27,16 @@ log = logging.getLogger("framejit.backends.autotune")
 # FRAMEJIT_AUTOTUNE_CANDIDATES=eager,inductor. Names that are not registered or cannot run here are skipped.
 CANDIDATES: list[str] | None = None
 DEFAULT_CANDIDATES = ("eager", "aot_eager", "inductor", "ofi", "onnxrt")
-INFERENCE_ONLY = {"ofi", "onnxrt"}              # they cannot produce autograd graphs
-NEEDS_PACKAGE = {"onnxrt": "onnxruntime"}       # skipped (not an error) when the package is absent
+INFERENCE_ONLY = {"ofi", "onnxrt"}  # they cannot produce autograd graphs
+NEEDS_PACKAGE = {"onnxrt": "onnxruntime"}  # skipped (not an error) when the package is absent
 # ONNX Runtime's worker threads keep spinning after a call and slow down torch's own threads that run next
 # (on 2 cores an eager MLP goes from 4 to 6-10 ms): such candidates are checked and timed after the others
 AFTER_EFFECTS = {"onnxrt"}
-TOLERANCE = 1e-3                                # allclose(rtol=atol=TOLERANCE) against eager
-MIN_GAIN = 0.03                                 # a candidate must beat eager by 3% to replace it
-PASSES = 2                                      # timing passes over all candidates; a candidate's time is the
-CALLS = 10                                      # ... best of its per-pass medians of up to CALLS calls,
-TIME_BUDGET_S = 2.0                             # ... fewer calls (at least 3) when timing would take longer
+TOLERANCE = 1e-3  # allclose(rtol=atol=TOLERANCE) against eager
+MIN_GAIN = 0.03  # a candidate must beat eager by 3% to replace it
+PASSES = 2  # timing passes over all candidates; a candidate's time is the
+CALLS = 10  # ... best of its per-pass medians of up to CALLS calls,
+TIME_BUDGET_S = 2.0  # ... fewer calls (at least 3) when timing would take longer
 CACHE_VERSION = 1
 
 
@@ -46,18 +46,19 @@ class Decision:
 
     key: str
     backend: str
-    reused: bool                                   # True: read from the cache, nothing was timed
+    reused: bool  # True: read from the cache, nothing was timed
     times_ms: dict[str, float] = dataclasses.field(default_factory=dict)
     rejected: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-history: list[Decision] = []                       # every decision of this process, in order
-_memory: dict[str, dict[str, Any]] = {}            # cache path -> its entries, loaded once per process
+history: list[Decision] = []  # every decision of this process, in order
+_memory: dict[str, dict[str, Any]] = {}  # cache path -> its entries, loaded once per process
 
 
 def cache_path() -> str:
     return os.environ.get("FRAMEJIT_AUTOTUNE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "framejit", "autotune.json")
+        os.path.expanduser("~"), ".cache", "framejit", "autotune.json"
+    )
 
 
 def reset_state() -> None:
@@ -69,8 +70,12 @@ def reset_state() -> None:
 def graph_key(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> str:
     """A stable hash of the graph's structure: its code, the inputs' shapes/strides/dtypes/devices and whether
     autograd is needed (a training graph compiles to something else), and the torch version."""
-    meta = [[list(x.shape), list(x.stride()), str(x.dtype), x.device.type, x.requires_grad]
-            if isinstance(x, torch.Tensor) else repr(x) for x in example_inputs]
+    meta = [
+        [list(x.shape), list(x.stride()), str(x.dtype), x.device.type, x.requires_grad]
+        if isinstance(x, torch.Tensor)
+        else repr(x)
+        for x in example_inputs
+    ]
     text = json.dumps([gm.code, meta, needs_autograd(example_inputs), torch.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -127,6 +132,7 @@ def candidates(training: bool) -> list[str]:
 def _clone(example_inputs: Sequence[Any]) -> list[Any]:
     """Copies with the same strides and requires_grad: running candidates must not apply a graph's in-place
     effects (BatchNorm's running stats) to the real inputs, nor accumulate into their .grad."""
+
     def one(x: Any) -> Any:
         if not isinstance(x, torch.Tensor):
             return x
@@ -134,6 +140,7 @@ def _clone(example_inputs: Sequence[Any]) -> list[Any]:
         with torch.no_grad():
             y.copy_(x)
         return y.requires_grad_(x.requires_grad)
+
     return [one(x) for x in example_inputs]
 
 
@@ -155,8 +162,11 @@ def _close(got: Any, want: Any) -> bool:
         return False
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype or not torch.allclose(
-                    x.detach(), y.detach(), rtol=TOLERANCE, atol=TOLERANCE, equal_nan=True):
+            if (
+                x.shape != y.shape
+                or x.dtype != y.dtype
+                or not torch.allclose(x.detach(), y.detach(), rtol=TOLERANCE, atol=TOLERANCE, equal_nan=True)
+            ):
                 return False
         elif (x is None) != (y is None) or isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
             return False
@@ -165,8 +175,15 @@ def _close(got: Any, want: Any) -> bool:
     return True
 
 
-def _compile_checked(name: str, gm: torch.fx.GraphModule, example_inputs: list[Any], training: bool, want: Any,
-                     decision: Decision, fates: dict[str, fate.GraphFate]) -> Callable[..., Any] | None:
+def _compile_checked(
+    name: str,
+    gm: torch.fx.GraphModule,
+    example_inputs: list[Any],
+    training: bool,
+    want: Any,
+    decision: Decision,
+    fates: dict[str, fate.GraphFate],
+) -> Callable[..., Any] | None:
     """The candidate's compiled graph if it compiles and matches eager, else None (and why, in decision); what the
     candidate made of the graph goes in `fates`."""
     try:
@@ -205,8 +222,9 @@ def _time_ms(compiled: dict[str, Callable[..., Any]], example_inputs: list[Any],
     return {name: min(ms) * 1e3 for name, ms in medians.items()}
 
 
-def _tune(gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, training: bool
-          ) -> tuple[str, Callable[..., Any], Decision]:
+def _tune(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, training: bool
+) -> tuple[str, Callable[..., Any], Decision]:
     """Compile with every candidate, check against eager, time the survivors; the fastest (eager on ties)."""
     want = _run(copy.deepcopy(gm).forward, _clone(example_inputs), training)
     decision = Decision(key=key, backend="eager", reused=False)
@@ -215,8 +233,11 @@ def _tune(gm: torch.fx.GraphModule, example_inputs: list[Any], key: str, trainin
     names = candidates(training)
     # candidates that leave busy threads behind go last, so that they cannot slow down the others' timing
     for group in ([n for n in names if n not in AFTER_EFFECTS], [n for n in names if n in AFTER_EFFECTS]):
-        fns = {name: fn for name in group
-               if (fn := _compile_checked(name, gm, example_inputs, training, want, decision, fates)) is not None}
+        fns = {
+            name: fn
+            for name in group
+            if (fn := _compile_checked(name, gm, example_inputs, training, want, decision, fates)) is not None
+        }
         if "eager" in group and "eager" not in fns:  # eager itself failed: nothing to compare with
             return "eager", gm.forward, decision
         decision.times_ms.update(_time_ms(fns, example_inputs, training))
@@ -249,6 +270,15 @@ def autotune(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..
     name, fn, decision = _tune(gm, example_inputs, key, training)
     history.append(decision)
     log.info("autotune: %s for graph %s (ms: %s; rejected: %s)", name, key, decision.times_ms, decision.rejected)
-    _store(path, key, {"backend": name, "times_ms": decision.times_ms, "rejected": decision.rejected,
-                       "training": training, "torch": torch.__version__})
+    _store(
+        path,
+        key,
+        {
+            "backend": name,
+            "times_ms": decision.times_ms,
+            "rejected": decision.rejected,
+            "training": training,
+            "torch": torch.__version__,
+        },
+    )
     return fn

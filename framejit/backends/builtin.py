@@ -1,4 +1,5 @@
 """The two backends that compile nothing: eager (the graph's Python forward) and debug (print it first)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -1,4 +1,5 @@
 """Helpers shared by the built-in backends: install hints for optional packages, and what a graph needs."""
+
 from __future__ import annotations
 
 import functools
@@ -56,8 +57,9 @@ def require(module: str, *, backend: str, install: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as e:
         # `from None`: the user needs the install hint, not the ImportError's traceback
-        raise BackendUnavailable(backend, f"needs the package {module!r}, which is not installed ({e}); "
-                                          f"install it with: {install}") from None
+        raise BackendUnavailable(
+            backend, f"needs the package {module!r}, which is not installed ({e}); install it with: {install}"
+        ) from None
 
 
 def needs_autograd(example_inputs: Sequence[Any]) -> bool:
@@ -72,9 +74,13 @@ def declines_autograd(backend: str, example_inputs: Sequence[Any]) -> bool:
     (so that a composing backend falls back) after saying why in the log."""
     if not needs_autograd(example_inputs):
         return False
-    log.warning("%s: this graph needs autograd (grad mode is on and an input requires grad); %s compiles inference "
-                "graphs only (run under torch.no_grad() or torch.inference_mode()), returning None so that a "
-                "composing backend can fall back", backend, backend)
+    log.warning(
+        "%s: this graph needs autograd (grad mode is on and an input requires grad); %s compiles inference "
+        "graphs only (run under torch.no_grad() or torch.inference_mode()), returning None so that a "
+        "composing backend can fall back",
+        backend,
+        backend,
+    )
     return True
 
 
@@ -94,8 +100,11 @@ def written_inputs(gm: torch.fx.GraphModule, clones: Sequence[Any], versions: Se
     counter moved (an in-place op on them or a view of them), and BatchNorm running stats updated in train mode
     (the native kernel writes them without bumping their version counter)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    written = {placeholders[i].name for i, (x, v) in enumerate(zip(clones, versions))
-               if isinstance(x, torch.Tensor) and x._version != v and i < len(placeholders)}
+    written = {
+        placeholders[i].name
+        for i, (x, v) in enumerate(zip(clones, versions))
+        if isinstance(x, torch.Tensor) and x._version != v and i < len(placeholders)
+    }
     for node in gm.graph.nodes:
         written |= {a.name for a in batch_norm_stats_written(node) if a.op == "placeholder"}
     return sorted(written)
@@ -111,8 +120,9 @@ def tensor_devices(example_inputs: Sequence[Any]) -> set[str]:
     return {x.device.type for x in example_inputs if isinstance(x, torch.Tensor)}
 
 
-def check_outputs(compiled: Callable[..., Any], gm: torch.fx.GraphModule, backend: Any, backend_name: str,
-                  graph_name: str) -> Callable[..., Any]:
+def check_outputs(
+    compiled: Callable[..., Any], gm: torch.fx.GraphModule, backend: Any, backend_name: str, graph_name: str
+) -> Callable[..., Any]:
     """`compiled`, checked on each call to return the graph's outputs, unless it is known to: framejit's own
     backends and the graph's own forward are not wrapped (a wrapper costs a Python call per graph call).
 
@@ -125,10 +135,16 @@ def check_outputs(compiled: Callable[..., Any], gm: torch.fx.GraphModule, backen
     def checked_graph(*args: Any) -> Any:
         out = compiled(*args)
         if not isinstance(out, (tuple, list)) or len(out) != n:
-            what = f"a {type(out).__name__} of {len(out)} value(s)" if isinstance(out, (tuple, list)) else \
-                f"a value of type {type(out).__name__}, not a tuple or list"
-            raise BackendOutputError(f"backend {backend_name!r}: the callable it compiled {graph_name} to returned "
-                                     f"{what}; framejit expects a tuple or list of the graph's {n} output(s), "
-                                     f"as gm.forward returns")
+            what = (
+                f"a {type(out).__name__} of {len(out)} value(s)"
+                if isinstance(out, (tuple, list))
+                else f"a value of type {type(out).__name__}, not a tuple or list"
+            )
+            raise BackendOutputError(
+                f"backend {backend_name!r}: the callable it compiled {graph_name} to returned "
+                f"{what}; framejit expects a tuple or list of the graph's {n} output(s), "
+                f"as gm.forward returns"
+            )
         return out
+
     return checked_graph

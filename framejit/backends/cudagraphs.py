@@ -1,6 +1,7 @@
 """`cudagraphs`: record the graph's CUDA kernels once into a CUDA graph and replay it on each call (no per-kernel
 launch cost). CUDA only; training works through AOTAutograd (forward and backward are each one CUDA graph).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -16,11 +17,14 @@ def _check_cuda(example_inputs: list[Any]) -> None:
     devices = [x.device.type for x in example_inputs if isinstance(x, torch.Tensor)]
     elsewhere = sorted({d for d in devices if d != "cuda"})
     if elsewhere:
-        raise BackendUnavailable("cudagraphs", f"CUDA graphs need every tensor on a CUDA device, but "
-                                               f"{sum(d != 'cuda' for d in devices)} of this graph's "
-                                               f"{len(devices)} tensor inputs are on {', '.join(elsewhere)}; "
-                                               f"move the model and inputs to CUDA (.to('cuda')) or use another "
-                                               f"backend (eager, inductor) on CPU")
+        raise BackendUnavailable(
+            "cudagraphs",
+            f"CUDA graphs need every tensor on a CUDA device, but "
+            f"{sum(d != 'cuda' for d in devices)} of this graph's "
+            f"{len(devices)} tensor inputs are on {', '.join(elsewhere)}; "
+            f"move the model and inputs to CUDA (.to('cuda')) or use another "
+            f"backend (eager, inductor) on CPU",
+        )
     if not torch.cuda.is_available():
         raise BackendUnavailable("cudagraphs", "CUDA is not available in this torch build or on this machine")
 
@@ -62,4 +66,3 @@ def cudagraphs(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[
     """CUDA graphs for forward (and backward) through AOTAutograd; a clear error for CPU tensors."""
     _check_cuda(example_inputs)  # before AOTAutograd does any work, so that the error names the real problem
     return _cudagraphs_aot(gm, example_inputs)
-

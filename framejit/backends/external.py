@@ -1,6 +1,7 @@
 """Backends from packages framejit does not depend on: `tensorrt` (Torch-TensorRT), `tvm` (Apache TVM),
 `ipex` (Intel Extension for PyTorch).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -30,11 +31,15 @@ def _trace(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> torch.jit.Scr
 def tensorrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any] | None:
     """NVIDIA TensorRT through Torch-TensorRT's TorchScript frontend (its other frontends go through
     torch.export/TorchDynamo). CUDA only, inference only."""
-    torch_tensorrt = require("torch_tensorrt", backend="tensorrt", install="pip install torch-tensorrt "
-                             "(a build matching your torch and CUDA versions)")
+    torch_tensorrt = require(
+        "torch_tensorrt",
+        backend="tensorrt",
+        install="pip install torch-tensorrt (a build matching your torch and CUDA versions)",
+    )
     if tensor_devices(example_inputs) != {"cuda"}:
-        raise BackendUnavailable("tensorrt", f"TensorRT needs CUDA tensors, got inputs on "
-                                             f"{sorted(tensor_devices(example_inputs))}")
+        raise BackendUnavailable(
+            "tensorrt", f"TensorRT needs CUDA tensors, got inputs on {sorted(tensor_devices(example_inputs))}"
+        )
     if declines_autograd("tensorrt", example_inputs):
         return None
     return torch_tensorrt.compile(_trace(gm, example_inputs), ir="ts", inputs=list(example_inputs))
@@ -46,9 +51,13 @@ def tvm(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., An
     tvm_mod = require("tvm", backend="tvm", install="pip install apache-tvm (or a TVM build with Relax and LLVM)")
     from tvm import relax  # type: ignore[import-not-found]
     from tvm.relax.frontend.torch import from_fx  # type: ignore[import-not-found]
+
     if tensor_devices(example_inputs) - {"cpu"}:
-        raise BackendUnavailable("tvm", "framejit's tvm backend builds for the CPU (llvm target); got inputs on "
-                                        f"{sorted(tensor_devices(example_inputs))}")
+        raise BackendUnavailable(
+            "tvm",
+            "framejit's tvm backend builds for the CPU (llvm target); got inputs on "
+            f"{sorted(tensor_devices(example_inputs))}",
+        )
     if declines_autograd("tvm", example_inputs):
         return None
     input_info = [(tuple(x.shape), str(x.dtype).removeprefix("torch.")) for x in example_inputs]
@@ -68,8 +77,11 @@ def tvm(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., An
 @register_backend(name="ipex")
 def ipex(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any] | None:
     """Intel Extension for PyTorch: importing it registers its TorchScript fusion passes; trace and freeze."""
-    require("intel_extension_for_pytorch", backend="ipex", install="pip install intel-extension-for-pytorch "
-            "(a build matching your torch version)")
+    require(
+        "intel_extension_for_pytorch",
+        backend="ipex",
+        install="pip install intel-extension-for-pytorch (a build matching your torch version)",
+    )
     if declines_autograd("ipex", example_inputs):
         return None
     traced = _trace(gm, example_inputs)

@@ -1,5 +1,5 @@
-"""`onnxrt`: export the graph to ONNX (TorchScript-based exporter) and run it in ONNX Runtime's CPU provider.
-"""
+"""`onnxrt`: export the graph to ONNX (TorchScript-based exporter) and run it in ONNX Runtime's CPU provider."""
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +37,11 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
     if declines_autograd("onnxrt", example_inputs):
         return None
     if tensor_devices(example_inputs) - {"cpu"}:
-        raise BackendUnavailable("onnxrt", f"runs on ONNX Runtime's CPU provider, but the graph's inputs are on "
-                                           f"{sorted(tensor_devices(example_inputs))}")
+        raise BackendUnavailable(
+            "onnxrt",
+            f"runs on ONNX Runtime's CPU provider, but the graph's inputs are on "
+            f"{sorted(tensor_devices(example_inputs))}",
+        )
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         log.warning("onnxrt: the graph has non-tensor inputs, which ONNX cannot take; returning None")
         return None
@@ -53,8 +56,11 @@ def onnxrt(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[...,
         torch.onnx.export(gm, tuple(clones), buffer, dynamo=False, input_names=names)
     written = written_inputs(gm, clones, before)
     if written:
-        log.warning("onnxrt: this graph writes to its inputs %s in place, which an ONNX graph cannot; "
-                    "returning None so that a composing backend can fall back", written)
+        log.warning(
+            "onnxrt: this graph writes to its inputs %s in place, which an ONNX graph cannot; "
+            "returning None so that a composing backend can fall back",
+            written,
+        )
         return None
 
     options = ort.SessionOptions()

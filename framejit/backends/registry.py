@@ -1,4 +1,5 @@
 """The backend registry: names -> compilers, filled by register_backend and the `framejit_backends` entry points."""
+
 from __future__ import annotations
 
 import functools
@@ -13,8 +14,7 @@ _BUILTIN: list[Backend] = []  # framejit's own backends: what they return runs t
 ENTRY_POINT_GROUP = "framejit_backends"
 
 
-def register_backend(compiler_fn: Backend | None = None, name: str | None = None,
-                     tags: Iterable[str] = ()) -> Any:
+def register_backend(compiler_fn: Backend | None = None, name: str | None = None, tags: Iterable[str] = ()) -> Any:
     """Register a backend; usable as `@register_backend`, `@register_backend(name=..., tags=...)` or a call."""
     if compiler_fn is None:
         return functools.partial(register_backend, name=name, tags=tags)
@@ -53,8 +53,10 @@ def lookup_backend(name: str | Backend) -> Backend:
             try:
                 loaded = ep.load()
             except Exception as e:  # a broken plugin package: say which entry point, keep the cause chained
-                raise ImportError(f"backend {name!r} comes from the entry point {ep.value!r} (group "
-                                  f"{ENTRY_POINT_GROUP!r}), which failed to load: {type(e).__name__}: {e}") from e
+                raise ImportError(
+                    f"backend {name!r} comes from the entry point {ep.value!r} (group "
+                    f"{ENTRY_POINT_GROUP!r}), which failed to load: {type(e).__name__}: {e}"
+                ) from e
             register_backend(loaded, name=name)
     if name not in BACKENDS:
         known = ", ".join(list_backends(exclude_tags=()))
@@ -74,5 +76,3 @@ def backend_name(backend: Any) -> str:
         if value is backend:
             return key
     return getattr(backend, "__name__", type(backend).__name__)
-
-

@@ -1,5 +1,5 @@
-"""The graph inputs that live as long as the model (its parameters and buffers), told to AOTAutograd's partitioner.
-"""
+"""The graph inputs that live as long as the model (its parameters and buffers), told to AOTAutograd's partitioner."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -18,8 +18,14 @@ def static_input_indices(gm: torch.fx.GraphModule, example_inputs: list[Any]) ->
     if len(placeholders) != len(example_inputs) or inputs_share_storage(example_inputs):
         return []
     own = len([*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)])
-    return [*range(own), *(own + i for i, (node, value) in enumerate(zip(placeholders, example_inputs))
-                           if node.meta.get(MODULE_STATE_META) or isinstance(value, torch.nn.Parameter))]
+    return [
+        *range(own),
+        *(
+            own + i
+            for i, (node, value) in enumerate(zip(placeholders, example_inputs))
+            if node.meta.get(MODULE_STATE_META) or isinstance(value, torch.nn.Parameter)
+        ),
+    ]
 
 
 def with_static_inputs(partition_fn: Callable[..., Any], indices: list[int]) -> Callable[..., Any]:
@@ -31,6 +37,7 @@ def with_static_inputs(partition_fn: Callable[..., Any], indices: list[int]) -> 
         given = kwargs.get("static_lifetime_input_indices") or ()
         kwargs["static_lifetime_input_indices"] = sorted({*given, *indices})
         return partition_fn(joint, joint_inputs, **kwargs)
+
     return partition
 
 

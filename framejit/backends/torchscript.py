@@ -2,6 +2,7 @@
 
 A frozen TorchScript module has no autograd: for a graph whose outputs need gradients it returns None (the
 seeds' composition pattern then tries its next backend), and says why in the `framejit.backends` log."""
+
 from __future__ import annotations
 
 import warnings
@@ -28,7 +29,10 @@ def ofi(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., An
     written = written_inputs(gm, clones, before)
     if written:
         # Freezing may fold or reorder in-place updates of inputs (BatchNorm running stats in train mode).
-        log.warning("ofi: this graph writes to its inputs %s in place; ofi compiles pure inference graphs only, "
-                    "returning None so that a composing backend can fall back", written)
+        log.warning(
+            "ofi: this graph writes to its inputs %s in place; ofi compiles pure inference graphs only, "
+            "returning None so that a composing backend can fall back",
+            written,
+        )
         return None
     return torch.jit.optimize_for_inference(traced)

@@ -1,5 +1,6 @@
 """How much CPU other processes took while we timed: a shared 2-core machine makes timings meaningless when
 another job runs (two OpenMP threads wait on each other whenever one is descheduled: 10x slowdowns)."""
+
 from __future__ import annotations
 
 import os

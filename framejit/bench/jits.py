@@ -2,6 +2,7 @@
 
 This is the one place in framejit that uses torch._dynamo / torch.compile: as the comparison.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,6 +24,7 @@ def reset_all() -> None:
     if "torch._dynamo" in sys.modules:
         import torch._dynamo
         import torch._dynamo.utils
+
         torch._dynamo.reset()
         torch._dynamo.utils.counters.clear()
 
@@ -52,8 +54,12 @@ class FramejitJit:
 
     def wrap(self, module: nn.Module) -> Callable[..., Any]:
         # make_context rather than framejit.compile: it takes the hooks that count breaks and graphs' fates
-        return eval_frame.make_context(self.counter, self.backend, on_break=self.breaks.append,
-                                       on_graph=lambda gm, compiled, fate: self.fates.append(fate))(module)
+        return eval_frame.make_context(
+            self.counter,
+            self.backend,
+            on_break=self.breaks.append,
+            on_graph=lambda gm, compiled, fate: self.fates.append(fate),
+        )(module)
 
     def counts(self) -> tuple[int | None, int | None, list[str]]:
         notes = []
@@ -95,6 +101,7 @@ class TorchJit:
     def __init__(self, backend: str) -> None:
         import torch._dynamo
         import torch._dynamo.testing
+
         # torch's own backend of that name where it has one; otherwise framejit's compiler function
         known = torch._dynamo.list_backends(exclude_tags=())
         target: Any = backend if backend in known else framejit.lookup_backend(backend)
@@ -103,10 +110,12 @@ class TorchJit:
 
     def wrap(self, module: nn.Module) -> Callable[..., Any]:
         import torch
+
         return torch.compile(module, backend=self.counter)
 
     def counts(self) -> tuple[int | None, int | None, list[str]]:
         from torch._dynamo.utils import counters
+
         breaks = counters.get("graph_break", {})
         notes = [f"graph break: {reason} (x{n})" for reason, n in breaks.items()]
         return self.counter.frame_count, sum(breaks.values()), notes
@@ -118,19 +127,23 @@ class TorchJit:
 def torch_backend(name: str) -> Callable[..., Any]:
     """torch.compile's backend `name`, after a reset (the fuzzer's reference: each program from an empty cache)."""
     import torch._dynamo
+
     torch._dynamo.reset()
     return torch._dynamo.lookup_backend(name)
 
 
-def torch_compile(fn: Callable[..., Any], backend: Callable[..., Any], dynamic: bool | None = None
-                  ) -> Callable[..., Any]:
+def torch_compile(
+    fn: Callable[..., Any], backend: Callable[..., Any], dynamic: bool | None = None
+) -> Callable[..., Any]:
     import torch
+
     return torch.compile(fn, backend=backend, dynamic=dynamic)
 
 
 def torch_mark_dynamic(t: Any, dim: int) -> None:
     """torch.compile's own mark of a dynamic dim (the fuzzer's reference marks what framejit's side marks)."""
     import torch._dynamo
+
     torch._dynamo.mark_dynamic(t, dim)
 
 

@@ -1,5 +1,5 @@
-"""The built-in `framejit bench` suite: small but real models, written as ordinary user code.
-"""
+"""The built-in `framejit bench` suite: small but real models, written as ordinary user code."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,9 +50,17 @@ class CNN(nn.Module):
     def __init__(self, width: int, classes: int) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(),
+            nn.Conv2d(3, width, 3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(width, 2 * width, 3, padding=1),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(2 * width, 2 * width, 3, padding=1),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
         )
         self.fc = nn.Linear(2 * width, classes)
 
@@ -89,7 +97,7 @@ class ResNet(nn.Module):
         blocks: list[nn.Module] = []
         c = width
         for stage in range(3):
-            c_out = width * 2 ** stage
+            c_out = width * 2**stage
             for i in range(blocks_per_stage):
                 blocks.append(BasicBlock(c, c_out, stride=2 if i == 0 and stage > 0 else 1))
                 c = c_out
@@ -106,8 +114,7 @@ class TransformerEncoderModel(nn.Module):
 
     def __init__(self, d_model: int, heads: int, layers: int, classes: int) -> None:
         super().__init__()
-        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=4 * d_model, dropout=0.0,
-                                           batch_first=True)
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=4 * d_model, dropout=0.0, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(d_model, classes)
 
@@ -205,26 +212,34 @@ def _mlp(quick: bool) -> Case:
 
 def _cnn(quick: bool) -> Case:
     width, batch, size = (8, 2, 16) if quick else (32, 16, 32)
-    return Case(CNN(width, 10), torch.randn(batch, 3, size, size), torch.randint(0, 10, (batch,)),
-                cross_entropy_loss)
+    return Case(CNN(width, 10), torch.randn(batch, 3, size, size), torch.randint(0, 10, (batch,)), cross_entropy_loss)
 
 
 def _resnet(quick: bool) -> Case:
     width, blocks, batch, size = (8, 1, 2, 16) if quick else (16, 2, 8, 32)
-    return Case(ResNet(width, blocks, 10), torch.randn(batch, 3, size, size), torch.randint(0, 10, (batch,)),
-                cross_entropy_loss)
+    return Case(
+        ResNet(width, blocks, 10), torch.randn(batch, 3, size, size), torch.randint(0, 10, (batch,)), cross_entropy_loss
+    )
 
 
 def _transformer(quick: bool) -> Case:
     d, heads, layers, batch, seq = (32, 2, 1, 2, 8) if quick else (128, 4, 2, 16, 64)
-    return Case(TransformerEncoderModel(d, heads, layers, 10), torch.randn(batch, seq, d),
-                torch.randint(0, 10, (batch,)), cross_entropy_loss)
+    return Case(
+        TransformerEncoderModel(d, heads, layers, 10),
+        torch.randn(batch, seq, d),
+        torch.randint(0, 10, (batch,)),
+        cross_entropy_loss,
+    )
 
 
 def _gpt(quick: bool) -> Case:
     vocab, d, heads, layers, batch, seq = (64, 32, 2, 1, 2, 8) if quick else (512, 128, 4, 2, 8, 64)
-    return Case(GPT(vocab, d, heads, layers, max_len=seq), torch.randint(0, vocab, (batch, seq)),
-                torch.randint(0, vocab, (batch, seq)), cross_entropy_loss)
+    return Case(
+        GPT(vocab, d, heads, layers, max_len=seq),
+        torch.randint(0, vocab, (batch, seq)),
+        torch.randint(0, vocab, (batch, seq)),
+        cross_entropy_loss,
+    )
 
 
 def _rnn(quick: bool) -> Case:

@@ -1,4 +1,5 @@
 """`framejit bench` output: the result rows, the printed table, geomean summary, CSV/JSON/Markdown files."""
+
 from __future__ import annotations
 
 import csv
@@ -12,10 +13,39 @@ from typing import Any, Iterable, TextIO
 from tabulate import tabulate
 
 # the CSV/JSON columns, in table order
-COLUMNS = ("model", "mode", "backend", "jit", "graphs", "breaks", "compiled", "first_call_s", "eager_ms", "compiled_ms",
-           "speedup", "max_error", "busy", "status", "error")
-HEADERS = ("model", "mode", "backend", "jit", "graphs", "breaks", "compiled", "first call s", "eager ms", "compiled ms",
-           "speedup", "max error", "busy", "status")
+COLUMNS = (
+    "model",
+    "mode",
+    "backend",
+    "jit",
+    "graphs",
+    "breaks",
+    "compiled",
+    "first_call_s",
+    "eager_ms",
+    "compiled_ms",
+    "speedup",
+    "max_error",
+    "busy",
+    "status",
+    "error",
+)
+HEADERS = (
+    "model",
+    "mode",
+    "backend",
+    "jit",
+    "graphs",
+    "breaks",
+    "compiled",
+    "first call s",
+    "eager ms",
+    "compiled ms",
+    "speedup",
+    "max error",
+    "busy",
+    "status",
+)
 
 
 @dataclasses.dataclass
@@ -23,19 +53,19 @@ class Result:
     """One (model, mode, backend, jit) measurement; a failure is a row too (status "error")."""
 
     model: str
-    mode: str                       # "infer" or "train"
+    mode: str  # "infer" or "train"
     backend: str
-    jit: str                        # "framejit" or "torch.compile"
+    jit: str  # "framejit" or "torch.compile"
     graphs: int | None = None
     breaks: int | None = None
-    compiled: str | None = None     # graphs the backend compiled whole / graphs handed to it ("3/3"; framejit only)
+    compiled: str | None = None  # graphs the backend compiled whole / graphs handed to it ("3/3"; framejit only)
     first_call_s: float | None = None
     eager_ms: float | None = None
     compiled_ms: float | None = None
-    speedup: float | None = None    # eager_ms / compiled_ms
+    speedup: float | None = None  # eager_ms / compiled_ms
     max_error: float | None = None  # compiled vs eager: outputs (infer); losses and parameters (train)
-    busy: float | None = None       # share of the CPUs other processes used while this row was timed
-    status: str = "ok"              # ok | mismatch (beyond tolerance) | error
+    busy: float | None = None  # share of the CPUs other processes used while this row was timed
+    status: str = "ok"  # ok | mismatch (beyond tolerance) | error
     error: str = ""
     notes: list[str] = dataclasses.field(default_factory=list)  # graph-break / fallback reasons, choices
 
@@ -55,10 +85,24 @@ def table_rows(results: Iterable[Result]) -> list[list[str]]:
     rows = []
     for r in results:
         status = r.status if r.status == "ok" else f"{r.status}: {r.error}"[:90]
-        rows.append([r.model, r.mode, r.backend, r.jit, _fmt(r.graphs, 0), _fmt(r.breaks, 0), _fmt(r.compiled, 0),
-                     _fmt(r.first_call_s, 2), _fmt(r.eager_ms, 3), _fmt(r.compiled_ms, 3),
-                     _fmt(r.speedup, 2) + ("x" if r.speedup is not None else ""), _fmt(r.max_error, -1),
-                     "-" if r.busy is None else f"{r.busy:.0%}", status])
+        rows.append(
+            [
+                r.model,
+                r.mode,
+                r.backend,
+                r.jit,
+                _fmt(r.graphs, 0),
+                _fmt(r.breaks, 0),
+                _fmt(r.compiled, 0),
+                _fmt(r.first_call_s, 2),
+                _fmt(r.eager_ms, 3),
+                _fmt(r.compiled_ms, 3),
+                _fmt(r.speedup, 2) + ("x" if r.speedup is not None else ""),
+                _fmt(r.max_error, -1),
+                "-" if r.busy is None else f"{r.busy:.0%}",
+                status,
+            ]
+        )
     return rows
 
 
@@ -68,8 +112,10 @@ def geomeans(results: Iterable[Result]) -> list[tuple[str, str, str, float, int]
     for r in results:
         if r.status == "ok" and r.speedup:
             groups.setdefault((r.jit, r.backend, r.mode), []).append(r.speedup)
-    return [(jit, backend, mode, math.exp(sum(map(math.log, s)) / len(s)), len(s))
-            for (jit, backend, mode), s in sorted(groups.items())]
+    return [
+        (jit, backend, mode, math.exp(sum(map(math.log, s)) / len(s)), len(s))
+        for (jit, backend, mode), s in sorted(groups.items())
+    ]
 
 
 def first_call_totals(results: Iterable[Result]) -> list[tuple[str, str, str, float, int]]:
@@ -85,10 +131,14 @@ def first_call_totals(results: Iterable[Result]) -> list[tuple[str, str, str, fl
 def format_table(results: list[Result], fmt: str = "simple") -> str:
     text = tabulate(table_rows(results), headers=HEADERS, tablefmt=fmt, disable_numparse=True)
     bullet = "- " if fmt == "github" else ""  # a Markdown list, not one run-on paragraph
-    summary = [f"{bullet}geomean speedup {jit} {backend} {mode}: {g:.2f}x over {n} models"
-               for jit, backend, mode, g, n in geomeans(results)]
-    summary += [f"{bullet}first calls {jit} {backend} {mode}: {t:.2f} s in all over {n} models"
-                for jit, backend, mode, t, n in first_call_totals(results)]
+    summary = [
+        f"{bullet}geomean speedup {jit} {backend} {mode}: {g:.2f}x over {n} models"
+        for jit, backend, mode, g, n in geomeans(results)
+    ]
+    summary += [
+        f"{bullet}first calls {jit} {backend} {mode}: {t:.2f} s in all over {n} models"
+        for jit, backend, mode, t, n in first_call_totals(results)
+    ]
     return text + ("\n\n" + "\n".join(summary) if summary else "")
 
 
@@ -118,10 +168,18 @@ def write_files(results: list[Result], out_dir: str, meta: dict[str, Any]) -> li
         writer.writeheader()
         writer.writerows(r.record() for r in results)
     with open(paths[1], "w") as f:
-        json.dump({"meta": meta, "columns": list(COLUMNS),
-                   "rows": [dict(r.record(), notes=r.notes) for r in results],
-                   "geomean_speedup": [dict(jit=j, backend=b, mode=m, speedup=g, models=n)
-                                       for j, b, m, g, n in geomeans(results)]}, f, indent=2)
+        json.dump(
+            {
+                "meta": meta,
+                "columns": list(COLUMNS),
+                "rows": [dict(r.record(), notes=r.notes) for r in results],
+                "geomean_speedup": [
+                    dict(jit=j, backend=b, mode=m, speedup=g, models=n) for j, b, m, g, n in geomeans(results)
+                ],
+            },
+            f,
+            indent=2,
+        )
     with open(paths[2], "w") as f:
         f.write(format_table(results, fmt="github") + "\n")
         notes = format_notes(results)
@@ -158,5 +216,9 @@ class Progress:
     def close(self) -> None:
         if self.enabled:
             bar = "#" * self.width
-            self.stream.write(("\r" if self.tty else "") + f"[{bar}] {self.total}/{self.total} done".ljust(100 if self.tty else 0) + "\n")
+            self.stream.write(
+                ("\r" if self.tty else "")
+                + f"[{bar}] {self.total}/{self.total} done".ljust(100 if self.tty else 0)
+                + "\n"
+            )
             self.stream.flush()

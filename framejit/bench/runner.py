@@ -1,5 +1,5 @@
-"""Runs the suite: for each (model, mode, backend, jit) an isolated eager-vs-compiled measurement.
-"""
+"""Runs the suite: for each (model, mode, backend, jit) an isolated eager-vs-compiled measurement."""
+
 from __future__ import annotations
 
 import contextlib
@@ -29,13 +29,13 @@ class BenchOptions:
     iters: int = 20
     warmup: int = 3
     quick: bool = False
-    tol: float = 1e-3        # inference: allclose(rtol=atol=tol) against eager
+    tol: float = 1e-3  # inference: allclose(rtol=atol=tol) against eager
     train_tol: float = 1e-2  # training: losses and parameters after all steps drift a little more
     progress: bool = True
     busy_limit: float = 0.15  # re-time when other processes took more than this share of the CPUs ...
-    retries: int = 2          # ... up to this many times, after a pause
-    cold: bool = True        # each row compiles with empty inductor caches (as on a fresh machine)
-    prime: bool = True       # pay one-time costs (imports, compiler setup) before each model's first row
+    retries: int = 2  # ... up to this many times, after a pause
+    cold: bool = True  # each row compiles with empty inductor caches (as on a fresh machine)
+    prime: bool = True  # pay one-time costs (imports, compiler setup) before each model's first row
 
 
 # backends that never reach inductor: no need for its (slow to import) fresh-cache context
@@ -70,8 +70,9 @@ def run_suite(opts: BenchOptions, suite: dict[str, Callable[[bool], models.Case]
     return [results[row] for row in sorted(todo, key=lambda r: (todo.index(r) // per_group, r[3] != "framejit"))]
 
 
-def _prime(model: str, build: Callable[[bool], models.Case], mode: str, backend: str, opts: BenchOptions,
-           progress: Progress) -> None:
+def _prime(
+    model: str, build: Callable[[bool], models.Case], mode: str, backend: str, opts: BenchOptions, progress: Progress
+) -> None:
     """Compile the tiny (--quick) version of this model once per JIT and throw the rows away.
 
     The first compile of a kind of model in a process pays one-time costs that are no part of compiling that
@@ -80,7 +81,7 @@ def _prime(model: str, build: Callable[[bool], models.Case], mode: str, backend:
     The tiny model has other shapes and compiles under its own empty cache (see `_compile_caches`), so it
     leaves nothing the timed rows could reuse."""
     tiny = dataclasses.replace(opts, quick=True, iters=1, warmup=0, prime=False, progress=False)
-    for jit in (["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]):
+    for jit in ["framejit", "torch.compile"] if opts.compare_torch else ["framejit"]:
         progress.note(f"priming {model} {mode} {backend} {jit}")
         run_one(model, build, mode, backend, jit, tiny)
 
@@ -99,6 +100,7 @@ def _compile_caches(backend: str, cold: bool) -> contextlib.AbstractContextManag
     from torch._inductor import sizevars
     from torch._inductor.utils import fresh_cache
     from torch._subclasses.fake_tensor import FakeTensorMode
+
     sympy.core.cache.clear_cache()
     FakeTensorMode.cache_clear()
     for fn in list(vars(sizevars).values()):
@@ -109,6 +111,7 @@ def _compile_caches(backend: str, cold: bool) -> contextlib.AbstractContextManag
 
 def _autotune_notes(before: int) -> list[str]:
     from framejit.backends import autotune
+
     notes = []
     for d in autotune.history[before:]:
         if d.reused:
@@ -120,8 +123,9 @@ def _autotune_notes(before: int) -> list[str]:
     return notes
 
 
-def run_one(name: str, build: Callable[[bool], models.Case], mode: str, backend: str, jit_kind: str,
-            opts: BenchOptions) -> Result:
+def run_one(
+    name: str, build: Callable[[bool], models.Case], mode: str, backend: str, jit_kind: str, opts: BenchOptions
+) -> Result:
     """One row; whatever goes wrong (building, compiling, running) becomes an error row."""
     result = Result(model=name, mode=mode, backend=backend, jit=jit_kind)
     reset_all()
@@ -155,6 +159,7 @@ def run_one(name: str, build: Callable[[bool], models.Case], mode: str, backend:
 
 def _history_len() -> int:
     from framejit.backends import autotune
+
     return len(autotune.history)
 
 
@@ -206,13 +211,13 @@ def _bench_train(case: models.Case, jit: Any, opts: BenchOptions, result: Result
     for _ in range(opts.warmup):
         step(eager, opt_eager, losses[0])
         step(compiled, opt_compiled, losses[1])
-    eager_ms, compiled_ms = _timed([lambda: step(eager, opt_eager, losses[0]),
-                                    lambda: step(compiled, opt_compiled, losses[1])], opts, result)
+    eager_ms, compiled_ms = _timed(
+        [lambda: step(eager, opt_eager, losses[0]), lambda: step(compiled, opt_compiled, losses[1])], opts, result
+    )
     # after the same steps from the same weights: every loss, then every parameter and buffer
     want = (losses[0], list(eager.state_dict().values()))
     got = (losses[1], list(module.state_dict().values()))
-    _finish(result, eager_ms, compiled_ms, max_error(got, want), close(got, want, opts.train_tol),
-            opts.train_tol)
+    _finish(result, eager_ms, compiled_ms, max_error(got, want), close(got, want, opts.train_tol), opts.train_tol)
 
 
 def _finish(result: Result, eager_ms: float, compiled_ms: float, err: float, ok: bool, tol: float) -> None:
@@ -293,8 +298,12 @@ def close(got: Any, want: Any, tol: float) -> bool:
         return False
     for x, y in zip(a, b):
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
-            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
-                    and torch.allclose(x.detach().double(), y.detach().double(), rtol=tol, atol=tol)):
+            if not (
+                isinstance(x, torch.Tensor)
+                and isinstance(y, torch.Tensor)
+                and x.shape == y.shape
+                and torch.allclose(x.detach().double(), y.detach().double(), rtol=tol, atol=tol)
+            ):
                 return False
         elif x != y:
             return False

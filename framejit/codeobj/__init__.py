@@ -1,5 +1,5 @@
-"""Code objects for CPython 3.11 as instruction lists and back.
-"""
+"""Code objects for CPython 3.11 as instruction lists and back."""
+
 from __future__ import annotations
 
 import sys

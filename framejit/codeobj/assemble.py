@@ -3,6 +3,7 @@
 `build_function_code` makes the replacement and continuation functions: the
 template's closure layout, plain positional parameters, and the 3.11 prologue.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -23,9 +24,7 @@ _DROPPED_FLAGS = (
     | inspect.CO_ITERABLE_COROUTINE
 )
 # Opcodes whose argument is a cell or free variable (bytecode.CellVar / FreeVar).
-_CELL_OPNAMES = frozenset(
-    {"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF", "MAKE_CELL"}
-)
+_CELL_OPNAMES = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF", "MAKE_CELL"})
 
 
 _PLAIN_CONST_TYPES = (type(None), type(Ellipsis), bool, int, float, complex, str, bytes, types.CodeType)
@@ -84,8 +83,9 @@ def arg_slot_names(code: types.CodeType) -> tuple[str, ...]:
     return code.co_varnames[:n]
 
 
-def cell_prologue(cellvars: Sequence[str], n_freevars: int, passed_cells: Sequence[str] = (),
-                  lineno: int | None = None) -> list[Instr]:
+def cell_prologue(
+    cellvars: Sequence[str], n_freevars: int, passed_cells: Sequence[str] = (), lineno: int | None = None
+) -> list[Instr]:
     """What 3.11 code runs before RESUME: copy the closure into the free slots and make the cells.
 
     A parameter in `passed_cells` arrives holding a cell made by the caller (a continuation

@@ -1,6 +1,7 @@
 """3.11 facts a graph break needs about the instruction it stops at: how many stack values it consumes
 (`dis.stack_effect` gives only the net effect), the forward form of a conditional jump (the break code places
 the jump's target after it), and the instruction written again into the break code (`reemit`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,19 +10,40 @@ from bytecode import BinaryOp, Compare, Instr, Label
 
 from framejit.codeobj.reading import Inst
 
-_ONE_INPUT = frozenset({"LOAD_ATTR", "LOAD_METHOD", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT",
-                        "UNARY_NOT", "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "STORE_GLOBAL", "BEFORE_WITH",
-                        "DELETE_ATTR",
-                        "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
-                        "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
-                        "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE"})
-_TWO_INPUTS = frozenset({"STORE_ATTR", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP",
-                         "DELETE_SUBSCR", "IMPORT_NAME"})
+_ONE_INPUT = frozenset(
+    {
+        "LOAD_ATTR",
+        "LOAD_METHOD",
+        "UNARY_NEGATIVE",
+        "UNARY_POSITIVE",
+        "UNARY_INVERT",
+        "UNARY_NOT",
+        "GET_ITER",
+        "UNPACK_SEQUENCE",
+        "UNPACK_EX",
+        "STORE_GLOBAL",
+        "BEFORE_WITH",
+        "DELETE_ATTR",
+        "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_FALSE",
+        "POP_JUMP_BACKWARD_IF_TRUE",
+        "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_FORWARD_IF_NONE",
+        "POP_JUMP_FORWARD_IF_NOT_NONE",
+        "POP_JUMP_BACKWARD_IF_NONE",
+        "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    }
+)
+_TWO_INPUTS = frozenset(
+    {"STORE_ATTR", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP", "DELETE_SUBSCR", "IMPORT_NAME"}
+)
 _BUILDS = frozenset({"BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "RAISE_VARARGS"})
-_POP_JUMPS = {"POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
-              "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
-              "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
-              "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE"}
+_POP_JUMPS = {
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
+}
 
 
 def stack_inputs(inst: Inst) -> int | None:
@@ -61,8 +83,11 @@ def reemit(inst: Inst, kw_names: tuple[str, ...], jump_target: Label | None) -> 
         names = [Instr("KW_NAMES", kw_names, lineno=line)] if kw_names else []  # type: ignore[arg-type]
         return [*names, Instr("PRECALL", inst.oparg, lineno=line), Instr("CALL", inst.oparg, lineno=line)]
     if op == "LOAD_METHOD":
-        return [Instr("LOAD_ATTR", inst.argval, lineno=line), Instr("PUSH_NULL", lineno=line),
-                Instr("SWAP", 2, lineno=line)]
+        return [
+            Instr("LOAD_ATTR", inst.argval, lineno=line),
+            Instr("PUSH_NULL", lineno=line),
+            Instr("SWAP", 2, lineno=line),
+        ]
     if op == "LOAD_GLOBAL":
         return [Instr("LOAD_GLOBAL", (bool(inst.oparg & 1), inst.argval), lineno=line)]
     if op.startswith("POP_JUMP") or op.startswith("JUMP_IF"):

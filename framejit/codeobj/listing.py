@@ -3,6 +3,7 @@
 Reads like TorchDynamo's MODIFIED BYTECODE: a compiled graph held in a LOAD_CONST
 shows as `__compiled_fn_0` rather than as its repr.
 """
+
 from __future__ import annotations
 
 import types

@@ -3,6 +3,7 @@
 Backward may-liveness over the instruction list, following fall-through, jumps
 and exception-table edges. It over-approximates, never under-approximates.
 """
+
 from __future__ import annotations
 
 import types

@@ -1,10 +1,11 @@
 """The names framejit gives to what it generates: compiled graphs, continuations, and the variables of
 replacement code. The `___` prefix keeps generated locals apart from any name in user code."""
+
 from __future__ import annotations
 
 import itertools
 
-GRAPH_OUT = "___graph_out"    # the local holding a compiled graph's output tuple
+GRAPH_OUT = "___graph_out"  # the local holding a compiled graph's output tuple
 _graphs = itertools.count()
 _continuations = itertools.count()
 

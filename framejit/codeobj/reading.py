@@ -3,6 +3,7 @@
 Also the opcode families the rest of the package (and the tracer) needs: jumps,
 unconditional jumps, and instructions that end a basic block.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,9 +14,7 @@ from typing import Any, Callable, Iterator
 
 JUMP_OPNAMES: frozenset[str] = frozenset(dis.opname[op] for op in dis.hasjrel + dis.hasjabs)
 # Jumps that never fall through to the next instruction.
-UNCONDITIONAL_JUMPS: frozenset[str] = frozenset(
-    {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"}
-)
+UNCONDITIONAL_JUMPS: frozenset[str] = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 # Instructions after which control never reaches the next instruction (other than by a jump).
 TERMINATORS: frozenset[str] = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE"}) | UNCONDITIONAL_JUMPS
 

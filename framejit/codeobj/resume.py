@@ -1,5 +1,5 @@
-"""Continuation functions: `__resume_at_<offset>_<n>` runs the rest of a function from an offset.
-"""
+"""Continuation functions: `__resume_at_<offset>_<n>` runs the rest of a function from an offset."""
+
 from __future__ import annotations
 
 import dis
@@ -78,8 +78,9 @@ def resume_parameters(code: types.CodeType, local_names: tuple[str, ...]) -> tup
     return (*ordered, *(n for n in code.co_cellvars if n not in ordered))
 
 
-def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...],
-                      local_names: tuple[str, ...], label: str) -> types.CodeType:
+def build_resume_code(
+    code: types.CodeType, offset: int, stack_nulls: tuple[bool, ...], local_names: tuple[str, ...], label: str
+) -> types.CodeType:
     """A code object `(*locals, *stack_values)` that continues `code` at `offset`.
 
     It has `code`'s name, file and line numbers, so its frame reads as the user's frame
@@ -108,8 +109,11 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     prologue.append(Instr("RESUME", 0, lineno=code.co_firstlineno))
     params = iter(stack_params)
     for null in stack_nulls:
-        prologue.append(Instr("PUSH_NULL", lineno=code.co_firstlineno) if null
-                        else Instr("LOAD_FAST", next(params), lineno=code.co_firstlineno))
+        prologue.append(
+            Instr("PUSH_NULL", lineno=code.co_firstlineno)
+            if null
+            else Instr("LOAD_FAST", next(params), lineno=code.co_firstlineno)
+        )
     # the stack values are no variables of the user's function: gone from the frame's `f_locals`
     prologue.extend(Instr("DELETE_FAST", name, lineno=code.co_firstlineno) for name in stack_params)
     prologue.append(Instr("JUMP_FORWARD", target, lineno=code.co_firstlineno))
@@ -129,6 +133,6 @@ def build_resume_code(code: types.CodeType, offset: int, stack_nulls: tuple[bool
     # block's handler is entered from the path through its TryBegin, which the jump into the block skips.
     resume = _assemble(out, stacksize=code.co_stacksize)
     kept = [i.offset for i in real if i.opname not in _PROLOGUE_OPS]
-    body_offsets = [i.offset for i in dis.get_instructions(resume) if i.opname != "EXTENDED_ARG"][-len(kept):]
+    body_offsets = [i.offset for i in dis.get_instructions(resume) if i.opname != "EXTENDED_ARG"][-len(kept) :]
     _ORIGINS[resume] = (weakref.ref(code), dict(zip(body_offsets, kept)), label)
     return resume

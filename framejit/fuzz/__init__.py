@@ -1,5 +1,5 @@
-"""framejit.fuzz: differential fuzzing of framejit. `python -m framejit.fuzz --n N --seed S [--out DIR]`.
-"""
+"""framejit.fuzz: differential fuzzing of framejit. `python -m framejit.fuzz --n N --seed S [--out DIR]`."""
+
 from framejit.fuzz.driver import fuzz, run_programs
 from framejit.fuzz.generate import generate
 from framejit.fuzz.remote import FAILURES

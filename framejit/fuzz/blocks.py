@@ -1,6 +1,7 @@
 """Compound statements of a generated function body: if/else, for and while loops with break/continue,
 try/except/else/finally and raise, grad-mode `with` blocks, and functions defined in the body (closures over
 its locals, `nonlocal` counters, lambdas)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,8 +37,14 @@ class CompoundStatements:
         lists = sc.names(lambda v: isinstance(v, TList))
         dicts = sc.names(lambda v: isinstance(v, TDict))
         tens = sc.tensors(lambda t: t.ndim >= 1)
-        kinds = [("range", 3), ("list", 2 * bool(lists)), ("items", 1.5 * bool(dicts)), ("tuple", 1),
-                 ("enumerate", 1 * bool(lists)), ("rows", 0.7 * bool(tens))]
+        kinds = [
+            ("range", 3),
+            ("list", 2 * bool(lists)),
+            ("items", 1.5 * bool(dicts)),
+            ("tuple", 1),
+            ("enumerate", 1 * bool(lists)),
+            ("rows", 0.7 * bool(tens)),
+        ]
         kind = self.rng.weighted(kinds)
         i, t = self.prog.fresh("i"), self.prog.fresh("e")
         if kind == "range":
@@ -123,8 +130,9 @@ class CompoundStatements:
                 w.line("raise " + _EXC[kind].format(self.rng.int(0, 9)))
 
     def try_(self, w: Writer, sc: Scope) -> bool:
-        handlers = self.rng.pick([["ValueError"], ["KeyError", "IndexError"], ["Exception"], ["ValueError", "KeyError"],
-                                  []])
+        handlers = self.rng.pick(
+            [["ValueError"], ["KeyError", "IndexError"], ["Exception"], ["ValueError", "KeyError"], []]
+        )
         with w.block("try:"):
             inner = sc.child()
             self.body(w, inner, self._size())
@@ -150,9 +158,15 @@ class CompoundStatements:
         return True
 
     def with_grad(self, w: Writer, sc: Scope) -> bool:
-        ctx = self.rng.weighted([("torch.no_grad()", 3), ("torch.enable_grad()", 1.5),
-                                 ("torch.set_grad_enabled(False)", 2), ("torch.set_grad_enabled(True)", 0.5),
-                                 (f"torch.set_grad_enabled(bool({self.ex.condition(sc)}))", 0.5)])
+        ctx = self.rng.weighted(
+            [
+                ("torch.no_grad()", 3),
+                ("torch.enable_grad()", 1.5),
+                ("torch.set_grad_enabled(False)", 2),
+                ("torch.set_grad_enabled(True)", 0.5),
+                (f"torch.set_grad_enabled(bool({self.ex.condition(sc)}))", 0.5),
+            ]
+        )
         inner = sc.child()
         with w.block(f"with {ctx}:"):
             if sc.depth < 2 and self.rng.chance(0.25):

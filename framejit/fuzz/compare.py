@@ -1,5 +1,6 @@
 """Snapshots of what a call produced and left behind (return value, arguments, module globals), taken right
 after the call so later mutation cannot change them, and the first difference between two snapshots."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,14 @@ def snap(value: Any, aliases: dict[int, str] | None = None, depth: int = 0) -> A
     if isinstance(value, torch.nn.Module):
         attrs = {k: v for k, v in vars(value).items() if not k.startswith("_")}
         tensors = dict(value.state_dict(keep_vars=True))
-        return ("module", type(value).__name__, value.training, snap(attrs, None, depth + 1),
-                snap(tensors, None, depth + 1), [m.training for m in value.modules()])
+        return (
+            "module",
+            type(value).__name__,
+            value.training,
+            snap(attrs, None, depth + 1),
+            snap(tensors, None, depth + 1),
+            [m.training for m in value.modules()],
+        )
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)):
         return ("callable", getattr(value, "__qualname__", repr(value)))
     if hasattr(value, "__dict__"):
@@ -47,10 +54,14 @@ def snap(value: Any, aliases: dict[int, str] | None = None, depth: int = 0) -> A
 def snap_globals(module: types.ModuleType) -> Any:
     """The program's data globals (not its functions, classes, imports or INPUTS/TRAIN/CALLS/COMPILE)."""
     skip = {"INPUTS", "TRAIN", "CALLS", "COMPILE"}
-    data = {k: v for k, v in vars(module).items()
-            if not k.startswith("_") and k not in skip
-            and not isinstance(v, (types.FunctionType, type, types.ModuleType))
-            and not callable(getattr(v, "__wrapped__", None))}
+    data = {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("_")
+        and k not in skip
+        and not isinstance(v, (types.FunctionType, type, types.ModuleType))
+        and not callable(getattr(v, "__wrapped__", None))
+    }
     return snap(data)
 
 
@@ -85,11 +96,13 @@ def diff(a: Any, b: Any, path: str = "", loose: Loosened = Loosened()) -> tuple[
     if kind == "tensor":
         return _diff_tensor(a, b, path, loose)
     if kind == "py":
-        if a[2] == b[2] or (isinstance(a[2], float) and math.isclose(a[2], b[2], rel_tol=1e-6, abs_tol=1e-9)) \
-                or (isinstance(a[2], float) and math.isnan(a[2]) and math.isnan(b[2])):
+        if (
+            a[2] == b[2]
+            or (isinstance(a[2], float) and math.isclose(a[2], b[2], rel_tol=1e-6, abs_tol=1e-9))
+            or (isinstance(a[2], float) and math.isnan(a[2]) and math.isnan(b[2]))
+        ):
             return None
-        if floats and isinstance(a[2], float) and abs(a[2] - b[2]) <= floats[1] + floats[0] * max(abs(a[2]),
-                                                                                                  abs(b[2])):
+        if floats and isinstance(a[2], float) and abs(a[2] - b[2]) <= floats[1] + floats[0] * max(abs(a[2]), abs(b[2])):
             return None
         return "value", f"{path or 'value'}: eager {a[2]!r}, compiled {b[2]!r}"
     if kind in ("list", "tuple"):
@@ -112,8 +125,12 @@ def diff(a: Any, b: Any, path: str = "", loose: Loosened = Loosened()) -> tuple[
 
 
 # assert_close's default (rtol, atol) per dtype
-_TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
-               torch.float64: (1e-7, 1e-7)}
+_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -125,9 +142,11 @@ def _close_at_the_tensors_scale(ta: torch.Tensor, tb: torch.Tensor, loose: Loose
     if ta.is_complex() or ta.dtype not in _TOLERANCES:
         return False
     finite = torch.isfinite(ta)
-    if not torch.equal(finite, torch.isfinite(tb)) or \
-            not torch.equal(ta[~finite].nan_to_num(0.0), tb[~finite].nan_to_num(0.0)) or \
-            not torch.equal(ta[~finite].isnan(), tb[~finite].isnan()):
+    if (
+        not torch.equal(finite, torch.isfinite(tb))
+        or not torch.equal(ta[~finite].nan_to_num(0.0), tb[~finite].nan_to_num(0.0))
+        or not torch.equal(ta[~finite].isnan(), tb[~finite].isnan())
+    ):
         return False
     if not finite.any():
         return True
@@ -155,8 +174,9 @@ def _diff_tensor(a: Any, b: Any, path: str, loose: Loosened) -> tuple[str, str] 
         except AssertionError as e:
             if _close_at_the_tensors_scale(ta, tb, loose):
                 return None
-            return "value", (f"{where}: values differ ({_mismatch_summary(str(e))}); eager {_brief(ta)}, "
-                             f"compiled {_brief(tb)}")
+            return "value", (
+                f"{where}: values differ ({_mismatch_summary(str(e))}); eager {_brief(ta)}, compiled {_brief(tb)}"
+            )
     elif not torch.equal(ta, tb):
         return "value", f"{where}: eager {_brief(ta)}, compiled {_brief(tb)}"
     if a[3] != b[3]:

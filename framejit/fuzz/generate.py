@@ -2,6 +2,7 @@
 nn.Modules and an entry function `program(...)`, plus `INPUTS` (how the runner builds the arguments), `TRAIN`
 (whether the runner also checks gradients), `CALLS` (batch size, dtype, values and argument layouts per call)
 and `COMPILE` (backend and shape policy); plan.py draws the last two."""
+
 from __future__ import annotations
 
 import itertools
@@ -50,7 +51,7 @@ class ProgramGen:
     def _choose_params(self) -> None:
         f = self.feat
         row, vec = ("N", f), (f,)
-        for name in ["x", "y", "z"][:self.rng.weighted([(1, 2), (2, 3), (3, 1)])]:
+        for name in ["x", "y", "z"][: self.rng.weighted([(1, 2), (2, 3), (3, 1)])]:
             spec = vec if name != "x" and self.rng.chance(0.3) else row
             self.params.append((name, self._arg_tensor(name, (N, f) if spec == row else (f,)), ("tensor", spec)))
         if self.rng.chance(0.3):  # an image batch: channels_last is one of its layouts
@@ -75,9 +76,15 @@ class ProgramGen:
 
     def _components(self) -> None:
         self.comps.add_globals()
-        adders = [(self.comps.add_helper, 0.5), (self.comps.add_helper, 0.25), (self.comps.add_varargs, 0.2),
-                  (self.comps.add_factory, 0.25), (self.comps.add_disabled, 0.25), (self.comps.add_module, 0.35),
-                  (self.comps.add_module, 0.15)]
+        adders = [
+            (self.comps.add_helper, 0.5),
+            (self.comps.add_helper, 0.25),
+            (self.comps.add_varargs, 0.2),
+            (self.comps.add_factory, 0.25),
+            (self.comps.add_disabled, 0.25),
+            (self.comps.add_module, 0.35),
+            (self.comps.add_module, 0.15),
+        ]
         for add, p in adders:
             if self.rng.chance(p):
                 add()
@@ -123,11 +130,20 @@ class ProgramGen:
         head = ["import torch"] + (["import framejit"] if self.comps.uses_framejit else []) + [""]
         inputs = "INPUTS = [" + ", ".join(repr(spec) for _, _, spec in self.params) + "]"
         head += [inputs, f"TRAIN = {self.train}"]
-        body = ([""] + BOX_CLASS if any(spec[0] == "box" for _, _, spec in self.params) else [""]) \
-            + self.comps.text + program
+        body = (
+            ([""] + BOX_CLASS if any(spec[0] == "box" for _, _, spec in self.params) else [""])
+            + self.comps.text
+            + program
+        )
         written = written_arguments("\n".join(head + body) + "\n")
-        calls, policy = self.plan.draw([(name, spec) for name, _, spec in self.params], self.varies, written,
-                                       self.train, self.inductor_share, self.dynamic)
+        calls, policy = self.plan.draw(
+            [(name, spec) for name, _, spec in self.params],
+            self.varies,
+            written,
+            self.train,
+            self.inductor_share,
+            self.dynamic,
+        )
         return "\n".join(head + render(calls, policy) + body) + "\n"
 
 

@@ -1,6 +1,7 @@
 """The memory layouts the runner gives tensor arguments, each built from random values drawn from the call's
 generator in a fixed order, so the eager and the compiled run get equal values in equal layouts.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -17,8 +18,11 @@ LAYOUTS = {  # name -> what the argument is
     "expanded": "size 1 in dim 0 expanded to the size (stride 0): only for arguments the program never writes",
     "channels_last": "a channels_last (NHWC in memory) tensor (ndim 4)",
 }
-ALIASES = {"same": "the same tensor object as an earlier argument", "view": "a view of all of an earlier argument",
-           "row": "the last row of an earlier argument"}
+ALIASES = {
+    "same": "the same tensor object as an earlier argument",
+    "view": "a view of all of an earlier argument",
+    "row": "the last row of an earlier argument",
+}
 # layouts a tensor marked contiguous in the generator may take: `.view(-1)` works on them
 VIEWABLE = frozenset([CONTIGUOUS, "offset"])
 _OFFSET = 3
@@ -51,8 +55,9 @@ def _storage_and_view(layout: str, shape: list[int]) -> tuple[list[int], Callabl
     return shape, lambda b: b  # contiguous; channels_last is made contiguous in that format (make)
 
 
-def make(layout: str, shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator,
-         train: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+def make(
+    layout: str, shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, train: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(argument, leaf): a tensor of `shape` in `layout` with values from `gen`. Training: the leaf is the tensor
     drawn, requiring grad, and the argument is made from a clone of it (so the program may write it in place)."""
     shape = list(shape)

@@ -2,6 +2,7 @@
 compound statements, drop whole helpers, classes and globals, and cut returned tuples down, keeping each change
 only while the program still fails the same way (same outcome and kind), each candidate checked in a worker
 subprocess. The result is written as a standalone repro file."""
+
 from __future__ import annotations
 
 import ast
@@ -66,7 +67,7 @@ def _changes_at(source: str, k: int) -> Iterator[str]:
             inner = _unwrapped(stmt, change == "unwrap_else")
             if inner is None:
                 continue
-            block[i:i + 1] = inner
+            block[i : i + 1] = inner
             _fill_empty(owner, field)
         else:
             if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))):
@@ -90,8 +91,17 @@ def _fill_empty(owner: ast.AST, field: str) -> None:
 
 def _program_and_inputs(tree: ast.Module) -> tuple[ast.FunctionDef | None, ast.List | None]:
     program = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program"), None)
-    inputs = next((n.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                   and n.targets[0].id == "INPUTS" and isinstance(n.value, ast.List)), None)
+    inputs = next(
+        (
+            n.value
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and isinstance(n.targets[0], ast.Name)
+            and n.targets[0].id == "INPUTS"
+            and isinstance(n.value, ast.List)
+        ),
+        None,
+    )
     return program, inputs
 
 
@@ -116,8 +126,14 @@ def _without_param(source: str, j: int) -> str:
 
 
 def _plan_nodes(tree: ast.Module) -> dict[str, ast.Assign]:
-    return {n.targets[0].id: n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and n.targets[0].id in ("CALLS", "COMPILE")}
+    return {
+        n.targets[0].id: n
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id in ("CALLS", "COMPILE")
+    }
 
 
 def _plan(tree: ast.Module) -> tuple[list, dict] | None:
@@ -161,8 +177,9 @@ def _unwrapped(stmt: ast.stmt, use_else: bool) -> list[ast.stmt] | None:
     return None
 
 
-def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float = 240.0,
-             max_checks: int = 600) -> tuple[str, int]:
+def minimise(
+    source: str, still_fails: Callable[[str], bool], *, budget_s: float = 240.0, max_checks: int = 600
+) -> tuple[str, int]:
     """Passes until one changes nothing (or the budget runs out): drop parameters, make the plan plainer (one
     change at a time, while one holds), then try changes of each statement from the last to the first. Slots
     are in ast.walk order, so a change at slot k leaves the slots before k where they were and a pass goes on at
@@ -179,6 +196,7 @@ def minimise(source: str, still_fails: Callable[[str], bool], *, budget_s: float
             return False
         checks += 1
         return still_fails(candidate)
+
     changed = True
     while changed:
         changed = False
@@ -234,7 +252,7 @@ class Target:
     name: str
     keeps: Callable[[dict], bool]
     reference_agrees: bool = False  # torch.compile agreed with eager: candidates must keep it agreeing
-    internal: str | None = None     # the internal error (fallback) kept, for those repros
+    internal: str | None = None  # the internal error (fallback) kept, for those repros
 
 
 def failure_targets(failing: Sequence[Result], seed: int, per_signature: int) -> list[Target]:
@@ -261,39 +279,65 @@ def internal_error_targets(results: Sequence[Result], seed: int) -> list[Target]
             if key not in seen:
                 seen.add(key)
                 # the same outcome, and no call raising that did not before (a NameError path is a poor repro)
-                targets.append(Target(r, f"internal_{seed}_{r.index}", lambda v, key=key, o=r.verdict:
-                                      v["outcome"] == o["outcome"] and v["eager_raised"] <= o["eager_raised"]
-                                      and _has_internal_error(v, key), internal=message))
+                targets.append(
+                    Target(
+                        r,
+                        f"internal_{seed}_{r.index}",
+                        lambda v, key=key, o=r.verdict: (
+                            v["outcome"] == o["outcome"]
+                            and v["eager_raised"] <= o["eager_raised"]
+                            and _has_internal_error(v, key)
+                        ),
+                        internal=message,
+                    )
+                )
     return targets
 
 
 _DETAIL_LINES = 12  # of what was observed, in a repro's docstring
 
 
-def repro_text(source: str, verdict: dict, seed: int, index: int, backend: str | None,
-               internal: str | None = None) -> str:
+def repro_text(
+    source: str, verdict: dict, seed: int, index: int, backend: str | None, internal: str | None = None
+) -> str:
     """A standalone file: the program, what was observed, and a main that checks it (fails while it differs)."""
-    what = (f"framejit internal error, the frame then runs as Python:\n{internal}" if internal else
-            f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{verdict['detail']}")
+    what = (
+        f"framejit internal error, the frame then runs as Python:\n{internal}"
+        if internal
+        else f"Outcome: {verdict['outcome']} ({verdict['kind']})\n{verdict['detail']}"
+    )
     if "reference" in verdict:
         what += f"\ntorch.compile on the same program: {verdict['reference']}"
     lines = what.splitlines()
     if len(lines) > _DETAIL_LINES:  # (a compiler's own output: a C++ error quotes the whole command and source)
         lines = [*lines[:_DETAIL_LINES], f"... ({len(lines) - _DETAIL_LINES} more lines)"]
     text = "\n".join(textwrap.fill(line, 110, subsequent_indent="    ") for line in lines)
-    head = (f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
-            f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (the calls, argument layouts,\n"
-            "dtypes, backend and shape policy its CALLS and COMPILE name; with a gradient check when TRAIN is set)\n"
-            "and fails while they disagree"
-            f"{' or framejit falls back on an internal error' if internal else ''}.\n" + '"""\n')
+    head = (
+        f'"""framejit fuzz repro: run seed {seed}, program {index} (program seed {seed + index}), minimised.\n\n'
+        f"{text}\n\n`python <this file>` runs it eagerly and compiled by framejit (the calls, argument layouts,\n"
+        "dtypes, backend and shape policy its CALLS and COMPILE name; with a gradient check when TRAIN is set)\n"
+        "and fails while they disagree"
+        f"{' or framejit falls back on an internal error' if internal else ''}.\n" + '"""\n'
+    )
     args = "".join([f", backend={backend!r}" if backend else "", ", internal_errors=True" if internal else ""])
-    foot = ('\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'
-            f"    check_repro(__file__{args})\n")
+    foot = (
+        '\n\nif __name__ == "__main__":\n    from framejit.fuzz.runner import check_repro\n'
+        f"    check_repro(__file__{args})\n"
+    )
     return head + source.replace('"""', "'''") + foot
 
 
-def minimise_targets(targets: Sequence[Target], sources: dict[int, str], seed: int, out: str, workdir: str, *,
-                     timeout: float = 30.0, backend: str | None = None, say: Callable[..., None] = print) -> list[str]:
+def minimise_targets(
+    targets: Sequence[Target],
+    sources: dict[int, str],
+    seed: int,
+    out: str,
+    workdir: str,
+    *,
+    timeout: float = 30.0,
+    backend: str | None = None,
+    say: Callable[..., None] = print,
+) -> list[str]:
     """Minimise each target in worker subprocesses and write its repro; returns the repro paths."""
     worker = Worker(workdir, batch=200, timeout=timeout)
     quick = Worker(workdir, batch=200, timeout=timeout)
@@ -317,6 +361,7 @@ def minimise_targets(targets: Sequence[Target], sources: dict[int, str], seed: i
                 if not target.keeps(verdict(candidate, quick, backend)):
                     return False
                 return not target.reference_agrees or verdict(candidate, quick, "torch.compile")["outcome"] == "ok"
+
             start = time.perf_counter()
             small, checks = minimise(sources[r.index], holds, budget_s=max(60.0, 8 * timeout))
             final = verdict(small, worker, backend)
@@ -328,9 +373,12 @@ def minimise_targets(targets: Sequence[Target], sources: dict[int, str], seed: i
             with open(repro, "w") as f:
                 f.write(repro_text(small, final, seed, r.index, backend, target.internal))
             written.append(repro)
-            say(f"minimised program {r.index}{' (internal error)' if target.internal else ''}: "
+            say(
+                f"minimised program {r.index}{' (internal error)' if target.internal else ''}: "
                 f"{len(sources[r.index].splitlines())} -> {len(small.splitlines())} lines in {checks} checks, "
-                f"{time.perf_counter() - start:.0f} s: {repro}", flush=True)
+                f"{time.perf_counter() - start:.0f} s: {repro}",
+                flush=True,
+            )
     finally:
         worker.stop()
         quick.stop()

@@ -2,6 +2,7 @@
 compiles it (`COMPILE`: backend, `dynamic=`, `mark_dynamic` arguments), drawn from the program's seed in a stream
 of their own; a program without them gets DEFAULT_CALLS and the default policy.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,12 @@ class CallSpec:
         return f"call {i} (N={self.n}, {str(self.dtype)[6:]}{shown})"
 
 
-DEFAULT_CALLS = (CallSpec(3, torch.float32, 1), CallSpec(3, torch.float32, 1, reuse=True),
-                 CallSpec(5, torch.float32, 2, bump=1), CallSpec(3, torch.float64, 3))
+DEFAULT_CALLS = (
+    CallSpec(3, torch.float32, 1),
+    CallSpec(3, torch.float32, 1, reuse=True),
+    CallSpec(5, torch.float32, 2, bump=1),
+    CallSpec(3, torch.float64, 3),
+)
 TRAIN_DEFAULT_CALLS = DEFAULT_CALLS[:3]  # aot_eager compiles are slow: training programs skip the float64 call
 
 
@@ -66,8 +71,9 @@ def calls_of(module: types.ModuleType, train: bool) -> list[CallSpec]:
                 raise ValueError("the first call cannot pass the previous call's arguments again")
             calls.append(dataclasses.replace(calls[-1], reuse=True))
             continue
-        lays = tuple((label, tuple(lay) if isinstance(lay, list) else lay)
-                     for label, lay in e.get("layouts", {}).items())
+        lays = tuple(
+            (label, tuple(lay) if isinstance(lay, list) else lay) for label, lay in e.get("layouts", {}).items()
+        )
         calls.append(CallSpec(e["n"], DTYPES[e["dtype"]], e["seed"], bump=e.get("bump", 0), layouts=lays))
     return calls
 
@@ -98,11 +104,11 @@ def root(label: str) -> str:
 
 # -- drawing a plan (the generator) -------------------------------------------------------------------------------
 _DTYPE_WEIGHTS = (("float32", 6.0), ("float64", 1.0), ("bfloat16", 1.5), ("float16", 1.5))
-_VARY_P = 0.75          # a tensor argument whose layout varies (the generator then never `.view`s it)
-_PLAIN_FIRST_P = 0.5    # the first call passes contiguous tensors (a later layout change must recompile)
-_ALIAS_P = 0.12         # a tensor argument passed as an alias of an earlier one
+_VARY_P = 0.75  # a tensor argument whose layout varies (the generator then never `.view`s it)
+_PLAIN_FIRST_P = 0.5  # the first call passes contiguous tensors (a later layout change must recompile)
+_ALIAS_P = 0.12  # a tensor argument passed as an alias of an earlier one
 _SAME_DTYPE_LAST_P = 0.6  # the last call keeps the first call's dtype (only guards on layout/size can tell)
-_TRAIN_LAST_P = 0.5     # training programs make the last call (their compiles are the slow ones)
+_TRAIN_LAST_P = 0.5  # training programs make the last call (their compiles are the slow ones)
 _DYNAMIC_P, _MARK_P = 0.15, 0.15
 
 
@@ -120,13 +126,23 @@ class PlanDraw:
         """Whether a top-level tensor argument's layout varies (drawn before the body is generated)."""
         return self.r.random() < _VARY_P
 
-    def draw(self, inputs: Sequence[tuple[str, tuple]], varies: set[str], written: set[str], train: bool,
-             inductor_share: float, dynamic: bool = False) -> tuple[list[dict], dict]:
+    def draw(
+        self,
+        inputs: Sequence[tuple[str, tuple]],
+        varies: set[str],
+        written: set[str],
+        train: bool,
+        inductor_share: float,
+        dynamic: bool = False,
+    ) -> tuple[list[dict], dict]:
         """CALLS and COMPILE for a program with these INPUTS entries (name, spec). `varies`: arguments the
         generator knows may be non-contiguous; `written`: arguments it may write in place (never expanded);
         `dynamic`: the policy is dynamic=True whatever is drawn."""
-        labels = [(label, shape, root(label) in varies or name != label, root(label) not in written)
-                  for name, spec in inputs for label, shape in tensor_labels(name, spec)]
+        labels = [
+            (label, shape, root(label) in varies or name != label, root(label) not in written)
+            for name, spec in inputs
+            for label, shape in tensor_labels(name, spec)
+        ]
         d0 = self._weighted(_DTYPE_WEIGHTS)
         d3 = d0 if self.r.random() < _SAME_DTYPE_LAST_P else self._weighted([p for p in _DTYPE_WEIGHTS if p[0] != d0])
         calls = [{"n": 3, "dtype": d0, "seed": 1}, {"reuse": True}, {"n": 5, "dtype": d0, "seed": 2, "bump": 1}]
@@ -140,14 +156,16 @@ class PlanDraw:
             lays = self._layouts(labels)
             if lays:
                 call["layouts"] = lays
-        policy: dict[str, Any] = {"backend": "inductor" if self.r.random() < inductor_share else
-                                  ("aot_eager" if train else "eager")}
+        policy: dict[str, Any] = {
+            "backend": "inductor" if self.r.random() < inductor_share else ("aot_eager" if train else "eager")
+        }
         u = self.r.random()
         if u < _DYNAMIC_P:
             policy["dynamic"] = True
         elif u < _DYNAMIC_P + _MARK_P:
-            batch = [label for label, shape, _, _ in labels if shape and shape[0] == "N"] or \
-                [label for label, *_ in labels]
+            batch = [label for label, shape, _, _ in labels if shape and shape[0] == "N"] or [
+                label for label, *_ in labels
+            ]
             if batch:
                 policy["mark_dynamic"] = sorted(self.r.sample(batch, self.r.randint(1, min(2, len(batch)))))
         if dynamic:
@@ -203,8 +221,11 @@ def drop_argument(calls: list[dict], policy: dict, name: str) -> tuple[list[dict
     for call in calls:
         call = dict(call)
         if "layouts" in call:
-            lays = {label: lay for label, lay in call["layouts"].items() if root(label) != name
-                    and not (L.is_alias(lay) and root(lay[1]) == name)}
+            lays = {
+                label: lay
+                for label, lay in call["layouts"].items()
+                if root(label) != name and not (L.is_alias(lay) and root(lay[1]) == name)
+            }
             call.pop("layouts")
             if lays:
                 call["layouts"] = lays
@@ -228,9 +249,9 @@ def simpler_plans(calls: list[dict], policy: dict) -> Iterator[tuple[list[dict],
             new = {k: v for k, v in call.items() if k != "layouts"}
             if lays:
                 new["layouts"] = lays
-            yield calls[:i] + [new] + calls[i + 1:], policy
+            yield calls[:i] + [new] + calls[i + 1 :], policy
         if call.get("dtype") not in (None, "float32"):
-            yield calls[:i] + [{**call, "dtype": "float32"}] + calls[i + 1:], policy
+            yield calls[:i] + [{**call, "dtype": "float32"}] + calls[i + 1 :], policy
     for key in ("mark_dynamic", "dynamic"):
         if key in policy:
             yield calls, {k: v for k, v in policy.items() if k != key}

@@ -1,6 +1,7 @@
 """The parent's side of a worker subprocess (worker.py): starting it, sending it a program, and the verdict
 that comes back, or crash / hang when it dies or stalls; and the signature that groups verdicts by probable
 root cause."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,9 +47,15 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([_framejit_root(), os.getcwd()] + [p for p in [env.get("PYTHONPATH")] if p])
         env["PYTHONHASHSEED"] = "0"
         log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "framejit.fuzz.worker", self.progress],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "framejit.fuzz.worker", self.progress],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         log.close()
         self.answers = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self.answers), daemon=True).start()
@@ -73,8 +80,14 @@ class Worker:
         if not self.ready:
             phase = "worker start" if self.proc.poll() is None else "worker start (it exited)"
             self.stop()
-            return {"outcome": "crash", "kind": "crash", "seconds": 0.0, "graphs": 0, "eager_raised": 0,
-                    "detail": f"the worker did not start: {phase}"}
+            return {
+                "outcome": "crash",
+                "kind": "crash",
+                "seconds": 0.0,
+                "graphs": 0,
+                "eager_raised": 0,
+                "detail": f"the worker did not start: {phase}",
+            }
         self.proc.stdin.write(json.dumps({"id": job, "path": path, "backend": backend}) + "\n")
         self.proc.stdin.flush()
         start = time.perf_counter()
@@ -83,8 +96,14 @@ class Worker:
         except queue.Empty:
             phase = self._phase()
             self.stop()
-            return {"outcome": "hang", "kind": "hang", "seconds": round(time.perf_counter() - start, 3),
-                    "detail": f"no answer after {limit:.0f} s; last phase: {phase}", "graphs": 0, "eager_raised": 0}
+            return {
+                "outcome": "hang",
+                "kind": "hang",
+                "seconds": round(time.perf_counter() - start, 3),
+                "detail": f"no answer after {limit:.0f} s; last phase: {phase}",
+                "graphs": 0,
+                "eager_raised": 0,
+            }
         if line is None:
             return self._crashed(time.perf_counter() - start)
         self.done += 1
@@ -104,8 +123,14 @@ class Worker:
         with open(self.log_path, errors="replace") as f:
             tail = [line.rstrip() for line in f.readlines()[-6:] if line.strip()]
         self.proc = None
-        return {"outcome": "crash", "kind": "crash", "seconds": round(seconds, 3), "graphs": 0, "eager_raised": 0,
-                "detail": f"worker died ({how}) in phase: {phase}; stderr tail: {' | '.join(tail)[-600:]}"}
+        return {
+            "outcome": "crash",
+            "kind": "crash",
+            "seconds": round(seconds, 3),
+            "graphs": 0,
+            "eager_raised": 0,
+            "detail": f"worker died ({how}) in phase: {phase}; stderr tail: {' | '.join(tail)[-600:]}",
+        }
 
     def stop(self) -> None:
         if self.proc is None:
@@ -141,6 +166,7 @@ def signature(verdict: dict) -> str:
 
 def blank(text: str) -> str:
     """A message with generated names and numbers blanked, so that messages of one cause compare equal."""
-    text = re.sub(r"\b(t|u|r|p|v|e|i|j|lst|dd|inner|helper|make|opaque|combine|count|Mod|m_|vals|rest|err)\d+\b",
-                  "<name>", text)
+    text = re.sub(
+        r"\b(t|u|r|p|v|e|i|j|lst|dd|inner|helper|make|opaque|combine|count|Mod|m_|vals|rest|err)\d+\b", "<name>", text
+    )
     return re.sub(r"\d+", "#", text)

@@ -1,6 +1,7 @@
 """Running one program eagerly (twice, to catch a generator that made something nondeterministic) and compiled
 by framejit, making the calls its CALLS describe with the same inputs (values and layouts) on both sides, under
 its COMPILE policy, and judging the first disagreement."""
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,15 @@ import torch
 import framejit
 from framejit import eval_frame
 from framejit.fuzz import layouts
-from framejit.fuzz.compare import (REORDERED_SCALE, Loosened, diff, printed_alike, reordered_tolerance, snap,
-                                   snap_globals)
+from framejit.fuzz.compare import (
+    REORDERED_SCALE,
+    Loosened,
+    diff,
+    printed_alike,
+    reordered_tolerance,
+    snap,
+    snap_globals,
+)
 from framejit.fuzz.plan import CallSpec, calls_of, policy_of, tensor_labels
 
 _module_ids = itertools.count()
@@ -94,8 +102,12 @@ def _floating_outputs(value: Any) -> list[torch.Tensor]:
 
 
 def _module_params(module: types.ModuleType) -> dict[str, torch.Tensor]:
-    return {f"{g}.{name}": p for g, v in vars(module).items() if isinstance(v, torch.nn.Module)
-            for name, p in v.named_parameters()}
+    return {
+        f"{g}.{name}": p
+        for g, v in vars(module).items()
+        if isinstance(v, torch.nn.Module)
+        for name, p in v.named_parameters()
+    }
 
 
 def call_once(fn: Callable, module: types.ModuleType, args: list, leaves: dict, train: bool) -> dict:
@@ -138,14 +150,16 @@ def resolve_backend(spec: str) -> Any:
     return getattr(importlib.import_module(mod), attr)
 
 
-def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | None = None,
-                    fates: list[str] | None = None) -> Callable:
+def compile_program(
+    fn: Callable, spec: str, graphs: list[int], dynamic: bool | None = None, fates: list[str] | None = None
+) -> Callable:
     """`fn` compiled by framejit with backend `spec` and `dynamic=`, counting graphs and noting in `fates` why
     each graph (or part) the backend did not compile runs as torch ops. `torch.compile:NAME` compiles with
     torch.compile instead (its backend found through framejit.bench.jits, the comparison code): the reference
     that tells a framejit bug from one it shares with torch's own stack."""
     if spec.startswith("torch.compile:"):
         from framejit.bench import jits
+
         backend = jits.torch_backend(spec.partition(":")[2])
 
         def compile_with(f: Callable, backend: Any) -> Callable:
@@ -163,6 +177,7 @@ def compile_program(fn: Callable, spec: str, graphs: list[int], dynamic: bool | 
     def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
         graphs[0] += 1
         return backend(gm, example_inputs)
+
     counting.__name__ = getattr(backend, "__name__", "backend")  # what the compiler's errors call the backend
     return compile_with(fn, counting)
 
@@ -187,8 +202,11 @@ def run_side(path: str, compile_with: str | None = None, progress: Callable[[str
     calls = calls_of(module, train)
     policy = policy_of(module)
     graphs, fates = [0], []
-    fn = module.program if compile_with is None else \
-        compile_program(module.program, compile_with, graphs, policy.dynamic, fates)
+    fn = (
+        module.program
+        if compile_with is None
+        else compile_program(module.program, compile_with, graphs, policy.dynamic, fates)
+    )
     records = []
     args: list = []
     leaves: dict = {}
@@ -199,8 +217,15 @@ def run_side(path: str, compile_with: str | None = None, progress: Callable[[str
             if compile_with is not None and policy.mark_dynamic:
                 _mark_dynamic(tensors, policy.mark_dynamic, compile_with.startswith("torch.compile:"))
         records.append(call_once(fn, module, args, leaves, train))
-    return {"calls": records, "graphs": graphs[0], "torch_ops": fates, "train": train, "backend": policy.backend,
-            "described": [call.describe(i) for i, call in enumerate(calls)], "dtypes": [c.dtype for c in calls]}
+    return {
+        "calls": records,
+        "graphs": graphs[0],
+        "torch_ops": fates,
+        "train": train,
+        "backend": policy.backend,
+        "described": [call.describe(i) for i, call in enumerate(calls)],
+        "dtypes": [c.dtype for c in calls],
+    }
 
 
 _ORDER = ("exc", "ret", "args", "globals", "stdout", "grad_mode", "backward_exc", "grads")
@@ -235,11 +260,17 @@ def judge(eager: dict, compiled: dict, reorders_sums: bool = False) -> dict:
                 continue
             if key in ("stdout", "grad_mode"):
                 if x != y:
-                    return {"outcome": "mismatch", "kind": key,
-                            "detail": f"{where}: {key}: eager {x!r}, compiled {y!r}"}
+                    return {
+                        "outcome": "mismatch",
+                        "kind": key,
+                        "detail": f"{where}: {key}: eager {x!r}, compiled {y!r}",
+                    }
                 continue
-            loose = Loosened(reordered_tolerance(eager["dtypes"][i]), REORDERED_SCALE,
-                             at_least=eager["dtypes"][i]) if reorders_sums else Loosened()
+            loose = (
+                Loosened(reordered_tolerance(eager["dtypes"][i]), REORDERED_SCALE, at_least=eager["dtypes"][i])
+                if reorders_sums
+                else Loosened()
+            )
             if key == "grads":
                 loose = dataclasses.replace(loose, low_precision=_GRAD_LOW_PRECISION)
             found = diff(x, y, loose=loose)
@@ -261,8 +292,10 @@ def _same_message(x: str, y: str) -> bool:
     tensor was found first, its shape, the node that saved it, its version, the hint; which view (or view of
     its base) written in place was found first, and the node that made it. A compiled graph has other nodes and
     saves other tensors; the error is the same."""
+
     def general(m: str) -> str:
         return _VIEW_NODE.sub("A view was written in place.", _AUTOGRAD_DETAIL.sub(r"\1", m))
+
     return x == y or general(x) == general(y)
 
 
@@ -272,13 +305,22 @@ def _judge_exc(key: str, x: Any, y: Any, where: str) -> dict | None:
     phase = "backward" if key == "backward_exc" else "call"
     if y is not None and (x is None or x[0] != y[0]):
         said = f"eager raised {x[0]}: {x[1]}" if x else "eager returned"
-        return {"outcome": "compiled_raised", "kind": f"{phase}:{y[0]}",
-                "detail": f"{where}: {said}; compiled raised {y[0]}: {y[1]}"}
+        return {
+            "outcome": "compiled_raised",
+            "kind": f"{phase}:{y[0]}",
+            "detail": f"{where}: {said}; compiled raised {y[0]}: {y[1]}",
+        }
     if y is None:
-        return {"outcome": "mismatch", "kind": f"{phase}.exception_missing",
-                "detail": f"{where}: eager raised {x[0]}: {x[1]}; compiled did not raise"}
-    return {"outcome": "mismatch", "kind": f"{phase}.exception_message",
-            "detail": f"{where}: {x[0]} message: eager {x[1]!r}, compiled {y[1]!r}"}
+        return {
+            "outcome": "mismatch",
+            "kind": f"{phase}.exception_missing",
+            "detail": f"{where}: eager raised {x[0]}: {x[1]}; compiled did not raise",
+        }
+    return {
+        "outcome": "mismatch",
+        "kind": f"{phase}.exception_message",
+        "detail": f"{where}: {x[0]} message: eager {x[1]!r}, compiled {y[1]!r}",
+    }
 
 
 class _InternalErrors(logging.Handler):
@@ -309,6 +351,7 @@ def _inductor_rounding_as_eager() -> Any:
     """Inductor rounding float16/bfloat16 intermediates where eager does (it computes fused ops in float32 by
     default, which moves low-precision results by many units in the last place: no framejit bug to find)."""
     import torch._inductor.config
+
     return torch._inductor.config.patch(emulate_precision_casts=True)
 
 
@@ -321,8 +364,14 @@ def check_program(path: str, backend: str | None = None, progress: Callable[[str
         first = run_side(path, None, progress)
         second = run_side(path, None, progress)
     except Exception as e:  # the module itself failed to load or to build its inputs: a generator bug
-        return {"outcome": "invalid", "kind": type(e).__name__, "detail": f"{type(e).__name__}: {e}", "graphs": 0,
-                "eager_raised": 0, "seconds": time.perf_counter() - start}
+        return {
+            "outcome": "invalid",
+            "kind": type(e).__name__,
+            "detail": f"{type(e).__name__}: {e}",
+            "graphs": 0,
+            "eager_raised": 0,
+            "seconds": time.perf_counter() - start,
+        }
     verdict = judge(first, second)
     if verdict["outcome"] != "ok":
         verdict = {"outcome": "eager_nondeterministic", "kind": verdict["kind"], "detail": verdict["detail"]}

@@ -1,14 +1,28 @@
 """Simple statements of a generated function body: tensor assignments, in-place updates and item writes,
 Python numbers read from tensors, containers and their mutation, prints, calls of the program's helpers,
 global writes; and the dispatch that picks a statement kind (compound kinds are in blocks.py)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from framejit.fuzz.blocks import CompoundStatements
 from framejit.fuzz.exprs import Exprs
-from framejit.fuzz.symbols import (BoxV, FnV, Program, PyNum, Scope, T, TDict, TList, Writer, broadcast, dim_min,
-                                   inplace_ok, is_float)
+from framejit.fuzz.symbols import (
+    BoxV,
+    FnV,
+    Program,
+    PyNum,
+    Scope,
+    T,
+    TDict,
+    TList,
+    Writer,
+    broadcast,
+    dim_min,
+    inplace_ok,
+    is_float,
+)
 
 
 class Stmts(CompoundStatements):
@@ -46,12 +60,30 @@ class Stmts(CompoundStatements):
 
     def _kinds(self, sc: Scope) -> list[tuple[Callable[[Writer, Scope], bool], float]]:
         nested = sc.depth < 2 and self.budget > 2
-        kinds = [(self.assign, 9), (self.rebind, 3), (self.inplace, 3), (self.setitem, 2), (self.number, 1.5),
-                 (self.container, 3), (self.print, 1.2), (self.call, 3), (self.global_write, 1.2),
-                 (self.box_write, 1), (self.unpack, 0.6), (self.delete, 0.2), (self.raise_, 0.25)]
+        kinds = [
+            (self.assign, 9),
+            (self.rebind, 3),
+            (self.inplace, 3),
+            (self.setitem, 2),
+            (self.number, 1.5),
+            (self.container, 3),
+            (self.print, 1.2),
+            (self.call, 3),
+            (self.global_write, 1.2),
+            (self.box_write, 1),
+            (self.unpack, 0.6),
+            (self.delete, 0.2),
+            (self.raise_, 0.25),
+        ]
         if nested:
-            kinds += [(self.if_, 2.5), (self.for_, 2), (self.while_, 0.8), (self.try_, 1.2), (self.with_grad, 1.2),
-                      (self.nested_def, 0.8)]
+            kinds += [
+                (self.if_, 2.5),
+                (self.for_, 2),
+                (self.while_, 0.8),
+                (self.try_, 1.2),
+                (self.with_grad, 1.2),
+                (self.nested_def, 0.8),
+            ]
         if sc.in_loop:
             kinds.append((self.break_continue, 1.2))
         return kinds
@@ -119,8 +151,15 @@ class Stmts(CompoundStatements):
             return False
         name, t = target
         o_src, o = self.ex.operand(sc, t)
-        forms = ["{n}.relu_()", "{n}.clamp_(-1, 1)", "{n}.abs_()", "{n}.neg_()", "{n}.zero_()", "{n}.fill_(1)",
-                 "{n}.masked_fill_({n} > 0, 0)"]
+        forms = [
+            "{n}.relu_()",
+            "{n}.clamp_(-1, 1)",
+            "{n}.abs_()",
+            "{n}.neg_()",
+            "{n}.zero_()",
+            "{n}.fill_(1)",
+            "{n}.masked_fill_({n} > 0, 0)",
+        ]
         if isinstance(o, PyNum) or (broadcast(o.shape, t.shape) == t.shape and inplace_ok(t.dtype, o.dtype)):
             forms += ["{n}.add_({o})", "{n}.mul_({o})", "{n}.sub_({o})", "{n}.add_({o}, alpha=2)"] * 2
             if isinstance(o, T):
@@ -178,9 +217,14 @@ class Stmts(CompoundStatements):
     def container(self, w: Writer, sc: Scope) -> bool:
         lists = [n for n in sc.names(lambda v: isinstance(v, TList))]
         dicts = [n for n in sc.names(lambda v: isinstance(v, TDict))]
-        pick = self.rng.weighted([("new_list", 1.5 if len(lists) < 3 else 0.2),
-                                  ("new_dict", 1 if len(dicts) < 2 else 0.2),
-                                  ("list", 3 * bool(lists)), ("dict", 2.5 * bool(dicts))])
+        pick = self.rng.weighted(
+            [
+                ("new_list", 1.5 if len(lists) < 3 else 0.2),
+                ("new_dict", 1 if len(dicts) < 2 else 0.2),
+                ("list", 3 * bool(lists)),
+                ("dict", 2.5 * bool(dicts)),
+            ]
+        )
         if pick == "new_list":
             src, t = self.ex.tensor(sc, 1)
             other, o = self.ex.tensor(sc, 1, lambda o: (o.shape, o.dtype) == (t.shape, t.dtype))
@@ -190,8 +234,13 @@ class Stmts(CompoundStatements):
         if pick == "new_dict":
             src, t = self.ex.tensor(sc, 1)
             two = t.dtype != "bool"
-            return self.bind(w, sc, self.prog.fresh("dd"), f"{{'a': {src}, 'b': {src} * 2}}" if two
-                             else f"{{'a': {src}}}", TDict(T(t.shape, t.dtype, False), frozenset("ab" if two else "a")))
+            return self.bind(
+                w,
+                sc,
+                self.prog.fresh("dd"),
+                f"{{'a': {src}, 'b': {src} * 2}}" if two else f"{{'a': {src}}}",
+                TDict(T(t.shape, t.dtype, False), frozenset("ab" if two else "a")),
+            )
         if pick == "list":
             return self.list_op(w, sc, self.rng.pick(lists))
         return self.dict_op(w, sc, self.rng.pick(dicts))
@@ -220,13 +269,19 @@ class Stmts(CompoundStatements):
         u = self.prog.fresh("u")
         opts: list[tuple[str, Any, dict]] = [(f"if {name}:\n    {name}.pop()", TList(e, 0), {})]
         if item:
-            opts += [(f"{name}.append({item})", grown(1), {}), (f"{name}.insert(0, {item})", grown(1), {}),
-                     (f"{name}.extend([{item}, {item}])", grown(2), {})]
+            opts += [
+                (f"{name}.append({item})", grown(1), {}),
+                (f"{name}.insert(0, {item})", grown(1), {}),
+                (f"{name}.extend([{item}, {item}])", grown(2), {}),
+            ]
         if info.min_len:
             shrunk = TList(e, 0 if sc.in_loop else info.min_len - 1)
-            opts += [(f"{u} = {name}.pop()", shrunk, {u: e}), (f"del {name}[0]", shrunk, {}),
-                     (f"{u} = {name}[-1]", info, {u: e}), (f"{u} = torch.stack({name}).sum(0)", info,
-                                                           {u: T(e.shape, e.dtype if e.dtype != "bool" else "i64")})]
+            opts += [
+                (f"{u} = {name}.pop()", shrunk, {u: e}),
+                (f"del {name}[0]", shrunk, {}),
+                (f"{u} = {name}[-1]", info, {u: e}),
+                (f"{u} = torch.stack({name}).sum(0)", info, {u: T(e.shape, e.dtype if e.dtype != "bool" else "i64")}),
+            ]
             if e.dtype != "bool":
                 opts.append((f"{u} = sum({name}[1:], {name}[0])", info, {u: e}))
             if item:
@@ -243,13 +298,18 @@ class Stmts(CompoundStatements):
         key = self.rng.pick(["a", "b", "c"])
         u = self.prog.fresh("u")
         without = TDict(e, info.keys - {key})
-        opts: list[tuple[str, Any, dict]] = [(f"{name}.pop({key!r}, None)", without, {}),
-                                             (f"if {key!r} in {name}:\n    del {name}[{key!r}]", without, {})]
+        opts: list[tuple[str, Any, dict]] = [
+            (f"{name}.pop({key!r}, None)", without, {}),
+            (f"if {key!r} in {name}:\n    del {name}[{key!r}]", without, {}),
+        ]
         if item:
             added = TDict(e, info.keys | {key}) if top else info
-            opts += [(f"{name}[{key!r}] = {item}", added, {}), (f"{name}.update({{{key!r}: {item}}})", added, {}),
-                     (f"{name}.setdefault({key!r}, {item})", added, {}),
-                     (f"{u} = {name}.get({key!r}, {item})", info, {u: e})]
+            opts += [
+                (f"{name}[{key!r}] = {item}", added, {}),
+                (f"{name}.update({{{key!r}: {item}}})", added, {}),
+                (f"{name}.setdefault({key!r}, {item})", added, {}),
+                (f"{u} = {name}.get({key!r}, {item})", info, {u: e}),
+            ]
         if info.keys:
             k = self.rng.pick(sorted(info.keys))
             opts += [(f"{u} = {name}[{k!r}]", info, {u: e}), (f"del {name}[{k!r}]", TDict(e, info.keys - {k}), {})]
@@ -264,8 +324,12 @@ class Stmts(CompoundStatements):
         opts = ['print("step")']
         if names:
             n = self.rng.pick(names)
-            opts += [f"print({n}.shape, {n}.dtype)", f'print("sum", round(float({n}.sum()), 3))',
-                     f"print(f\"max={{float({n}.max()):.3f}}\")", f"print({n}.requires_grad)"]
+            opts += [
+                f"print({n}.shape, {n}.dtype)",
+                f'print("sum", round(float({n}.sum()), 3))',
+                f'print(f"max={{float({n}.max()):.3f}}")',
+                f"print({n}.requires_grad)",
+            ]
             if not self.prog.train:
                 opts.append(f"print({n}.detach().round(decimals=3))")
         if nums:
@@ -283,8 +347,10 @@ class Stmts(CompoundStatements):
         if local_fns and (got is None or self.rng.chance(0.5)):
             fn = self.rng.pick(local_fns)
             want = sc.vars[fn].arg
+
             def fits(t: T) -> bool:  # a tensor not known contiguous may not go where the body may `.view` it
                 return (t.shape, t.dtype) == (want.shape, want.dtype) and (t.contig or not want.contig)
+
             arg, t = self.ex.tensor(sc, 1, fits)
             if not fits(t):
                 return False
@@ -306,8 +372,9 @@ class Stmts(CompoundStatements):
             return True
         if isinstance(info, T):
             o_src, o = self.ex.operand(sc, info)
-            fits = isinstance(o, PyNum) or (broadcast(o.shape, info.shape) == info.shape
-                                            and inplace_ok(info.dtype, o.dtype))
+            fits = isinstance(o, PyNum) or (
+                broadcast(o.shape, info.shape) == info.shape and inplace_ok(info.dtype, o.dtype)
+            )
             if not fits:
                 return False
             if self.rng.chance(0.5):
@@ -327,8 +394,12 @@ class Stmts(CompoundStatements):
         b = self.rng.pick(boxes)
         e = sc.vars[b].elem
         item = self._like(sc, e)
-        opts = [f"{b}.n += 1", f"{b}.n = {b}.n * 2", f"setattr({b}, 'flag', {b}.n > 2)",
-                f"{b}.hits = getattr({b}, 'hits', 0) + 1"]
+        opts = [
+            f"{b}.n += 1",
+            f"{b}.n = {b}.n * 2",
+            f"setattr({b}, 'flag', {b}.n > 2)",
+            f"{b}.hits = getattr({b}, 'hits', 0) + 1",
+        ]
         if item:
             opts += [f"{b}.t = {item}", f"setattr({b}, 't', {item})"]
         w.line(self.rng.pick(opts))

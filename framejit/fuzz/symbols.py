@@ -1,6 +1,7 @@
 """What the generator knows about the values a program handles: sizes that follow the batch size, dtypes, the
 kinds of values in scope, and the scopes of a function body (what a nested block may read, and must not leave
 behind)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,8 +9,8 @@ import dataclasses
 import random
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-N_MIN = 3    # the smallest batch size the runner passes: a size k*N + c is valid when it is >= 1 at N_MIN
-DYN = "?"    # a data-dependent size (boolean-mask indexing): only ever reduced away
+N_MIN = 3  # the smallest batch size the runner passes: a size k*N + c is valid when it is >= 1 at N_MIN
+DYN = "?"  # a data-dependent size (boolean-mask indexing): only ever reduced away
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,8 +179,9 @@ class FnCtx:
     """One function being generated: its parameters and locals, the locals of the functions around it (which it
     reads as cells), and the names it must declare `global` / `nonlocal` at its top."""
 
-    def __init__(self, name: str, params: Sequence[str] = (), enclosing: "FnCtx | None" = None,
-                 is_program: bool = False) -> None:
+    def __init__(
+        self, name: str, params: Sequence[str] = (), enclosing: "FnCtx | None" = None, is_program: bool = False
+    ) -> None:
         self.name = name
         self.is_program = is_program
         self.params = set(params)
@@ -285,9 +287,9 @@ class Program(Protocol):
     feat: int
     train: bool
     global_infos: dict[str, Any]
-    ex: Any      # exprs.Exprs
-    comps: Any   # components.Components
-    stmts: Any   # stmts.Stmts
+    ex: Any  # exprs.Exprs
+    comps: Any  # components.Components
+    stmts: Any  # stmts.Stmts
 
     def fresh(self, prefix: str) -> str: ...
 

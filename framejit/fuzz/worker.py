@@ -1,6 +1,7 @@
 """The subprocess that checks programs: reads one JSON request per line on stdin ({"id", "path", "backend"}),
 writes the phase it is in to a progress file before each step (so a crash or hang is pinned on a program and
 a call), and answers one JSON verdict per line on its original stdout."""
+
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ def main() -> None:
     import torch  # noqa: F401  (imported before the first program so its time is not the program's)
 
     from framejit.fuzz.runner import check_program
+
     answers.write(json.dumps({"ready": True}) + "\n")
     answers.flush()
 
@@ -29,11 +31,18 @@ def main() -> None:
         def progress(phase: str) -> None:
             with open(progress_path, "w") as f:
                 f.write(f"{job}\t{phase}\n")
+
         try:
             verdict = check_program(request["path"], request.get("backend"), progress)
         except Exception as e:  # the harness itself failed on this program: report it, keep going
-            verdict = {"outcome": "invalid", "kind": "harness", "detail": f"{type(e).__name__}: {e}", "graphs": 0,
-                       "eager_raised": 0, "seconds": 0.0}
+            verdict = {
+                "outcome": "invalid",
+                "kind": "harness",
+                "detail": f"{type(e).__name__}: {e}",
+                "graphs": 0,
+                "eager_raised": 0,
+                "seconds": 0.0,
+            }
         progress("done")
         answers.write(json.dumps({"id": job, **verdict}) + "\n")
         answers.flush()

@@ -2,6 +2,7 @@
 module's source, used to pass an expanded tensor (stride 0, whose elements share memory) only to an argument
 nothing ever writes, since writing one raises or writes every element that shares the memory.
 """
+
 from __future__ import annotations
 
 import ast
@@ -11,17 +12,21 @@ from typing import Iterable
 import torch
 
 # methods and torch functions whose result may be (a view of) their tensor operand, or the operand itself
-_VIEWS = frozenset("""view view_as reshape reshape_as flatten unflatten transpose t permute unsqueeze squeeze expand
+_VIEWS = frozenset(
+    """view view_as reshape reshape_as flatten unflatten transpose t permute unsqueeze squeeze expand
 expand_as detach contiguous to float double half bfloat16 long int bool type type_as narrow select unbind split
 chunk movedim moveaxis swapaxes swapdims as_strided diagonal real imag values items keys get pop setdefault copy
 unfold view_as_real view_as_complex broadcast_to broadcast_tensors atleast_1d atleast_2d atleast_3d squeeze_copy
-__getitem__ requires_grad_ align_as refine_names rename""".split())
+__getitem__ requires_grad_ align_as refine_names rename""".split()
+)
 # builtins whose result holds their arguments (or elements of them)
-_PASS_THROUGH = frozenset("list tuple sorted reversed enumerate zip sum min max getattr iter next dict filter map "
-                          "set frozenset vars".split())
+_PASS_THROUGH = frozenset(
+    "list tuple sorted reversed enumerate zip sum min max getattr iter next dict filter map set frozenset vars".split()
+)
 # attributes that never hold a tensor of the program's arguments
-_PLAIN_ATTRS = frozenset("shape dtype ndim device requires_grad is_leaf grad_fn n hits flag calls scale training "
-                         "is_cuda layout".split())
+_PLAIN_ATTRS = frozenset(
+    "shape dtype ndim device requires_grad is_leaf grad_fn n hits flag calls scale training is_cuda layout".split()
+)
 # container methods that store their arguments in the receiver
 _STORES = frozenset("append insert extend update setdefault add".split())
 
@@ -66,8 +71,7 @@ class _Analysis:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
-                        self.functions.setdefault(target.id, []).append(
-                            [a.arg for a in node.value.args.args])
+                        self.functions.setdefault(target.id, []).append([a.arg for a in node.value.args.args])
         self.returns = [n.value for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None]
         self.returns += [n.body for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
 
@@ -99,8 +103,9 @@ class _Analysis:
             return any(self.alias(v, names) for v in node.values)
         if isinstance(node, ast.BinOp):  # tensor arithmetic makes a new tensor; list concatenation keeps items
             displays = (ast.List, ast.Tuple, ast.ListComp)
-            return any(isinstance(s, displays) for s in (node.left, node.right)) and \
-                (self.alias(node.left, names) or self.alias(node.right, names))
+            return any(isinstance(s, displays) for s in (node.left, node.right)) and (
+                self.alias(node.left, names) or self.alias(node.right, names)
+            )
         if isinstance(node, ast.Call):
             return self._call_aliases(node, names)
         return False
@@ -120,8 +125,13 @@ class _Analysis:
         if _is_torch(func):
             last = _dotted(func).rsplit(".", 1)[-1]
             return (last in _VIEWS or _is_inplace_name(last)) and args_alias
-        if isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2 \
-                and isinstance(call.args[1], ast.Constant) and _dotted(call.args[0]):
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and len(call.args) >= 2
+            and isinstance(call.args[1], ast.Constant)
+            and _dotted(call.args[0])
+        ):
             return args_alias or f"{_dotted(call.args[0])}.{call.args[1].value}" in names  # as `o.name`
         if isinstance(func, ast.Name) and func.id in _PASS_THROUGH:
             return args_alias
@@ -162,8 +172,9 @@ class _Analysis:
                 names.update(params)
         elif isinstance(func, ast.Name) and hasattr(builtins, func.id) or _is_torch(func):
             return
-        elif isinstance(func, ast.Attribute) and (func.attr in _VIEWS or func.attr in _STORES
-                                                  or _tensor_method(func.attr)):
+        elif isinstance(func, ast.Attribute) and (
+            func.attr in _VIEWS or func.attr in _STORES or _tensor_method(func.attr)
+        ):
             return
         else:  # a callee not known by name (a module, a closure a factory made): any function may run
             names.update(self.all_params)
@@ -180,17 +191,27 @@ class _Analysis:
                 self._bind_targets(node.target, names)
             elif isinstance(node, (ast.For, ast.comprehension)) and self.alias(node.iter, names):
                 self._bind_targets(node.target, names)
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None \
-                    and self.alias(node.context_expr, names):
+            elif (
+                isinstance(node, ast.withitem)
+                and node.optional_vars is not None
+                and self.alias(node.context_expr, names)
+            ):
                 self._bind_targets(node.optional_vars, names)
             elif isinstance(node, ast.Call):
                 self._bind_params(node, names)
                 func = node.func
-                if isinstance(func, ast.Attribute) and func.attr in _STORES and \
-                        any(self.alias(a, names) for a in self._args(node)):
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr in _STORES
+                    and any(self.alias(a, names) for a in self._args(node))
+                ):
                     self._bind_targets(ast.Subscript(value=func.value, slice=ast.Constant(0)), names)
-                if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3 \
-                        and self.alias(node.args[2], names):
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id == "setattr"
+                    and len(node.args) == 3
+                    and self.alias(node.args[2], names)
+                ):
                     self._bind_targets(ast.Subscript(value=node.args[0], slice=ast.Constant(0)), names)
 
     # -- writes -----------------------------------------------------------------------------------------------
@@ -198,17 +219,28 @@ class _Analysis:
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Attribute) and not _is_torch(func) and _is_inplace_name(func.attr) \
-                        and self.alias(func.value, names):
+                if (
+                    isinstance(func, ast.Attribute)
+                    and not _is_torch(func)
+                    and _is_inplace_name(func.attr)
+                    and self.alias(func.value, names)
+                ):
                     return True
-                if _is_torch(func) and _is_inplace_name(_dotted(func).rsplit(".", 1)[-1]) and node.args \
-                        and self.alias(node.args[0], names):
+                if (
+                    _is_torch(func)
+                    and _is_inplace_name(_dotted(func).rsplit(".", 1)[-1])
+                    and node.args
+                    and self.alias(node.args[0], names)
+                ):
                     return True
                 for k in node.keywords:
                     if k.arg == "out" and self.alias(k.value, names):
                         return True
-                    if k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and not k.value.value) \
-                            and any(self.alias(a, names) for a in node.args):
+                    if (
+                        k.arg == "inplace"
+                        and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                        and any(self.alias(a, names) for a in node.args)
+                    ):
                         return True
             elif isinstance(node, ast.Assign):
                 if any(isinstance(t, ast.Subscript) and self.alias(t.value, names) for t in _flat(node.targets)):

@@ -1,4 +1,5 @@
 """Closure cells during tracing: a box holding a Variable, shared by the functions that close over it."""
+
 from __future__ import annotations
 
 import types
@@ -7,7 +8,6 @@ from typing import Any, Callable
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
-
 
 
 EMPTY = object()  # the contents of a cell that holds no value yet
@@ -20,8 +20,12 @@ class Cell:
 
     __slots__ = ("value", "load", "on_store", "rebuilt")
 
-    def __init__(self, value: Variable | None = None, load: Callable[[], Variable] | None = None,
-                 on_store: Callable[[Variable], None] | None = None) -> None:
+    def __init__(
+        self,
+        value: Variable | None = None,
+        load: Callable[[], Variable] | None = None,
+        on_store: Callable[[Variable], None] | None = None,
+    ) -> None:
         self.value = value
         self.load = load
         self.on_store = on_store
@@ -53,8 +57,7 @@ class CellVariable(Variable):
         return "CellVariable()"
 
 
-def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | None,
-                 cell_source: Any = None) -> Cell:
+def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | None, cell_source: Any = None) -> Cell:
     """A cell whose value lives outside the trace: wrapped on first read, writes replayed (into the captured
     frame's free variable `writable_name`, or into the cell object at `cell_source`) or refused."""
 
@@ -64,7 +67,8 @@ def outside_cell(tx: Tracer, contents: Any, source: Any, writable_name: str | No
         elif cell_source is not None:
             tx.output.side_effects.store_closure_cell(cell_source, value)
         else:
-            unsupported("writing a closure variable of a function whose closure the trace cannot name",
-                        BreakCode.CLOSURE_WRITE)
+            unsupported(
+                "writing a closure variable of a function whose closure the trace cannot name", BreakCode.CLOSURE_WRITE
+            )
 
     return Cell(load=None if contents is EMPTY else lambda: tx.wrap(contents, source), on_store=on_store)

@@ -1,5 +1,5 @@
-"""What the opcode handler classes (ops_*.py) share: the state of the frame being traced and its stack.
-"""
+"""What the opcode handler classes (ops_*.py) share: the state of the frame being traced and its stack."""
+
 from __future__ import annotations
 
 import types
@@ -56,8 +56,16 @@ class FrameState:
 
         def speculate_getattr(self, obj: Variable, name: str) -> Variable: ...
 
-        def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
-                        closure: Any, fn_source: Source | None, fn_name: str) -> Variable: ...
+        def inline_call(
+            self,
+            code: types.CodeType,
+            f_globals: dict[str, Any],
+            bound: dict[str, Variable],
+            *,
+            closure: Any,
+            fn_source: Source | None,
+            fn_name: str,
+        ) -> Variable: ...
 
         def zero_arg_super(self) -> Variable: ...
 

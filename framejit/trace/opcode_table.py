@@ -3,6 +3,7 @@
 A handler is a method named after its opcode (or opcode family) on one of the translator's handler classes
 (ops_basic, ops_data, ops_call, ops_flow); `@handles` checks each name against `dis.opmap` at import.
 """
+
 from __future__ import annotations
 
 import dis
@@ -15,12 +16,14 @@ H = TypeVar("H", bound=Handler)
 
 def handles(*opnames: str) -> Callable[[H], H]:
     """Mark a method as the handler of these opcodes, named exactly as in `dis.opmap`."""
+
     def mark(fn: H) -> H:
         for name in opnames:
             if name not in dis.opmap:
                 raise AssertionError(f"no opcode named {name} in CPython {sys.version_info[:2]}")
         fn.opnames = opnames  # type: ignore[attr-defined]
         return fn
+
     return mark
 
 

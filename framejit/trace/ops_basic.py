@@ -1,4 +1,5 @@
 """Opcode handlers: stack shuffling, locals, cells, globals, constants and attributes."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """Opcode handlers: calls, function creation, with-blocks, generators and return."""
+
 from __future__ import annotations
 
 import inspect
@@ -30,8 +31,8 @@ class CallOps(FrameState):
     def _call(self, fn: Variable, args: list[Variable], kw_names: Sequence[str]) -> None:
         kwargs: dict[str, Variable] = {}
         if kw_names:
-            kwargs = dict(zip(kw_names, args[-len(kw_names):]))
-            args = args[:-len(kw_names)]
+            kwargs = dict(zip(kw_names, args[-len(kw_names) :]))
+            args = args[: -len(kw_names)]
         self.push(fn.call(self, args, kwargs))
 
     @handles("PRECALL")
@@ -70,8 +71,11 @@ class CallOps(FrameState):
         annotations = self.pop() if inst.oparg & 0x04 else None  # not needed to run it; kept if it is rebuilt
         kwdefaults = self.pop().items if inst.oparg & 0x02 else {}  # type: ignore[attr-defined]
         defaults = self.pop().unpack(self) if inst.oparg & 0x01 else []
-        self.push(NestedFunctionVariable(code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure,
-                                         annotations))
+        self.push(
+            NestedFunctionVariable(
+                code, code.co_qualname, self.f_globals, defaults, dict(kwdefaults), closure, annotations
+            )
+        )
 
     @handles("RETURN_VALUE")
     def RETURN_VALUE(self, inst: Inst) -> None:

@@ -1,4 +1,5 @@
 """Opcode handlers: building and unpacking containers, subscripts, operators and comparisons."""
+
 from __future__ import annotations
 
 import operator
@@ -17,18 +18,50 @@ from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import merged_mapping
 
 # BINARY_OP's argument indexes this table (CPython 3.11 Include/opcode.h NB_*), in-place forms from 13.
-_BINARY_OPS = [operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul, operator.mul,
-               operator.mod, operator.or_, operator.pow, operator.rshift, operator.sub, operator.truediv,
-               operator.xor,
-               operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul,
-               operator.imul, operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub,
-               operator.itruediv, operator.ixor]
-_COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
-                ">=": operator.ge}
+_BINARY_OPS = [
+    operator.add,
+    operator.and_,
+    operator.floordiv,
+    operator.lshift,
+    operator.matmul,
+    operator.mul,
+    operator.mod,
+    operator.or_,
+    operator.pow,
+    operator.rshift,
+    operator.sub,
+    operator.truediv,
+    operator.xor,
+    operator.iadd,
+    operator.iand,
+    operator.ifloordiv,
+    operator.ilshift,
+    operator.imatmul,
+    operator.imul,
+    operator.imod,
+    operator.ior,
+    operator.ipow,
+    operator.irshift,
+    operator.isub,
+    operator.itruediv,
+    operator.ixor,
+]
+_COMPARE_OPS = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 # FORMAT_VALUE's conversion (its argument & 3): none, !s, !r, !a
 _CONVERSIONS: list[Callable[[Any], Any]] = [lambda v: v, str, repr, ascii]
-_UNARY_OPS: dict[str, Callable[[Any], Any]] = {"UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
-                                               "UNARY_INVERT": operator.invert, "UNARY_NOT": operator.not_}
+_UNARY_OPS: dict[str, Callable[[Any], Any]] = {
+    "UNARY_NEGATIVE": operator.neg,
+    "UNARY_POSITIVE": operator.pos,
+    "UNARY_INVERT": operator.invert,
+    "UNARY_NOT": operator.not_,
+}
 
 
 class DataOps(FrameState):
@@ -112,7 +145,11 @@ class DataOps(FrameState):
         merged = merged_mapping(self, value)  # an object of a dict subclass gives its items
         value = value if merged is None else merged
         target = self.stack[-inst.oparg]  # the dict BUILD_MAP made
-        if inst.opname == "DICT_MERGE" and isinstance(value, DictVariable) and set(value.items) & set(cast(DictVariable, target).items):
+        if (
+            inst.opname == "DICT_MERGE"
+            and isinstance(value, DictVariable)
+            and set(value.items) & set(cast(DictVariable, target).items)
+        ):
             unsupported("got multiple values for a keyword argument", BreakCode.BAD_CALL)
         target.call_method(self, "update", [value], {})
 
@@ -133,8 +170,8 @@ class DataOps(FrameState):
         items = self.pop().unpack(self)
         if len(items) < before + after:
             unsupported("not enough values to unpack", BreakCode.UNPACK)
-        star = ListVariable(items[before:len(items) - after])
-        self.stack.extend(reversed([*items[:before], star, *items[len(items) - after:]]))
+        star = ListVariable(items[before : len(items) - after])
+        self.stack.extend(reversed([*items[:before], star, *items[len(items) - after :]]))
 
     @handles("BINARY_SUBSCR")
     def BINARY_SUBSCR(self, inst: Inst) -> None:

@@ -1,5 +1,5 @@
-"""Exceptions inside inlined frames: `raise`, re-raise, and the jump to the handler a try block names.
-"""
+"""Exceptions inside inlined frames: `raise`, re-raise, and the jump to the handler a try block names."""
+
 from __future__ import annotations
 
 from framejit.codeobj import Inst, exception_table, offset_to_index
@@ -49,7 +49,7 @@ class ExceptOps(FrameState):
         entry = exception_entry_at(exception_table(self.code), self.current.offset)
         if entry is None:
             return False
-        del self.stack[entry.depth:]
+        del self.stack[entry.depth :]
         if entry.lasti:
             self.push(ConstantVariable(self.current.offset))
         self.push(ObjectVariable(e.exc))

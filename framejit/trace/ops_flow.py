@@ -1,4 +1,5 @@
 """Opcode handlers: jumps (on trace-time constants only) and for-loops (unrolled)."""
+
 from __future__ import annotations
 
 from framejit.codeobj import Inst
@@ -66,8 +67,9 @@ class FlowOps(FrameState):
             self.push(iterator)
         elif (user_iterator := iterate_user_object(self, value)) is not None:
             if not isinstance(user_iterator, IteratorVariable):
-                unsupported(f"__iter__ of {value} gave {user_iterator}, not an iterator the trace follows",
-                            BreakCode.ITER)
+                unsupported(
+                    f"__iter__ of {value} gave {user_iterator}, not an iterator the trace follows", BreakCode.ITER
+                )
             self.push(user_iterator)
         else:
             self.push(IteratorVariable(value.unpack(self)))

@@ -1,5 +1,5 @@
-"""The symbolic interpreter: runs a frame's bytecode on Variables, one handler per opcode.
-"""
+"""The symbolic interpreter: runs a frame's bytecode on Variables, one handler per opcode."""
+
 from __future__ import annotations
 
 import inspect
@@ -12,8 +12,16 @@ from framejit import capture_policy
 from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
 from framejit.exc import BreakCode, BreakPoint, ObservedException, Unsupported, unsupported
-from framejit.sources import (AttrSource, ClosureSource, GlobalsDictSource, GlobalSource, ItemSource, LocalSource,
-                              ModuleGlobalsSource, Source)
+from framejit.sources import (
+    AttrSource,
+    ClosureSource,
+    GlobalsDictSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    ModuleGlobalsSource,
+    Source,
+)
 from framejit.trace.cells import EMPTY, Cell, outside_cell
 from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
@@ -41,10 +49,18 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
 
 
 class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
-    def __init__(self, output: TraceOutput, code: types.CodeType, f_globals: dict[str, Any],
-                 symbolic_locals: dict[str, Variable], cells: dict[str, Cell], *,
-                 parent: "Translator | None" = None, globals_source: Source | None = None,
-                 break_point: BreakPoint | None = None) -> None:
+    def __init__(
+        self,
+        output: TraceOutput,
+        code: types.CodeType,
+        f_globals: dict[str, Any],
+        symbolic_locals: dict[str, Variable],
+        cells: dict[str, Cell],
+        *,
+        parent: "Translator | None" = None,
+        globals_source: Source | None = None,
+        break_point: BreakPoint | None = None,
+    ) -> None:
         self.output = output
         self.code = code
         self.f_globals = f_globals
@@ -75,8 +91,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             except Unsupported as e:
                 raise self._located(e)
             except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
-                raise self._located(Unsupported(f"{type(e).__name__} while tracing: {e}",
-                                                code=BreakCode.PYTHON_ERROR)) from e
+                raise self._located(
+                    Unsupported(f"{type(e).__name__} while tracing: {e}", code=BreakCode.PYTHON_ERROR)
+                ) from e
 
     def _run_until_return(self) -> Variable | None:
         insts = self.instructions
@@ -85,14 +102,20 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             while True:
                 inst = insts[self.ip]
                 self.current = inst
-                if stop is not None and self.ip == stop.index and (stop.budget is None
-                                                                   or self.output.budget - 1 == stop.budget):
+                if (
+                    stop is not None
+                    and self.ip == stop.index
+                    and (stop.budget is None or self.output.budget - 1 == stop.budget)
+                ):
                     return None
                 self.ip += 1
                 self.output.budget -= 1
                 if self.output.budget < 0:
-                    unsupported(f"trace longer than {self.output.options.instruction_budget} instructions "
-                                "(a long Python loop?)", BreakCode.BUDGET)
+                    unsupported(
+                        f"trace longer than {self.output.options.instruction_budget} instructions "
+                        "(a long Python loop?)",
+                        BreakCode.BUDGET,
+                    )
                 fn = OPCODE_HANDLERS[inst.opcode]
                 if fn is None:
                     unsupported(f"opcode {inst.opname} is not supported", BreakCode.OPCODE)
@@ -142,18 +165,32 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         """A source for this frame's globals dict itself (None if it cannot be named)."""
         return GlobalsDictSource() if self.f_globals is self.output.f_globals else self.globals_source
 
-    def inline_call(self, code: types.CodeType, f_globals: dict[str, Any], bound: dict[str, Variable], *,
-                    closure: Any, fn_source: Source | None, fn_name: str) -> Variable:
+    def inline_call(
+        self,
+        code: types.CodeType,
+        f_globals: dict[str, Any],
+        bound: dict[str, Variable],
+        *,
+        closure: Any,
+        fn_source: Source | None,
+        fn_name: str,
+    ) -> Variable:
         """Trace a call to user code inside this frame and return its result Variable."""
         reason = capture_policy.inline_refusal(code)
         if reason:  # (torch.distributed's: no advice to allow it in the graph, which would not make it a collective)
-            unsupported(f"call to {fn_name}: {reason}", BreakCode.DISTRIBUTED
-                        if code.co_filename.startswith(capture_policy.TORCH_DISTRIBUTED_DIR) else BreakCode.SKIPPED_FILE)
+            unsupported(
+                f"call to {fn_name}: {reason}",
+                BreakCode.DISTRIBUTED
+                if code.co_filename.startswith(capture_policy.TORCH_DISTRIBUTED_DIR)
+                else BreakCode.SKIPPED_FILE,
+            )
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unsupported(f"call to coroutine function {fn_name}", BreakCode.GENERATOR)
         if self.depth + 1 > self.output.options.inline_depth_limit:
-            unsupported(f"inlining depth limit ({self.output.options.inline_depth_limit}) reached at {fn_name}",
-                        BreakCode.INLINE_DEPTH)
+            unsupported(
+                f"inlining depth limit ({self.output.options.inline_depth_limit}) reached at {fn_name}",
+                BreakCode.INLINE_DEPTH,
+            )
         if f_globals is self.output.f_globals:
             globals_source = None
         elif f_globals is self.f_globals:
@@ -161,8 +198,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         else:
             globals_source = _globals_source(f_globals, fn_source)
         cells = self._make_cells(code, bound, closure, fn_source)
-        child = Translator(self.output, code, f_globals, bound, cells, parent=self,
-                           globals_source=globals_source)
+        child = Translator(self.output, code, f_globals, bound, cells, parent=self, globals_source=globals_source)
         checkpoint = self.output.side_effects.checkpoint()
         result = child.run()
         assert result is not None  # (only the captured frame stops at a break point)
@@ -171,8 +207,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             unsupported(f"generator {fn_name} with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
         return result
 
-    def _make_cells(self, code: types.CodeType, bound: dict[str, Variable], closure: Any,
-                    fn_source: Source | None) -> dict[str, Cell]:
+    def _make_cells(
+        self, code: types.CodeType, bound: dict[str, Variable], closure: Any, fn_source: Source | None
+    ) -> dict[str, Cell]:
         cells = {name: Cell(bound.pop(name, None)) for name in code.co_cellvars}
         if not code.co_freevars:
             return cells
@@ -262,8 +299,9 @@ def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Sour
     return AttrSource(fn_source, "__globals__") if fn_source is not None else None
 
 
-def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple,
-                    break_point: BreakPoint | None = None) -> Translator:
+def root_translator(
+    output: TraceOutput, fn: types.FunctionType, args: tuple, break_point: BreakPoint | None = None
+) -> Translator:
     """The Translator for the captured frame: arguments become Variables with LocalSources; with `break_point`,
     it stops there (a graph break)."""
     code = fn.__code__
@@ -283,6 +321,7 @@ def root_translator(output: TraceOutput, fn: types.FunctionType, args: tuple,
         try:
             contents = real.cell_contents
         except ValueError:
+
             def store(value: Variable, name: str = name) -> None:
                 output.side_effects.store_cell(name, value)
 

@@ -1,5 +1,5 @@
-"""In-place writes whose inputs share memory with the written tensor.
-"""
+"""In-place writes whose inputs share memory with the written tensor."""
+
 from __future__ import annotations
 
 import operator
@@ -24,10 +24,14 @@ def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwarg
     else:
         return
     if torch._debug_has_internal_overlap(written) == 1:
-        unsupported(f"{name} writes into a tensor whose elements share memory (eager refuses it)",
-                    BreakCode.ALIASED_WRITE)
-    aliases = [t for t in pytree.tree_leaves(others)
-               if isinstance(t, torch.Tensor) and t is not written and torch._C._is_alias_of(t, written)]
+        unsupported(
+            f"{name} writes into a tensor whose elements share memory (eager refuses it)", BreakCode.ALIASED_WRITE
+        )
+    aliases = [
+        t
+        for t in pytree.tree_leaves(others)
+        if isinstance(t, torch.Tensor) and t is not written and torch._C._is_alias_of(t, written)
+    ]
     if not aliases:
         return
     indexed = target is operator.setitem
@@ -36,8 +40,11 @@ def check_aliased_write(name: str, target: Any, fake_args: list[Any], fake_kwarg
             part = written[fake_args[1]]
         written, indexed = part, False  # x[i] = y writes into the view x[i]
     if any(_may_partly_overlap(written, other, indexed=indexed) for other in aliases):
-        unsupported(f"{name} writes into a tensor that shares memory with one of its inputs: eager checks the "
-                    f"overlap when it runs", BreakCode.ALIASED_WRITE)
+        unsupported(
+            f"{name} writes into a tensor that shares memory with one of its inputs: eager checks the "
+            f"overlap when it runs",
+            BreakCode.ALIASED_WRITE,
+        )
 
 
 def _basic_index(index: Any) -> bool:
@@ -56,8 +63,12 @@ def _may_partly_overlap(written: torch.Tensor, other: torch.Tensor, *, indexed: 
     start_o, end_o = _byte_range(other)
     if known(end_w <= start_o) or known(end_o <= start_w):  # disjoint spans, whatever the strides (no guards:
         return False  # unknown counts as overlapping)
-    if not indexed and written.dim() == other.dim() and known(start_w == start_o) and all(
-            known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride()))):
+    if (
+        not indexed
+        and written.dim() == other.dim()
+        and known(start_w == start_o)
+        and all(known(a == b) for a, b in zip((*written.shape, *written.stride()), (*other.shape, *other.stride())))
+    ):
         return False  # the same elements in the same places (`t[..., 0] /= w` writes t[..., 0] back into itself)
     return True  # dense or not: eager refuses a partial overlap, or cannot tell and computes in memory order
 

@@ -1,5 +1,6 @@
 """torch.autocast (torch.amp.autocast and its device subclasses) entered in a trace: real autocast state while
 ops run on fake tensors, and the same state changes as nodes of the graph."""
+
 from __future__ import annotations
 
 import types
@@ -34,8 +35,9 @@ class AutocastCtorVariable(KnownValueVariable):
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unsupported(f"{self.value.__qualname__}() with arguments known only at run time", BreakCode.AUTOCAST)
         try:  # the real constructor resolves defaults and validates (warning, or disabling itself, as in eager)
-            real = self.value(*[a.as_python_constant() for a in args],
-                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+            real = self.value(
+                *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}
+            )
         except Exception as e:
             unsupported(f"{self.value.__qualname__}() raised {type(e).__name__}: {e}", BreakCode.OP_ERROR)
         return AutocastVariable(real.device, real.fast_dtype, real._enabled, real._cache_enabled)
@@ -47,8 +49,14 @@ class AutocastVariable(Variable):
     Those two are the nodes torch's own tracers emit: the eager backend runs them, AOTAutograd (aot_eager,
     inductor) runs them while it traces, so the casts they cause become explicit ops of its graph."""
 
-    def __init__(self, device: str, dtype: torch.dtype, enabled: bool, cache_enabled: bool,
-                 previous: tuple[bool, torch.dtype, bool] | None = None) -> None:
+    def __init__(
+        self,
+        device: str,
+        dtype: torch.dtype,
+        enabled: bool,
+        cache_enabled: bool,
+        previous: tuple[bool, torch.dtype, bool] | None = None,
+    ) -> None:
         self.device, self.dtype, self.enabled, self.cache_enabled = device, dtype, enabled, cache_enabled
         self.previous = previous  # (enabled, dtype, cache_enabled) a block entered outside the trace restores
         self.enter_node: Any = None
@@ -72,11 +80,15 @@ class AutocastVariable(Variable):
         return torch.amp.autocast
 
     def enter(self, tx: Tracer) -> Variable:
-        self.enter_node = tx.output.create_node(tx, "call_function", _enter_autocast,
-                                                (self.device, self.dtype, self.enabled, self.cache_enabled), {})
+        self.enter_node = tx.output.create_node(
+            tx, "call_function", _enter_autocast, (self.device, self.dtype, self.enabled, self.cache_enabled), {}
+        )
         self.enter_node.meta["example_value"] = None
-        self.saved = (torch.is_autocast_enabled(self.device), torch.get_autocast_dtype(self.device),
-                      torch.is_autocast_cache_enabled())
+        self.saved = (
+            torch.is_autocast_enabled(self.device),
+            torch.get_autocast_dtype(self.device),
+            torch.is_autocast_cache_enabled(),
+        )
         tx.output.set_autocast_state(self.device, self.enabled, self.dtype, self.cache_enabled)
         return self
 
@@ -147,4 +159,3 @@ class AutocastDecoratedVariable(Variable):
         result = fn.call(tx, args, kwargs)
         ctx.exit(tx)
         return result
-

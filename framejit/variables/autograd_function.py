@@ -1,4 +1,5 @@
 """torch.autograd.Function subclasses called in a trace: one graph node that calls the class's real `apply`."""
+
 from __future__ import annotations
 
 import types
@@ -13,15 +14,19 @@ from framejit.variables.base import KnownValueVariable, Variable
 
 
 def is_autograd_function_class(value: Any) -> bool:
-    return isinstance(value, type) and issubclass(value, torch.autograd.Function) \
-        and value is not torch.autograd.Function
+    return (
+        isinstance(value, type) and issubclass(value, torch.autograd.Function) and value is not torch.autograd.Function
+    )
 
 
 def is_bound_apply(value: Any) -> bool:
     """`MyFn.apply` read as a value (a classmethod bound to a Function subclass). Asked of every value wrapped, so
     it reads only a bound method's own fields: getattr() on any object could run its class's __getattr__."""
-    return isinstance(value, types.MethodType) and value.__func__ is torch.autograd.Function.apply.__func__ \
+    return (
+        isinstance(value, types.MethodType)
+        and value.__func__ is torch.autograd.Function.apply.__func__
         and is_autograd_function_class(value.__self__)
+    )
 
 
 class AutogradFunctionClassVariable(KnownValueVariable):
@@ -38,8 +43,10 @@ class AutogradFunctionClassVariable(KnownValueVariable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if args or kwargs:
-            unsupported(f"instantiating the autograd.Function {self.cls.__qualname__} with arguments (call its "
-                        f".apply instead)", BreakCode.AUTOGRAD_FUNCTION)
+            unsupported(
+                f"instantiating the autograd.Function {self.cls.__qualname__} with arguments (call its .apply instead)",
+                BreakCode.AUTOGRAD_FUNCTION,
+            )
         return AutogradFunctionInstanceVariable(self.cls)  # `MyFn().apply(x)`: apply is the class's classmethod
 
     def __repr__(self) -> str:
@@ -85,13 +92,17 @@ class AutogradApplyVariable(Variable):
         name = self.cls.__qualname__
         for arg in [*args, *kwargs.values()]:
             if not _graph_argument(arg):
-                unsupported(f"autograd.Function {name}.apply gets {arg}, which is neither a tensor nor a constant",
-                            BreakCode.AUTOGRAD_FUNCTION)
+                unsupported(
+                    f"autograd.Function {name}.apply gets {arg}, which is neither a tensor nor a constant",
+                    BreakCode.AUTOGRAD_FUNCTION,
+                )
         try:
             return tx.output.call_graph_op(tx, "call_function", _apply_of(self.cls), list(args), kwargs)
         except Unsupported as e:
-            unsupported(f"the forward of autograd.Function {name} cannot run on fake tensors: {e.msg}",
-                        BreakCode.AUTOGRAD_FUNCTION)
+            unsupported(
+                f"the forward of autograd.Function {name} cannot run on fake tensors: {e.msg}",
+                BreakCode.AUTOGRAD_FUNCTION,
+            )
 
     def __repr__(self) -> str:
         return f"AutogradApplyVariable({self.cls.__qualname__})"
@@ -100,8 +111,10 @@ class AutogradApplyVariable(Variable):
 def _apply_of(cls: type) -> Any:
     """A plain function calling `cls.apply`, named after the class: FX names a target from torch by its module
     path, which a classmethod bound to a user class does not have."""
+
     def apply(*args: Any, **kwargs: Any) -> Any:
         return cls.apply(*args, **kwargs)
+
     apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
     return apply
 
@@ -110,6 +123,7 @@ def _graph_argument(var: Variable) -> bool:
     """A tensor, a constant, or a tuple/list of them: what a graph node can take as an argument."""
     from framejit.variables.containers import ListVariable, TupleVariable
     from framejit.variables.tensor import TensorVariable
+
     if isinstance(var, TensorVariable) or var.is_python_constant():
         return True
     return type(var) in (TupleVariable, ListVariable) and all(_graph_argument(v) for v in var.items)

@@ -1,4 +1,5 @@
 """The base of every value the symbolic interpreter pushes."""
+
 from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
@@ -8,7 +9,6 @@ from framejit.exc import BreakCode, unsupported
 from framejit.sources import Source
 
 
-
 HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not written in C)
 
 
@@ -16,7 +16,7 @@ def lookup_class_attr(cls: type, name: str, after: type | None = None) -> tuple[
     """(the class on cls.__mro__ that defines `name`, its raw value) without running descriptors, or (None, None);
     with `after`, the search starts past that class (super())."""
     mro = cls.__mro__
-    for klass in mro[mro.index(after) + 1:] if after is not None else mro:
+    for klass in mro[mro.index(after) + 1 :] if after is not None else mro:
         if name in vars(klass):
             return klass, vars(klass)[name]
     return None, None
@@ -46,8 +46,9 @@ class Variable:
     def call(self, tx: Tracer, args: Sequence["Variable"], kwargs: dict[str, "Variable"]) -> "Variable":
         unsupported(f"call to {self}", BreakCode.CALL)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence["Variable"],
-                    kwargs: dict[str, "Variable"]) -> "Variable":
+    def call_method(
+        self, tx: Tracer, name: str, args: Sequence["Variable"], kwargs: dict[str, "Variable"]
+    ) -> "Variable":
         return self.var_getattr(tx, name).call(tx, args, kwargs)
 
     def unpack(self, tx: Tracer) -> list["Variable"]:

@@ -1,4 +1,5 @@
 """Turning real Python values read by the trace into Variables, recording one guard per read."""
+
 from __future__ import annotations
 
 import builtins
@@ -18,28 +19,58 @@ from torch import nn
 from framejit import policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.sources import (AttrSource, ConstSource, DerivedSource, GenericAttrSource, ItemSource, LocalSource,
-                              ModuleGlobalsSource, ReduceSource, Source)
-from framejit.variables.autograd_function import (AutogradFunctionClassVariable, is_autograd_function_class,
-                                                  is_bound_apply)
-from framejit.variables.autocast import (AutocastCtorVariable, AutocastDecoratedVariable, AutocastVariable,
-                                         is_autocast_class, is_autocast_decorated)
+from framejit.sources import (
+    AttrSource,
+    ConstSource,
+    DerivedSource,
+    GenericAttrSource,
+    ItemSource,
+    LocalSource,
+    ModuleGlobalsSource,
+    ReduceSource,
+    Source,
+)
+from framejit.variables.autograd_function import (
+    AutogradFunctionClassVariable,
+    is_autograd_function_class,
+    is_bound_apply,
+)
+from framejit.variables.autocast import (
+    AutocastCtorVariable,
+    AutocastDecoratedVariable,
+    AutocastVariable,
+    is_autocast_class,
+    is_autocast_decorated,
+)
 from framejit.variables.base import Variable
 from framejit.variables.callable_ops import CallableOpVariable, is_callable_op
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
-from framejit.variables.callables import (ConstantResultVariable, DisallowedVariable, TorchVariable,
-                                          UserFunctionVariable, UserMethodVariable, is_numpy_number_function)
+from framejit.variables.callables import (
+    ConstantResultVariable,
+    DisallowedVariable,
+    TorchVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    is_numpy_number_function,
+)
 from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal, is_numpy_integer
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable
-from framejit.variables.torch_special import (GRAD_MODE_CTORS, GradModeCtorVariable, GradModeVariable, WithExitVariable,
-                                             is_constant_query, is_torch_op)
+from framejit.variables.torch_special import (
+    GRAD_MODE_CTORS,
+    GradModeCtorVariable,
+    GradModeVariable,
+    WithExitVariable,
+    is_constant_query,
+    is_torch_op,
+)
 from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
 
 
-_BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | \
-    {id(v) for v in vars(operator).values() if callable(v)}
+_BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | {
+    id(v) for v in vars(operator).values() if callable(v)
+}
 
 
 def wrap_constant_result(value: Any) -> Variable:
@@ -64,8 +95,9 @@ def wrap_constant_result(value: Any) -> Variable:
 def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     """Wrap a real value read from `source`, guarding what the trace relies on."""
     if source is None:
-        if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.CodeType,
-                                                   type, torch.Tensor)):
+        if is_literal(value) or isinstance(
+            value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.CodeType, type, torch.Tensor)
+        ):
             return _wrap(tx, value, None)
         source = ConstSource(value)  # mutable: it needs a name so that reads are guarded and writes replayed
     cache = tx.output.wrapped
@@ -98,8 +130,12 @@ def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
 
 
 # `with record_function("name"):` / `with profiler.profile():` inside compiled code
-_PROFILER_CONTEXTS = (torch.autograd.profiler.record_function, torch.autograd.profiler.profile,
-                      torch.profiler.profile, torch.autograd.profiler.emit_nvtx)
+_PROFILER_CONTEXTS = (
+    torch.autograd.profiler.record_function,
+    torch.autograd.profiler.profile,
+    torch.profiler.profile,
+    torch.autograd.profiler.emit_nvtx,
+)
 
 
 def _through_attribute(source: Source) -> bool:
@@ -113,8 +149,12 @@ def _through_attribute(source: Source) -> bool:
 def _aliasable(value: Any) -> bool:
     """Values whose identity matters to the trace: tensors and mutable containers and objects."""
     return isinstance(value, (torch.Tensor, list, dict, set)) or (
-        not isinstance(value, (nn.Module, type, types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
-                               types.MethodType)) and not is_literal(value) and hasattr(value, "__dict__"))
+        not isinstance(
+            value, (nn.Module, type, types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType)
+        )
+        and not is_literal(value)
+        and hasattr(value, "__dict__")
+    )
 
 
 def _guard(tx: Tracer, source: Source | None, kind: GuardKind, value: Any) -> None:
@@ -127,8 +167,11 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         if source is None:
             unsupported("a tensor that did not come from the frame's inputs", BreakCode.TENSOR_CONSTANT)
         return tx.output.add_graph_input(source, value)
-    if (type(value) is int or is_numpy_integer(value)) and source is not None and \
-            isinstance(source.root(), LocalSource):
+    if (
+        (type(value) is int or is_numpy_integer(value))
+        and source is not None
+        and isinstance(source.root(), LocalSource)
+    ):
         # an argument that varies (dynamic shapes policy); an attribute of an object (a model's config) only once
         # it changed between compiles, as configuration does not vary with the data
         symbolic = tx.output.add_int_input(source, value, automatic_only=_through_attribute(source))
@@ -150,8 +193,9 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
         _guard(tx, source, GuardKind.LEN_MATCH, value)
         items = [wrap_value(tx, v, ItemSource(source, i) if source else None) for i, v in enumerate(value)]
-        return (ListVariable if type(value) is list else TupleVariable)(items, source, *(
-            () if type(value) is list else (type(value),)))
+        return (ListVariable if type(value) is list else TupleVariable)(
+            items, source, *(() if type(value) is list else (type(value),))
+        )
     if type(value) in (set, frozenset) and all(is_literal(v) for v in value):  # its items, in iteration order
         _guard(tx, source, GuardKind.DICT_KEYS, value)
         return SetVariable([ConstantVariable(v) for v in value], source, type(value))
@@ -243,14 +287,21 @@ def _wrap_bound_method(tx: Tracer, value: types.MethodType, source: Source | Non
 
 def _is_exit_of_entered(value: Any, source: Source | None, context_types: Any) -> bool:
     """The bound __exit__ of an entered context manager of `context_types`, as a continuation receives it."""
-    return isinstance(value, types.MethodType) and isinstance(value.__self__, context_types) \
-        and value.__func__.__name__ == "__exit__" and source is not None
+    return (
+        isinstance(value, types.MethodType)
+        and isinstance(value.__self__, context_types)
+        and value.__func__.__name__ == "__exit__"
+        and source is not None
+    )
 
 
 def _is_member(value: Any, source: Source | None) -> bool:
     """A builtin method of a tensor, list or dict read from a source: re-read through its object."""
-    return isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (torch.Tensor, list, dict)) \
+    return (
+        isinstance(value, types.BuiltinMethodType)
+        and isinstance(value.__self__, (torch.Tensor, list, dict))
         and source is not None
+    )
 
 
 def _wrap_member(tx: Tracer, value: Any, source: Source) -> Variable:
@@ -271,62 +322,144 @@ class WrapRule:
 
 # In order: the first rule that matches wins (a torch op is also a callable; a function may be disallowed).
 _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
-    WrapRule(kind="module", matches=lambda v, s: isinstance(v, types.ModuleType), guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: ObjectVariable(v, s)),
-    WrapRule(kind="disallowed", matches=lambda v, s: policy.is_disallowed(v), guard=None,
-             make=lambda tx, v, s: DisallowedVariable(v)),
-    WrapRule(kind="constant result", matches=lambda v, s: policy.is_constant_result(v), guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: ConstantResultVariable(v)),
-    WrapRule(kind="is-compiling query", matches=lambda v, s: policy.compile_query_answer(v)[0],
-             guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: ConstantResultVariable(v, policy.compile_query_answer(v)[1])),
+    WrapRule(
+        kind="module",
+        matches=lambda v, s: isinstance(v, types.ModuleType),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: ObjectVariable(v, s),
+    ),
+    WrapRule(
+        kind="disallowed",
+        matches=lambda v, s: policy.is_disallowed(v),
+        guard=None,
+        make=lambda tx, v, s: DisallowedVariable(v),
+    ),
+    WrapRule(
+        kind="constant result",
+        matches=lambda v, s: policy.is_constant_result(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: ConstantResultVariable(v),
+    ),
+    WrapRule(
+        kind="is-compiling query",
+        matches=lambda v, s: policy.compile_query_answer(v)[0],
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: ConstantResultVariable(v, policy.compile_query_answer(v)[1]),
+    ),
     # a Python function of torch's that reads global state (folded, guarded)
-    WrapRule(kind="torch state query", matches=lambda v, s: is_constant_query(v), guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: TorchVariable(v, s)),
+    WrapRule(
+        kind="torch state query",
+        matches=lambda v, s: is_constant_query(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: TorchVariable(v, s),
+    ),
     # profiler ranges in a graph do nothing, as under torch.compile: the graph stays whole (its ops are not ranged)
-    WrapRule(kind="profiler context", matches=lambda v, s: any(v is c for c in _PROFILER_CONTEXTS),
-             guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: wrap_value(tx, contextlib.nullcontext,
-                                              ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext"))),
-    WrapRule(kind="grad mode class", matches=lambda v, s: v in GRAD_MODE_CTORS, guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: GradModeCtorVariable(v)),
-    WrapRule(kind="autocast class", matches=lambda v, s: is_autocast_class(v), guard=GuardKind.ID_MATCH,
-             make=lambda tx, v, s: AutocastCtorVariable(v, s)),
-    WrapRule(kind="autocast-decorated function", matches=lambda v, s: is_autocast_decorated(v),
-             guard=GuardKind.CODE_MATCH, make=lambda tx, v, s: AutocastDecoratedVariable(v, s)),
-    WrapRule(kind="autograd.Function class", matches=lambda v, s: is_autograd_function_class(v),
-             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: AutogradFunctionClassVariable(v, s)),
-    WrapRule(kind="callable op", matches=lambda v, s: is_callable_op(v), guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: CallableOpVariable(v, s)),
+    WrapRule(
+        kind="profiler context",
+        matches=lambda v, s: any(v is c for c in _PROFILER_CONTEXTS),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: wrap_value(
+            tx, contextlib.nullcontext, ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext")
+        ),
+    ),
+    WrapRule(
+        kind="grad mode class",
+        matches=lambda v, s: v in GRAD_MODE_CTORS,
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: GradModeCtorVariable(v),
+    ),
+    WrapRule(
+        kind="autocast class",
+        matches=lambda v, s: is_autocast_class(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: AutocastCtorVariable(v, s),
+    ),
+    WrapRule(
+        kind="autocast-decorated function",
+        matches=lambda v, s: is_autocast_decorated(v),
+        guard=GuardKind.CODE_MATCH,
+        make=lambda tx, v, s: AutocastDecoratedVariable(v, s),
+    ),
+    WrapRule(
+        kind="autograd.Function class",
+        matches=lambda v, s: is_autograd_function_class(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: AutogradFunctionClassVariable(v, s),
+    ),
+    WrapRule(
+        kind="callable op",
+        matches=lambda v, s: is_callable_op(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: CallableOpVariable(v, s),
+    ),
     # `MyFn.apply` read from a global or an attribute: guarded through its class
-    WrapRule(kind="autograd.Function apply", matches=lambda v, s: is_bound_apply(v), guard=None,
-             make=lambda tx, v, s: wrap_value(tx, v.__self__, AttrSource(s, "__self__") if s else None)
-             .var_getattr(tx, "apply")),
-    WrapRule(kind="builtin", matches=lambda v, s: id(v) in _BUILTIN_CALLABLES
-             or getattr(v, "__module__", None) == "math" or _has_traced_rule(v),
-             guard=GuardKind.FUNCTION_MATCH, make=lambda tx, v, s: BuiltinVariable(v, s)),
-    WrapRule(kind="torch op", matches=lambda v, s: is_torch_op(v), guard=GuardKind.FUNCTION_MATCH,
-             make=lambda tx, v, s: TorchVariable(v, s)),
-    WrapRule(kind="user function", matches=lambda v, s: isinstance(v, types.FunctionType), guard=None,
-             make=_wrap_function),
-    WrapRule(kind="sequence iterator", matches=lambda v, s: type(v) in _SEQUENCE_ITERATORS and s is not None,
-             guard=None, make=_wrap_iterator),
+    WrapRule(
+        kind="autograd.Function apply",
+        matches=lambda v, s: is_bound_apply(v),
+        guard=None,
+        make=lambda tx, v, s: wrap_value(tx, v.__self__, AttrSource(s, "__self__") if s else None).var_getattr(
+            tx, "apply"
+        ),
+    ),
+    WrapRule(
+        kind="builtin",
+        matches=lambda v, s: (
+            id(v) in _BUILTIN_CALLABLES or getattr(v, "__module__", None) == "math" or _has_traced_rule(v)
+        ),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: BuiltinVariable(v, s),
+    ),
+    WrapRule(
+        kind="torch op",
+        matches=lambda v, s: is_torch_op(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: TorchVariable(v, s),
+    ),
+    WrapRule(
+        kind="user function", matches=lambda v, s: isinstance(v, types.FunctionType), guard=None, make=_wrap_function
+    ),
+    WrapRule(
+        kind="sequence iterator",
+        matches=lambda v, s: type(v) in _SEQUENCE_ITERATORS and s is not None,
+        guard=None,
+        make=_wrap_iterator,
+    ),
     WrapRule(kind="tensor, list or dict method", matches=_is_member, guard=None, make=_wrap_member),
-    WrapRule(kind="entered grad mode's __exit__", matches=lambda v, s: _is_exit_of_entered(v, s, GRAD_MODE_CTORS),
-             guard=None, make=_wrap_entered_grad_mode),
-    WrapRule(kind="entered autocast's __exit__", matches=lambda v, s: _is_exit_of_entered(v, s, torch.amp.autocast),
-             guard=None,
-             make=lambda tx, v, s: WithExitVariable(AutocastVariable.from_entered(tx, v.__self__, s), s)),
-    WrapRule(kind="bound method", matches=lambda v, s: isinstance(v, types.MethodType), guard=None,
-             make=_wrap_bound_method),
-    WrapRule(kind="class or plain callable", matches=lambda v, s: isinstance(v, type) or callable(v)
-             and not hasattr(v, "__dict__") or is_numpy_number_function(v), guard=GuardKind.ID_MATCH,
-             make=lambda tx, v, s: ObjectVariable(v, s)),
+    WrapRule(
+        kind="entered grad mode's __exit__",
+        matches=lambda v, s: _is_exit_of_entered(v, s, GRAD_MODE_CTORS),
+        guard=None,
+        make=_wrap_entered_grad_mode,
+    ),
+    WrapRule(
+        kind="entered autocast's __exit__",
+        matches=lambda v, s: _is_exit_of_entered(v, s, torch.amp.autocast),
+        guard=None,
+        make=lambda tx, v, s: WithExitVariable(AutocastVariable.from_entered(tx, v.__self__, s), s),
+    ),
+    WrapRule(
+        kind="bound method", matches=lambda v, s: isinstance(v, types.MethodType), guard=None, make=_wrap_bound_method
+    ),
+    WrapRule(
+        kind="class or plain callable",
+        matches=lambda v, s: (
+            isinstance(v, type) or callable(v) and not hasattr(v, "__dict__") or is_numpy_number_function(v)
+        ),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: ObjectVariable(v, s),
+    ),
     # immutable: what is read from it needs no further guard (a decorator's signature kept in a closure, bound in
     # the trace)
-    WrapRule(kind="code or signature", matches=lambda v, s: isinstance(v, (types.CodeType, inspect.Signature,
-                                                                            inspect.Parameter)),
-             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: ObjectVariable(v, s)),
-    WrapRule(kind="enum member or type hint", matches=lambda v, s: isinstance(v, (enum.Enum, TYPE_HINTS)),
-             guard=GuardKind.ID_MATCH, make=lambda tx, v, s: ObjectVariable(v, s)),
+    WrapRule(
+        kind="code or signature",
+        matches=lambda v, s: isinstance(v, (types.CodeType, inspect.Signature, inspect.Parameter)),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: ObjectVariable(v, s),
+    ),
+    WrapRule(
+        kind="enum member or type hint",
+        matches=lambda v, s: isinstance(v, (enum.Enum, TYPE_HINTS)),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: ObjectVariable(v, s),
+    ),
 )

@@ -1,5 +1,6 @@
 """Python builtins applied to Variables (len, isinstance, getattr, range, zip, map, id...): folded on constants,
 graph ops on tensors; operators are in operators.py."""
+
 from __future__ import annotations
 
 import abc
@@ -50,8 +51,12 @@ class BuiltinVariable(KnownValueVariable):
             return call_operator(tx, self.fn, args)
         if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
             if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-                return tx.wrap_constant(self.fn(*[a.as_python_constant() for a in args],
-                                                    **{k: v.as_python_constant() for k, v in kwargs.items()}))
+                return tx.wrap_constant(
+                    self.fn(
+                        *[a.as_python_constant() for a in args],
+                        **{k: v.as_python_constant() for k, v in kwargs.items()},
+                    )
+                )
             if self.fn in (abs, pow, divmod) and _has_tensor(args):
                 op = {abs: operator.abs, pow: operator.pow}.get(self.fn)
                 if op is not None:
@@ -76,6 +81,7 @@ def _traces(*fns: Any) -> Callable[[Callable[..., Variable]], Callable[..., Vari
         for fn in fns:
             TRACED_BUILTINS[fn] = trace_call
         return trace_call
+
     return register
 
 
@@ -117,8 +123,9 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         # which the entry guards; the fake has them
         return ConstantVariable(isinstance(obj.example, cls))
     if not isinstance(obj, TensorVariable) and any(
-            isinstance(c, type) and type(c).__instancecheck__ not in _TYPE_ONLY_CHECKS and c is not obj.python_type()
-            for c in _flat_classes(cls)):
+        isinstance(c, type) and type(c).__instancecheck__ not in _TYPE_ONLY_CHECKS and c is not obj.python_type()
+        for c in _flat_classes(cls)
+    ):
         # a metaclass that asks the object itself (torch.BoolStorage asks a storage's dtype): not the type alone
         if obj.is_python_constant():  # an immutable value, guarded: asked now
             return ConstantVariable(isinstance(obj.as_python_constant(), cls))
@@ -128,8 +135,12 @@ def _isinstance(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 # metaclasses whose isinstance asks only the type, of anything but a tensor (Parameter and Buffer also accept a
 # plain tensor marked as one: tensors are answered above and below from their guarded type)
-_TYPE_ONLY_CHECKS = (type.__instancecheck__, abc.ABCMeta.__instancecheck__,
-                     type(torch.nn.Parameter).__instancecheck__, type(torch.nn.Buffer).__instancecheck__)
+_TYPE_ONLY_CHECKS = (
+    type.__instancecheck__,
+    abc.ABCMeta.__instancecheck__,
+    type(torch.nn.Parameter).__instancecheck__,
+    type(torch.nn.Buffer).__instancecheck__,
+)
 
 
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
@@ -140,15 +151,29 @@ def _legacy_tensor(cls: Any) -> Callable[..., Variable]:
         """`torch.IntTensor([n])`: torch.tensor of the data, in the type's dtype (ints alone give sizes instead:
         an uninitialised tensor, which stays Python's)."""
         data = args[0] if len(args) == 1 else None
-        if kwargs or not (isinstance(data, (ListVariable, TupleVariable)) or isinstance(data, ConstantVariable)
-                          and isinstance(data.value, (list, tuple))):
+        if kwargs or not (
+            isinstance(data, (ListVariable, TupleVariable))
+            or isinstance(data, ConstantVariable)
+            and isinstance(data.value, (list, tuple))
+        ):
             unsupported(f"torch.{cls.__name__}(...) other than of a list of numbers", BreakCode.CALL)
         return tx.wrap(torch.tensor, None).call(tx, args, {"dtype": ConstantVariable(cls.dtype)})
+
     return trace_call
 
 
-for _cls in (torch.FloatTensor, torch.DoubleTensor, torch.HalfTensor, torch.BFloat16Tensor, torch.ByteTensor,
-             torch.CharTensor, torch.ShortTensor, torch.IntTensor, torch.LongTensor, torch.BoolTensor):
+for _cls in (
+    torch.FloatTensor,
+    torch.DoubleTensor,
+    torch.HalfTensor,
+    torch.BFloat16Tensor,
+    torch.ByteTensor,
+    torch.CharTensor,
+    torch.ShortTensor,
+    torch.IntTensor,
+    torch.LongTensor,
+    torch.BoolTensor,
+):
     TRACED_BUILTINS[_cls] = _legacy_tensor(_cls)
 
 
@@ -229,6 +254,7 @@ def _make_sequence(ctor: type) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         items = _iterate(tx, args[0]) if args else []
         return TupleVariable(items) if ctor is tuple else ListVariable(items)
+
     return trace_call
 
 
@@ -239,6 +265,7 @@ TRACED_BUILTINS[list] = _make_sequence(list)
 def _set_of(py_type: type) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         return SetVariable(_iterate(tx, args[0]) if args else [], py_type=py_type)
+
     return trace_call
 
 
@@ -259,8 +286,9 @@ def _slice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(enumerate)
 def _enumerate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
-    return IteratorVariable([TupleVariable([ConstantVariable(i + start), v])
-                             for i, v in enumerate(_iterate(tx, args[0]))])
+    return IteratorVariable(
+        [TupleVariable([ConstantVariable(i + start), v]) for i, v in enumerate(_iterate(tx, args[0]))]
+    )
 
 
 @_traces(zip)
@@ -312,16 +340,29 @@ def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable
 @_traces(map)
 def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
-    return _without_side_effects(tx, "map", lambda: IteratorVariable(
-        [fn.call(tx, list(group), {}) for group in zip(*seqs)]))
+    return _without_side_effects(
+        tx, "map", lambda: IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*seqs)])
+    )
 
 
 @_traces(filter)
 def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn, items = args[0], _iterate(tx, args[1])
-    return _without_side_effects(tx, "filter", lambda: IteratorVariable(
-        [x for x in items if (x.truth(tx) if fn.is_python_constant() and fn.as_python_constant() is None
-                              else fn.call(tx, [x], {}).truth(tx))]))
+    return _without_side_effects(
+        tx,
+        "filter",
+        lambda: IteratorVariable(
+            [
+                x
+                for x in items
+                if (
+                    x.truth(tx)
+                    if fn.is_python_constant() and fn.as_python_constant() is None
+                    else fn.call(tx, [x], {}).truth(tx)
+                )
+            ]
+        ),
+    )
 
 
 @_traces(sum)
@@ -340,6 +381,7 @@ def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
         if fn is bool and args:
             return ConstantVariable(args[0].truth(tx))
         return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
+
     return trace_call
 
 
@@ -386,6 +428,7 @@ def _io(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(super)
 def _super(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     from framejit.variables.callables import SuperVariable
+
     if args:
         return SuperVariable(args[0].as_python_constant(), args[1])
     return tx.zero_arg_super()
@@ -396,6 +439,7 @@ def _locals(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     """locals() (and vars() without arguments) of the traced frame, made from its variables now: run as Python
     at a break, it would read the frame running the compiled code, whose variables are temporaries."""
     from framejit.variables.mappings import DictVariable
+
     if args or kwargs:
         unsupported("vars() of an object", BreakCode.BUILTIN)
     return DictVariable(tx.frame_locals())

@@ -1,6 +1,7 @@
 """torch functions that run a callable the program passes them: `associative_scan` (one graph node) and
 `torch.utils.checkpoint.checkpoint` (traced into the graph, its nodes tagged for recomputation).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -42,8 +43,11 @@ class CallableOpVariable(KnownValueVariable):
             return call_checkpointed(tx, args[0], args[1:], kwargs)
         fn = real_callable(tx, args[0])
         if fn is None:
-            unsupported(f"{name}() of {args[0]}, which is not a function of constants alone (it closes over a traced "
-                        f"value, or has defaults that are not constants)", BreakCode.OPAQUE_CALL)
+            unsupported(
+                f"{name}() of {args[0]}, which is not a function of constants alone (it closes over a traced "
+                f"value, or has defaults that are not constants)",
+                BreakCode.OPAQUE_CALL,
+            )
         try:
             return tx.output.call_graph_op(tx, "call_function", _calling_with(self.value, fn), list(args[1:]), kwargs)
         except Unsupported as e:
@@ -67,8 +71,7 @@ def real_callable(tx: Tracer, var: Variable) -> Callable | None:
             tx.output.guards.add(var.source, GuardKind.ID_MATCH, fn)
         return fn
     if isinstance(var, NestedFunctionVariable):
-        if var.kwdefaults or var.annotations is not None \
-                or not all(d.is_python_constant() for d in var.defaults):
+        if var.kwdefaults or var.annotations is not None or not all(d.is_python_constant() for d in var.defaults):
             return None
         cells = []
         for cell in var.closure or ():
@@ -78,9 +81,13 @@ def real_callable(tx: Tracer, var: Variable) -> Callable | None:
                 cells.append(types.CellType(cell.value.as_python_constant()))
             else:
                 return None
-        fn = types.FunctionType(var.code, var.f_globals, var.code.co_name,
-                                tuple(d.as_python_constant() for d in var.defaults) or None,
-                                tuple(cells) if var.closure else None)
+        fn = types.FunctionType(
+            var.code,
+            var.f_globals,
+            var.code.co_name,
+            tuple(d.as_python_constant() for d in var.defaults) or None,
+            tuple(cells) if var.closure else None,
+        )
         fn.__qualname__ = var.qualname
         return fn
     return None
@@ -95,8 +102,10 @@ def _is_constant_value(value: Any) -> bool:
 
 def _calling_with(op: Any, fn: Callable) -> Callable:
     """A plain function calling `op(fn, ...)`, named after both: FX names a node by its target's name."""
+
     def call(*args: Any, **kwargs: Any) -> Any:
         return op(fn, *args, **kwargs)
+
     call.__name__ = call.__qualname__ = f"{op.__name__}_of_{fn.__name__}"
     return call
 
@@ -117,8 +126,9 @@ def call_checkpointed(tx: Tracer, fn: Variable, args: Sequence[Variable], kwargs
     fn_kwargs = {k: v for k, v in kwargs.items() if k not in options}
     values = {k: v.as_python_constant() if v.is_python_constant() else v for k, v in options.items()}
     if values.get("use_reentrant", None) is not False:
-        unsupported("checkpoint without use_reentrant=False (the reentrant variant runs as Python)",
-                    BreakCode.OPAQUE_CALL)
+        unsupported(
+            "checkpoint without use_reentrant=False (the reentrant variant runs as Python)", BreakCode.OPAQUE_CALL
+        )
     if values.get("context_fn", noop_context_fn) is not noop_context_fn or values.get("debug", False) is not False:
         unsupported("checkpoint with a context_fn or debug (runs as Python)", BreakCode.OPAQUE_CALL)
     graph = tx.output.graph
@@ -126,8 +136,9 @@ def call_checkpointed(tx: Tracer, fn: Variable, args: Sequence[Variable], kwargs
     side_effects = tx.output.side_effects.checkpoint()
     result = fn.call(tx, list(args), fn_kwargs)
     if tx.output.side_effects.wrote_older_state(side_effects, tensors=False):  # tensors: _refuse_outside_writes
-        unsupported("checkpoint of a function with Python side effects (eager's backward runs it again)",
-                    BreakCode.SIDE_EFFECT)
+        unsupported(
+            "checkpoint of a function with Python side effects (eager's backward runs it again)", BreakCode.SIDE_EFFECT
+        )
     region = [n for n in graph.nodes if n not in before and n.op not in ("placeholder", "get_attr", "output")]
     _refuse_outside_writes(graph, region)
     region_id = next(_checkpoint_regions)
@@ -153,5 +164,8 @@ def _refuse_outside_writes(graph: Any, region: list) -> None:
         if "out" in node.kwargs or writes_first_argument(node.target, op_name(node.target), dict(node.kwargs)):
             written = storage(node.kwargs.get("out", node.args[0] if node.args else None))
             if written is None or written in outside:
-                unsupported("checkpoint of a function that writes in place into a tensor from outside it (eager's "
-                            "backward writes it again)", BreakCode.SIDE_EFFECT)
+                unsupported(
+                    "checkpoint of a function that writes in place into a tensor from outside it (eager's "
+                    "backward writes it again)",
+                    BreakCode.SIDE_EFFECT,
+                )

@@ -1,4 +1,5 @@
 """Functions during tracing: user functions (inlined), torch functions (graph ops), methods, super()."""
+
 from __future__ import annotations
 
 import functools
@@ -24,24 +25,30 @@ CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 
 
-def bind_arguments(code: types.CodeType, defaults: Sequence[Variable], kwdefaults: dict[str, Variable],
-                   args: Sequence[Variable], kwargs: dict[str, Variable]) -> dict[str, Variable]:
+def bind_arguments(
+    code: types.CodeType,
+    defaults: Sequence[Variable],
+    kwdefaults: dict[str, Variable],
+    args: Sequence[Variable],
+    kwargs: dict[str, Variable],
+) -> dict[str, Variable]:
     """Map call arguments onto the parameters of `code`, as CPython would (errors become Unsupported)."""
     nparams, nkw = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames
-    positional, kwonly = names[:nparams], names[nparams:nparams + nkw]
+    positional, kwonly = names[:nparams], names[nparams : nparams + nkw]
     i = nparams + nkw
     varargs = names[i] if code.co_flags & CO_VARARGS else None
     varkw = names[i + (1 if varargs else 0)] if code.co_flags & CO_VARKEYWORDS else None
     bound: dict[str, Variable] = dict(zip(positional, args))
     if len(args) > nparams and varargs is None:
-        unsupported(f"{code.co_name}() takes {nparams} positional arguments but {len(args)} were given",
-                    BreakCode.BAD_CALL)
+        unsupported(
+            f"{code.co_name}() takes {nparams} positional arguments but {len(args)} were given", BreakCode.BAD_CALL
+        )
     if varargs is not None:
         bound[varargs] = TupleVariable(list(args[nparams:]))
     extra: dict[str, Variable] = {}
     for key, value in kwargs.items():
-        if key in positional[code.co_posonlyargcount:] or key in kwonly:
+        if key in positional[code.co_posonlyargcount :] or key in kwonly:
             if key in bound:
                 unsupported(f"{code.co_name}() got multiple values for argument {key!r}", BreakCode.BAD_CALL)
             bound[key] = value
@@ -96,11 +103,11 @@ class UserFunctionVariable(Variable):
             return ItemSource(AttrSource(self.source, attr), key) if self.source is not None else None
 
         defaults = [tx.wrap(v, attr_source("__defaults__", i)) for i, v in enumerate(fn.__defaults__ or ())]
-        kwdefaults = {k: tx.wrap(v, attr_source("__kwdefaults__", k))
-                      for k, v in (fn.__kwdefaults__ or {}).items()}
+        kwdefaults = {k: tx.wrap(v, attr_source("__kwdefaults__", k)) for k, v in (fn.__kwdefaults__ or {}).items()}
         bound = bind_arguments(fn.__code__, defaults, kwdefaults, args, kwargs)
-        return tx.inline_call(fn.__code__, fn.__globals__, bound, closure=fn.__closure__,
-                              fn_source=self.source, fn_name=fn.__qualname__)
+        return tx.inline_call(
+            fn.__code__, fn.__globals__, bound, closure=fn.__closure__, fn_source=self.source, fn_name=fn.__qualname__
+        )
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
@@ -109,9 +116,16 @@ class UserFunctionVariable(Variable):
 class NestedFunctionVariable(Variable):
     """A function made by MAKE_FUNCTION during the trace (lambdas, inner defs, comprehensions)."""
 
-    def __init__(self, code: types.CodeType, qualname: str, f_globals: dict, defaults: list[Variable],
-                 kwdefaults: dict[str, Variable], closure: list[Any] | None,
-                 annotations: Variable | None = None) -> None:
+    def __init__(
+        self,
+        code: types.CodeType,
+        qualname: str,
+        f_globals: dict,
+        defaults: list[Variable],
+        kwdefaults: dict[str, Variable],
+        closure: list[Any] | None,
+        annotations: Variable | None = None,
+    ) -> None:
         self.code = code
         self.qualname = qualname
         self.f_globals = f_globals
@@ -133,8 +147,9 @@ class NestedFunctionVariable(Variable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         bound = bind_arguments(self.code, self.defaults, self.kwdefaults, args, kwargs)
-        return tx.inline_call(self.code, self.f_globals, bound, closure=self.closure, fn_source=None,
-                              fn_name=self.qualname)
+        return tx.inline_call(
+            self.code, self.f_globals, bound, closure=self.closure, fn_source=None, fn_name=self.qualname
+        )
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in ("__name__", "__qualname__"):
@@ -236,6 +251,7 @@ class SuperVariable(Variable):
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         from framejit.variables.user_object import class_attribute
+
         owner = self.obj.as_python_constant() if issubclass(self.obj.python_type(), type) else None
         klass, attr = lookup_class_attr(owner or self.obj.python_type(), name, after=self.cls)
         if klass is None:
@@ -260,6 +276,7 @@ class TorchVariable(KnownValueVariable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.torch_special import call_torch_function
+
         return call_torch_function(tx, self.fn, list(args), kwargs)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
@@ -312,8 +329,7 @@ class PartialVariable(Variable):
         return f"PartialVariable({self.fn})"
 
 
-def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
-                       kwargs: dict[str, Variable]) -> Variable:
+def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
     """Calling an opaque object (a class, a C function outside torch): only fold pure, constant calls."""
     if value is functools.partial and args:
         return PartialVariable(args[0], args[1:], kwargs)
@@ -323,29 +339,40 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable],
         return ConstantVariable(None)
     if value is weakref.ref and len(args) == 1 and not kwargs and args[0].source is not None:
         from framejit.variables.constant import WeakrefVariable
+
         return WeakrefVariable(args[0])
-    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and not args and not kwargs \
-            and value.__name__ == "__subclasses__":  # cls.__subclasses__(): guarded on the answer (a class may be added)
+    if (
+        isinstance(value, types.BuiltinMethodType)
+        and isinstance(value.__self__, type)
+        and not args
+        and not kwargs
+        and value.__name__ == "__subclasses__"
+    ):  # cls.__subclasses__(): guarded on the answer (a class may be added)
         subclasses = value()
         tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
         return ListVariable([tx.wrap(c, None) for c in subclasses])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
-    if all_const and (value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
-                      or getattr(value, "__module__", None) == "math" or is_numpy_number_function(value)):
-        result = value(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+    if all_const and (
+        value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
+        or getattr(value, "__module__", None) == "math"
+        or is_numpy_number_function(value)
+    ):
+        result = value(
+            *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}
+        )
         if is_numpy_number_function(value) and not is_literal(result):  # an array: not a constant the trace can hold
             unsupported(f"numpy.{value.__name__} giving an array", BreakCode.OPAQUE_CALL)  # (not a number)
         return tx.wrap_constant(result)
     name = getattr(value, "__qualname__", None) or repr(value)
-    unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)",
-                BreakCode.OPAQUE_CALL)
+    unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)", BreakCode.OPAQUE_CALL)
 
 
 def is_numpy_number_function(value: Any) -> bool:
     """np.sqrt and its kind, and the scalar types (np.float32): of numbers, pure functions giving a number."""
     numpy = sys.modules.get("numpy")
-    return numpy is not None and (isinstance(value, numpy.ufunc) or isinstance(value, type)
-                                  and issubclass(value, numpy.generic))
+    return numpy is not None and (
+        isinstance(value, numpy.ufunc) or isinstance(value, type) and issubclass(value, numpy.generic)
+    )
 
 
 def _make_namedtuple(cls: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -414,8 +441,10 @@ def _real_value(tx: Tracer, var: Variable) -> Any:
     for real in ("module", "value"):  # modules and objects from outside the frame (they have a source)
         if var.source is not None and hasattr(var, real):
             return getattr(var, real)
-    unsupported(f"an assume_constant_result function called with {var}, whose value is known only when the "
-                f"graph runs", BreakCode.DISALLOWED)
+    unsupported(
+        f"an assume_constant_result function called with {var}, whose value is known only when the graph runs",
+        BreakCode.DISALLOWED,
+    )
 
 
 def _constant(tx: Tracer, value: Any) -> Variable:

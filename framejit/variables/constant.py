@@ -1,4 +1,5 @@
 """Python literals and opaque Python objects that are used as constants during tracing."""
+
 from __future__ import annotations
 
 import enum
@@ -18,14 +19,39 @@ from framejit.variables.base import KnownValueVariable, Variable
 
 
 # Types whose values are immutable and can be embedded as LOAD_CONST / FX literals.
-LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented),
-                 torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size, range, slice)
+LITERAL_TYPES = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(Ellipsis),
+    type(NotImplemented),
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    torch.Size,
+    range,
+    slice,
+)
 
 
 # type hints (`int | None`, `list[int]`, `Optional[T]`, `Union`, forward references): immutable, used by identity
-TYPE_HINTS = (types.UnionType, types.GenericAlias, type(typing.Optional[int]), type(typing.List[int]),
-              type(typing.List), type(typing.Callable), type(typing.Tuple), type(typing.Union), typing.ForwardRef,
-              typing.TypeVar)
+TYPE_HINTS = (
+    types.UnionType,
+    types.GenericAlias,
+    type(typing.Optional[int]),
+    type(typing.List[int]),
+    type(typing.List),
+    type(typing.Callable),
+    type(typing.Tuple),
+    type(typing.Union),
+    typing.ForwardRef,
+    typing.TypeVar,
+)
 
 
 def is_literal(value: Any) -> bool:
@@ -63,8 +89,9 @@ def plain_literal(value: Any) -> Any:
 def is_constant_key(value: Any) -> bool:
     """A dict key the trace can hold: a literal, or an object hashed by identity that never changes (a class, a
     function, a type hint, an enum member; registries keyed by type)."""
-    return is_literal(value) or isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType, enum.Enum,
-                                                   TYPE_HINTS))
+    return is_literal(value) or isinstance(
+        value, (type, types.FunctionType, types.BuiltinFunctionType, enum.Enum, TYPE_HINTS)
+    )
 
 
 class IdentityKey:
@@ -130,8 +157,9 @@ class ConstantMethodVariable(Variable):
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unsupported(f"{type(self.obj.value).__name__}.{self.name} with non-constant arguments", BreakCode.CALL)
-        result = getattr(self.obj.value, self.name)(*[a.as_python_constant() for a in args],
-                                                   **{k: v.as_python_constant() for k, v in kwargs.items()})
+        result = getattr(self.obj.value, self.name)(
+            *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}
+        )
         return tx.wrap_constant(result)
 
 
@@ -164,8 +192,11 @@ class ObjectVariable(KnownValueVariable):
             return tx.wrap(value, None) if isinstance(value, types.MethodType) else tx.wrap_constant(value)
         if self.source is not None:
             source = AttrSource(self.source, name)
-        elif isinstance(self.value, types.ModuleType) and sys.modules.get(self.value.__name__) is self.value \
-                and name in vars(self.value):
+        elif (
+            isinstance(self.value, types.ModuleType)
+            and sys.modules.get(self.value.__name__) is self.value
+            and name in vars(self.value)
+        ):
             source = ItemSource(ModuleGlobalsSource(self.value.__name__), name)
         else:
             source = None
@@ -175,6 +206,7 @@ class ObjectVariable(KnownValueVariable):
         from framejit.variables.callables import call_python_object
         from framejit.variables.nn_module import NewModuleVariable, is_torch_nn_class
         from framejit.variables.user_object import construct, constructible
+
         if isinstance(self.value, type) and is_torch_nn_class(self.value):
             return NewModuleVariable.make(self.value, args, kwargs)
         made = new_exception(self.value, args, kwargs) if isinstance(self.value, type) else None

@@ -1,5 +1,5 @@
-"""Tuples, lists, sets, slices and iterators of Variables (dicts are in mappings.py).
-"""
+"""Tuples, lists, sets, slices and iterators of Variables (dicts are in mappings.py)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
@@ -71,8 +71,11 @@ class BaseListVariable(Variable):
     def getitem(self, tx: Tracer, key: Variable) -> Variable:
         index = key.as_python_constant()
         if isinstance(index, slice):
-            return type(self)(self.items[index]) if type(self) in (TupleVariable, ListVariable) \
+            return (
+                type(self)(self.items[index])
+                if type(self) in (TupleVariable, ListVariable)
                 else TupleVariable(self.items[index])
+            )
         try:
             return self.items[index]
         except IndexError as e:
@@ -80,8 +83,7 @@ class BaseListVariable(Variable):
         except TypeError as e:
             unsupported(f"TypeError indexing {self}: {e}", BreakCode.INDEX)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         if name == "__len__" and not args:
@@ -160,8 +162,7 @@ class ListVariable(BaseListVariable):
     def _mutated(self, tx: Tracer) -> None:
         tx.output.side_effects.mutated_container(self)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if kwargs and name != "sort":
             unsupported(f"list.{name} with keyword arguments", BreakCode.CONTAINER_METHOD)
         if name == "append":
@@ -234,8 +235,7 @@ class SetVariable(Variable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__contains__":
             return ConstantVariable(args[0].as_python_constant() in self.values)
         if name == "__len__":
@@ -299,13 +299,14 @@ class IteratorVariable(Variable):
 
     rebuilt_once = True
 
-    def __init__(self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None,
-                 start: int = 0) -> None:
+    def __init__(
+        self, items: list[Variable], source: Any = None, live: "ListVariable | None" = None, start: int = 0
+    ) -> None:
         self._items = list(items)
         self._next = start if live is not None else 0  # `items` of a snapshot start at the position
-        self._start = start   # the position of a real iterator when the trace received it
+        self._start = start  # the position of a real iterator when the trace received it
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
-        self.live = live      # iter(a list): reads the list as it is now, as a list iterator does
+        self.live = live  # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
         self.over_dict: DictVariable | None = None  # iter(a dict): its keys may not change meanwhile
         self._dict_keys: tuple = ()
@@ -338,7 +339,7 @@ class IteratorVariable(Variable):
     @property
     def items(self) -> list[Variable]:
         """The items not consumed yet."""
-        return [] if self._exhausted else self._all()[self._next:]
+        return [] if self._exhausted else self._all()[self._next :]
 
     def python_type(self) -> type:
         return type(iter(()))
@@ -356,8 +357,11 @@ class IteratorVariable(Variable):
         if self.over_dict is not None and tuple(self.over_dict.items) != self._dict_keys:
             # as many keys, other ones: whether Python raises "keys changed", yields the new key or stops early
             # depends on where the dict's table put them, which the trace does not know
-            error = Unsupported("dictionary keys changed during iteration: this frame runs as Python, where the "
-                                "dict's own iterator decides what happens", code=BreakCode.ITER)
+            error = Unsupported(
+                "dictionary keys changed during iteration: this frame runs as Python, where the "
+                "dict's own iterator decides what happens",
+                code=BreakCode.ITER,
+            )
             error.frame_runs_as_python = True
             raise error
         items = self._all()
@@ -367,8 +371,7 @@ class IteratorVariable(Variable):
         self._next += 1
         return items[self._next - 1]
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__next__":
             item = self.next()
             if item is None:

@@ -1,5 +1,5 @@
-"""copy.deepcopy and copy.copy of values the trace holds, made the way the copy module makes them.
-"""
+"""copy.deepcopy and copy.copy of values the trace holds, made the way the copy module makes them."""
+
 from __future__ import annotations
 
 import collections
@@ -28,8 +28,11 @@ def _memo_key(value: Variable) -> Any:
 
 def _is_atomic(value: Variable) -> bool:
     cls = value.python_type()
-    return cls in _ATOMIC or issubclass(cls, type) or (value.is_python_constant()
-                                                       and is_literal(value.as_python_constant()))
+    return (
+        cls in _ATOMIC
+        or issubclass(cls, type)
+        or (value.is_python_constant() and is_literal(value.as_python_constant()))
+    )
 
 
 def _refuse(value: Variable, why: str) -> None:
@@ -59,8 +62,11 @@ def _check_default_protocol(value: Variable, hook: str) -> type:
 def _object_state(tx: Tracer, value: Variable) -> tuple[dict[str, Variable], list[tuple[Variable, Variable]]]:
     """A user object's attributes and, for a dict subclass, its items, as the trace reads them."""
     writes = tx.output.side_effects
-    attrs = {} if isinstance(value, NewObjectVariable) else \
-        DictVariable.read(tx, instance_dict(value.value), value.attr_source("__dict__")).items
+    attrs = (
+        {}
+        if isinstance(value, NewObjectVariable)
+        else DictVariable.read(tx, instance_dict(value.value), value.attr_source("__dict__")).items
+    )
     attrs.update({name: writes.pending_attr(value, name) for name in writes.attribute_names(value)})  # the trace's
     part = value.base_contents(tx) if issubclass(value.python_type(), dict) else None
     items = [] if part is None else [(key_variable(k), v) for k, v in part.items.items()]

@@ -1,6 +1,7 @@
 """itertools and functools helpers, and the builtins that take an iterable whole (sorted, min, max, all, any),
 over values the trace holds: they produce their items (or fold them) now.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +22,7 @@ from framejit.variables.tensor import TensorVariable
 
 def _items(tx: Tracer, value: Variable, what: str) -> list[Variable]:
     if isinstance(value, IteratorVariable):
-        unsupported(f"{what} over an iterator (it would be advanced further than Python advances it)",
-                    BreakCode.ITER)
+        unsupported(f"{what} over an iterator (it would be advanced further than Python advances it)", BreakCode.ITER)
     return value.unpack(tx)
 
 
@@ -72,7 +72,7 @@ class IsliceIterator(IteratorVariable):
         rest = self.inner.items
         first = self.due - self.taken
         end = len(rest) if self.stop is None else min(len(rest), self.stop - self.taken)
-        return rest[first:end:self.step]
+        return rest[first : end : self.step]
 
     def children(self) -> list[Variable]:
         return [self.inner]
@@ -148,14 +148,33 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
         else:
             keys = items
         symbolic = [isinstance(i, SymbolicVariable) for i in items]
-        if keys is items and not kwargs and len(items) > 1 and any(
-                getattr(i, "numpy_type", None) is not None for i in items):
+        if (
+            keys is items
+            and not kwargs
+            and len(items) > 1
+            and any(getattr(i, "numpy_type", None) is not None for i in items)
+        ):
             # a numpy number is the winner itself (eager's type depends on which wins): the comparison is a guard
-            return functools.reduce(lambda a, b: b if tx.output.call_graph_op(
-                tx, "call_function", operator.gt if fn is max else operator.lt, [b, a], {}).truth(tx) else a, items)
-        if keys is items and not kwargs and len(items) > 1 and any(symbolic) and all(
+            return functools.reduce(
+                lambda a, b: (
+                    b
+                    if tx.output.call_graph_op(
+                        tx, "call_function", operator.gt if fn is max else operator.lt, [b, a], {}
+                    ).truth(tx)
+                    else a
+                ),
+                items,
+            )
+        if (
+            keys is items
+            and not kwargs
+            and len(items) > 1
+            and any(symbolic)
+            and all(
                 is_symbolic or (i.is_python_constant() and type(i.as_python_constant()) in (int, float))
-                for i, is_symbolic in zip(items, symbolic)):
+                for i, is_symbolic in zip(items, symbolic)
+            )
+        ):
             # sizes that vary (dynamic shapes): torch.sym_max/sym_min keep the result symbolic, with no guard
             op = torch.sym_max if fn is max else torch.sym_min
             return functools.reduce(lambda a, b: tx.output.call_graph_op(tx, "call_function", op, [a, b], {}), items)
@@ -163,8 +182,9 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
             return functools.reduce(lambda a, b: _pick(tx, fn, a, b), items)
         if set(kwargs) - {"key", "default"} or not all(k.is_python_constant() for k in keys):
             if any(isinstance(k, TensorVariable) for k in keys):
-                unsupported(f"{fn.__name__}() over tensors compares their values (data-dependent)",
-                            BreakCode.DATA_DEPENDENT)
+                unsupported(
+                    f"{fn.__name__}() over tensors compares their values (data-dependent)", BreakCode.DATA_DEPENDENT
+                )
             unsupported(f"{fn.__name__}() over non-constants", BreakCode.BUILTIN)
         if not items and "default" in kwargs:
             return kwargs["default"]
@@ -172,6 +192,7 @@ def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
             unsupported(f"{fn.__name__}() of an empty sequence (ValueError)", BreakCode.BUILTIN)
         values = [k.as_python_constant() for k in keys]
         return items[fn(range(len(items)), key=values.__getitem__)]
+
     return trace_call
 
 
@@ -183,12 +204,12 @@ def _single_values_alike(items: list[Variable]) -> bool:
     if not tensors or len(tensors) + sum(i.is_python_constant() for i in items) != len(items):
         return False
     first = tensors[0]
-    if any(t.numel() != 1 or t.shape != first.shape or t.dtype != first.dtype or t.device != first.device
-           for t in tensors):
+    if any(
+        t.numel() != 1 or t.shape != first.shape or t.dtype != first.dtype or t.device != first.device for t in tensors
+    ):
         return False
     numbers = [type(i.as_python_constant()) for i in items if not isinstance(i, TensorVariable)]
-    return all(n is float and first.is_floating_point() or n is int and first.dtype != torch.bool
-               for n in numbers)
+    return all(n is float and first.is_floating_point() or n is int and first.dtype != torch.bool for n in numbers)
 
 
 def _pick(tx: Tracer, fn: Callable[..., Any], a: Variable, b: Variable) -> Variable:
@@ -205,6 +226,7 @@ def _pick(tx: Tracer, fn: Callable[..., Any], a: Variable, b: Variable) -> Varia
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         return ConstantVariable(fn(i.truth(tx) for i in _unpack(tx, args[0])))
+
     return trace_call
 
 
@@ -213,8 +235,14 @@ def _unpack(tx: Tracer, value: Variable) -> list[Variable]:
 
 
 RULES: dict[Any, Callable[..., Variable]] = {
-    itertools.chain: _chain, itertools.chain.from_iterable: _chain_from_iterable, itertools.islice: _islice,
+    itertools.chain: _chain,
+    itertools.chain.from_iterable: _chain_from_iterable,
+    itertools.islice: _islice,
     itertools.repeat: _repeat,
-    functools.reduce: _reduce, sorted: _sorted, min: _min_max(min), max: _min_max(max), all: _all_any(all),
+    functools.reduce: _reduce,
+    sorted: _sorted,
+    min: _min_max(min),
+    max: _min_max(max),
+    all: _all_any(all),
     any: _all_any(any),
 }

@@ -1,6 +1,7 @@
 """A string formatted from tensors (an error message built before a check: f"got {n_tokens}"): its text needs the
 tensors' values, which the trace does not have. It stays unformatted; reading it as a value is data-dependent (a
 graph break), and if it outlives the graph it is formatted then, from the graph's outputs, as eager formats it."""
+
 from __future__ import annotations
 
 from framejit.contracts import Emitter, Tracer
@@ -53,5 +54,8 @@ class LazyStringVariable(Variable):
         cg.emit("BUILD_STRING", len(self.parts))
 
     def __repr__(self) -> str:
-        return "LazyStringVariable(" + "".join(
-            p if isinstance(p, str) else "{" + repr(p[0]) + _CONVERSIONS[p[1]] + "}" for p in self.parts) + ")"
+        return (
+            "LazyStringVariable("
+            + "".join(p if isinstance(p, str) else "{" + repr(p[0]) + _CONVERSIONS[p[1]] + "}" for p in self.parts)
+            + ")"
+        )

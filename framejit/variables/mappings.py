@@ -3,6 +3,7 @@ key/value/item views, and how the trace makes them (dict(), dict.fromkeys, the c
 
 A dict is mutable here; mutating one that came from outside the frame records a side effect replayed after the graph.
 """
+
 from __future__ import annotations
 
 import collections
@@ -19,8 +20,7 @@ from framejit.variables.containers import IteratorVariable, TupleVariable, _born
 _COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
 
 # dict methods that only read: what a dict standing for another object, or a dict subclass's, may do
-DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__",
-                         "copy"})
+DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__contains__", "__len__", "__iter__", "copy"})
 
 
 def dict_key(tx: Tracer, key: Variable) -> Any:
@@ -31,8 +31,11 @@ def dict_key(tx: Tracer, key: Variable) -> Any:
         return key.as_python_constant()
     obj = outside_object(tx, key)
     if obj is None:
-        unsupported(f"{key} as a dict key: only constants, and tensors and objects from outside the trace (compared "
-                    f"by identity), can be", BreakCode.DICT_KEY)
+        unsupported(
+            f"{key} as a dict key: only constants, and tensors and objects from outside the trace (compared "
+            f"by identity), can be",
+            BreakCode.DICT_KEY,
+        )
     tx.output.guards.add(key.source, GuardKind.ID_MATCH, obj)
     return IdentityKey(obj, key)
 
@@ -59,8 +62,14 @@ class DictVariable(Variable):
 
     rebuilt_once = True
 
-    def __init__(self, items: dict[Any, Variable], source: Any = None, py_type: type = dict,
-                 read_only: bool = False, default_factory: Variable | None = None) -> None:
+    def __init__(
+        self,
+        items: dict[Any, Variable],
+        source: Any = None,
+        py_type: type = dict,
+        read_only: bool = False,
+        default_factory: Variable | None = None,
+    ) -> None:
         self.items = dict(items)
         self.source = source
         self.py_type = py_type
@@ -79,8 +88,12 @@ class DictVariable(Variable):
         if isinstance(value, collections.defaultdict):
             factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory") if source else None)
         item = ItemSource if type(value).__getitem__ is dict.__getitem__ else DictItemSource  # past a Python one
-        return cls({k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()}, source,
-                   type(value), default_factory=factory)
+        return cls(
+            {k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()},
+            source,
+            type(value),
+            default_factory=factory,
+        )
 
     def python_type(self) -> type:
         return self.py_type
@@ -142,8 +155,9 @@ class DictVariable(Variable):
         k = dict_key(tx, key)
         if k in self.items:
             return self.items[k]
-        if self.default_factory is not None and not (self.default_factory.is_python_constant()
-                                                     and self.default_factory.as_python_constant() is None):
+        if self.default_factory is not None and not (
+            self.default_factory.is_python_constant() and self.default_factory.as_python_constant() is None
+        ):
             value = self.default_factory.call(tx, [], {})  # defaultdict.__missing__: store factory()
             self.items[k] = value
             self._mutated(tx)
@@ -152,8 +166,7 @@ class DictVariable(Variable):
             return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
         raise_observed(KeyError(_plain(k)), BreakCode.DICT_KEY)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if self.read_only and name not in DICT_READS:
             unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
         if name == "__getitem__":
@@ -221,8 +234,11 @@ class DictVariable(Variable):
 class DictViewVariable(Variable):
     """d.keys() / d.values() / d.items(): a view, so it shows the dict as it is when it is read."""
 
-    _TYPES: ClassVar[dict[str, type]] = {"keys": type({}.keys()), "values": type({}.values()),
-                                         "items": type({}.items())}
+    _TYPES: ClassVar[dict[str, type]] = {
+        "keys": type({}.keys()),
+        "values": type({}.values()),
+        "items": type({}.items()),
+    }
 
     def __init__(self, dict_var: DictVariable, kind: str) -> None:
         self.dict_var = dict_var
@@ -248,8 +264,7 @@ class DictViewVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.dict_var.items)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
@@ -319,6 +334,9 @@ def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
 
 # constructors of mappings -> how a call of one is traced (joined into builtins.TRACED_BUILTINS)
 RULES: dict[Any, Callable[..., Variable]] = {
-    dict: _dict, dict.fromkeys: _fromkeys, collections.OrderedDict: _ordered_dict,
-    collections.defaultdict: _defaultdict, collections.Counter: _counter,
+    dict: _dict,
+    dict.fromkeys: _fromkeys,
+    collections.OrderedDict: _ordered_dict,
+    collections.defaultdict: _defaultdict,
+    collections.Counter: _counter,
 }

@@ -1,5 +1,5 @@
-"""nn.Modules during tracing: forward is inlined, parameters and buffers become graph inputs.
-"""
+"""nn.Modules during tracing: forward is inlined, parameters and buffers become graph inputs."""
+
 from __future__ import annotations
 
 import inspect
@@ -19,16 +19,30 @@ from framejit.variables.mappings import DictVariable
 from framejit.variables.user_object import bound_class_attribute
 
 
-_LISTING_METHODS = frozenset({"children", "parameters", "named_parameters", "buffers", "named_children",
-                              "named_buffers", "modules", "named_modules"})
+_LISTING_METHODS = frozenset(
+    {
+        "children",
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_children",
+        "named_buffers",
+        "modules",
+        "named_modules",
+    }
+)
 # per-hook options of forward (pre-)hooks: which take kwargs (traced), which always run (not traced: they run
 # even when forward raises)
 _ALWAYS_CALLED = "_forward_hooks_always_called"
 _FORWARD_HOOK_OPTIONS = ("_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", _ALWAYS_CALLED)
 
 
-_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                      "_global_backward_pre_hooks")
+_GLOBAL_HOOK_DICTS = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+)
 
 
 def _is_none(value: Variable) -> bool:
@@ -38,8 +52,9 @@ def _is_none(value: Variable) -> bool:
 def is_stateless(module: nn.Module) -> bool:
     """No parameters, buffers or children (a loss, an activation, often made anew in every forward): guarded by
     its type and the attributes the trace reads, so that a fresh instance reuses the graph."""
-    return not (module._modules or any(v is not None for v in (*module._parameters.values(),
-                                                                *module._buffers.values())))
+    return not (
+        module._modules or any(v is not None for v in (*module._parameters.values(), *module._buffers.values()))
+    )
 
 
 class NNModuleVariable(Variable):
@@ -94,8 +109,11 @@ class NNModuleVariable(Variable):
         and submodule dicts, each class's dict): a few C checks, where hasattr() would run nn.Module.__getattr__
         to raise. False (not guarded) for a class with a lookup of its own."""
         cls = type(self.module)
-        if self.source is None or lookup_class_attr(cls, "__getattr__")[1] is not nn.Module.__getattr__ or \
-                lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__:
+        if (
+            self.source is None
+            or lookup_class_attr(cls, "__getattr__")[1] is not nn.Module.__getattr__
+            or lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__
+        ):
             return False
         for dict_name in ("__dict__", "_parameters", "_buffers", "_modules"):
             tx.output.guards.add(self._attr_source(dict_name), GuardKind.NO_KEY, name)
@@ -124,12 +142,18 @@ class NNModuleVariable(Variable):
         read)."""
         module_dicts = vars(nn.modules.module)
         for name in _GLOBAL_HOOK_DICTS:
-            tx.output.guards.add(ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name), GuardKind.DICT_KEYS,
-                                 module_dicts[name])
+            tx.output.guards.add(
+                ItemSource(ModuleGlobalsSource(nn.modules.module.__name__), name),
+                GuardKind.DICT_KEYS,
+                module_dicts[name],
+            )
         mod = self.module
         traced = ("_forward_pre_hooks", "_forward_hooks")
-        plain = any(getattr(mod, d, None) for d in traced) and self.source is not None and not any(
-            getattr(mod, d, None) for d in (*MODULE_HOOK_DICTS[2:], _ALWAYS_CALLED))
+        plain = (
+            any(getattr(mod, d, None) for d in traced)
+            and self.source is not None
+            and not any(getattr(mod, d, None) for d in (*MODULE_HOOK_DICTS[2:], _ALWAYS_CALLED))
+        )
         checked = MODULE_HOOK_DICTS[2:] if plain else MODULE_HOOK_DICTS
         if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
@@ -139,9 +163,13 @@ class NNModuleVariable(Variable):
             return [], []
         for name in (*traced, *_FORWARD_HOOK_OPTIONS):  # which hooks, and which take kwargs
             tx.output.guards.add(AttrSource(self.source, name), GuardKind.DICT_KEYS, getattr(mod, name))
-        pre, post = ([(tx.wrap(hook, ItemSource(AttrSource(self.source, d), key)), key in getattr(mod, kw))
-                      for key, hook in getattr(mod, d).items()]
-                     for d, kw in zip(traced, ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs")))
+        pre, post = (
+            [
+                (tx.wrap(hook, ItemSource(AttrSource(self.source, d), key)), key in getattr(mod, kw))
+                for key, hook in getattr(mod, d).items()
+            ]
+            for d, kw in zip(traced, ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs"))
+        )
         return pre, post
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -151,10 +179,15 @@ class NNModuleVariable(Variable):
                 replaced = hook.call(tx, [self, TupleVariable(list(args)), DictVariable(kwargs)], {})
                 if not _is_none(replaced):
                     pair = replaced.unpack(tx) if issubclass(replaced.python_type(), tuple) else []
-                    if len(pair) != 2 or not isinstance(pair[1], DictVariable) or not all(
-                            isinstance(k, str) for k in pair[1].items):
-                        unsupported("a forward pre-hook with kwargs returned other than (args, kwargs) (eager raises)",
-                                    BreakCode.MODULE_HOOKS)
+                    if (
+                        len(pair) != 2
+                        or not isinstance(pair[1], DictVariable)
+                        or not all(isinstance(k, str) for k in pair[1].items)
+                    ):
+                        unsupported(
+                            "a forward pre-hook with kwargs returned other than (args, kwargs) (eager raises)",
+                            BreakCode.MODULE_HOOKS,
+                        )
                     args, kwargs = pair[0].unpack(tx), dict(pair[1].items)
             else:  # hook(module, args): None, or new args (one value or a tuple)
                 replaced = hook.call(tx, [self, TupleVariable(list(args))], {})
@@ -170,6 +203,7 @@ class NNModuleVariable(Variable):
 
     def _call_forward(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
+
         if "forward" in self.module.__dict__:
             return self.var_getattr(tx, "forward").call(tx, args, kwargs)
         forward = type(self.module).forward
@@ -202,6 +236,7 @@ class NNModuleVariable(Variable):
             for key, child in zip(var.module._modules, var.child_modules(tx)):
                 if isinstance(child, NNModuleVariable):  # a None child is skipped, as by named_modules()
                     walk(child, f"{prefix}.{key}" if prefix else key)
+
         walk(self, "")
         return out
 
@@ -230,8 +265,7 @@ class NNModuleVariable(Variable):
             return self._child(tx, "_parameters", list(mod._parameters)[k])
         unsupported(f"indexing {type(mod).__name__}", BreakCode.GETITEM)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         mod = self.module
         if name == "__len__" and isinstance(mod, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.ParameterList)):
             return ConstantVariable(len(mod))
@@ -249,18 +283,35 @@ class NNModuleVariable(Variable):
             return TupleVariable([TupleVariable([ConstantVariable(k), c]) for k, c in zip(keys, children)])
         if name in _LISTING_METHODS:  # generators in Python: next(self.parameters()) is common
             return IteratorVariable(self._module_listing(tx, name, args, kwargs))
-        if name in ("register_buffer", "register_parameter", "add_module", "apply", "to", "cuda", "cpu",
-                    "train", "eval", "requires_grad_", "zero_grad"):
+        if name in (
+            "register_buffer",
+            "register_parameter",
+            "add_module",
+            "apply",
+            "to",
+            "cuda",
+            "cpu",
+            "train",
+            "eval",
+            "requires_grad_",
+            "zero_grad",
+        ):
             unsupported(f"nn.Module.{name}() changes the module inside a compiled region", BreakCode.MODULE_MUTATION)
         return self.var_getattr(tx, name).call(tx, args, kwargs)
 
-    def _module_listing(self, tx: Tracer, name: str, args: Sequence[Variable],
-                        kwargs: dict[str, Variable]) -> list[Variable]:
+    def _module_listing(
+        self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]
+    ) -> list[Variable]:
         """What children(), parameters(), named_modules()... yield, as nn.Module yields it (each module and
         each parameter or buffer once)."""
+
         def named(pairs: Any) -> list[Variable]:
-            return [TupleVariable([ConstantVariable(k), v]) for k, v in pairs] if name.startswith("named") \
+            return (
+                [TupleVariable([ConstantVariable(k), v]) for k, v in pairs]
+                if name.startswith("named")
                 else [v for _, v in pairs]
+            )
+
         if name in ("children", "named_children", "modules", "named_modules"):
             if args or kwargs:
                 unsupported(f"nn.Module.{name}() with arguments", BreakCode.MODULE_CALL)
@@ -270,9 +321,15 @@ class NNModuleVariable(Variable):
         # parameters(recurse=True), named_parameters(prefix="", recurse=True, remove_duplicate=True), buffers...
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unsupported(f"nn.Module.{name}() with arguments known only at run time", BreakCode.MODULE_CALL)
-        options = inspect.signature(getattr(nn.Module, name)).bind(
-            self.module, *[a.as_python_constant() for a in args],
-            **{k: v.as_python_constant() for k, v in kwargs.items()}).arguments
+        options = (
+            inspect.signature(getattr(nn.Module, name))
+            .bind(
+                self.module,
+                *[a.as_python_constant() for a in args],
+                **{k: v.as_python_constant() for k, v in kwargs.items()},
+            )
+            .arguments
+        )
         start = options.get("prefix", "")
         dict_name = "_parameters" if "parameters" in name else "_buffers"
         owners = self.submodules(tx) if options.get("recurse", True) else [("", self)]
@@ -280,8 +337,9 @@ class NNModuleVariable(Variable):
         found = []
         for prefix, owner in owners:
             if owner.source is not None:  # another module of the type may hold other names
-                tx.output.guards.add(AttrSource(owner.source, dict_name), GuardKind.DICT_KEYS,
-                                     getattr(owner.module, dict_name))
+                tx.output.guards.add(
+                    AttrSource(owner.source, dict_name), GuardKind.DICT_KEYS, getattr(owner.module, dict_name)
+                )
             for key, value in getattr(owner.module, dict_name).items():
                 if value is None or (options.get("remove_duplicate", True) and id(value) in seen):
                     continue  # a tied weight is listed once
@@ -314,15 +372,19 @@ class NewModuleVariable(NNModuleVariable):
     @classmethod
     def make(cls, module_class: type, args: Sequence[Variable], kwargs: dict[str, Variable]) -> "NewModuleVariable":
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
-            unsupported(f"{module_class.__name__}() made in the trace from values known only at run time",
-                        BreakCode.MODULE_MUTATION)
+            unsupported(
+                f"{module_class.__name__}() made in the trace from values known only at run time",
+                BreakCode.MODULE_MUTATION,
+            )
         values = tuple(a.as_python_constant() for a in args)
         named = {k: v.as_python_constant() for k, v in kwargs.items()}
         with torch.random.fork_rng(devices=[]):  # one with parameters would draw them: leave no trace of it
             module = module_class(*values, **named)
         if not is_stateless(module):
-            unsupported(f"{module_class.__name__}() made in the trace has parameters or buffers (new ones each call)",
-                        BreakCode.MODULE_MUTATION)
+            unsupported(
+                f"{module_class.__name__}() made in the trace has parameters or buffers (new ones each call)",
+                BreakCode.MODULE_MUTATION,
+            )
         return cls(module, values, named)
 
     def rebuild(self, cg: Any) -> None:
@@ -331,5 +393,3 @@ class NewModuleVariable(NNModuleVariable):
         for value in (*self.args, *self.kwargs.values()):
             cg.emit_const(value)
         cg.call(len(self.args) + len(self.kwargs), tuple(self.kwargs))
-
-

@@ -1,5 +1,6 @@
 """Python operators applied to Variables (`a + b`, `x[i]`, `in`, `is`, comparisons): a class's own dunder
 traced, folded on constants, graph ops on tensors, container and sequence operators on traced containers."""
+
 from __future__ import annotations
 
 import operator
@@ -108,16 +109,30 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
 
 # operator -> (method on the first operand, reflected method on the second); `in` asks the container (second)
 _DUNDERS: dict[Callable[..., Any], tuple[str, str | None]] = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"), operator.mul: ("__mul__", "__rmul__"),
-    operator.truediv: ("__truediv__", "__rtruediv__"), operator.floordiv: ("__floordiv__", "__rfloordiv__"),
-    operator.mod: ("__mod__", "__rmod__"), operator.pow: ("__pow__", "__rpow__"),
-    operator.matmul: ("__matmul__", "__rmatmul__"), operator.and_: ("__and__", "__rand__"),
-    operator.or_: ("__or__", "__ror__"), operator.xor: ("__xor__", "__rxor__"),
-    operator.lshift: ("__lshift__", "__rlshift__"), operator.rshift: ("__rshift__", "__rrshift__"),
-    operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"),
-    operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
-    operator.neg: ("__neg__", None), operator.pos: ("__pos__", None), operator.invert: ("__invert__", None),
-    operator.getitem: ("__getitem__", None), operator.contains: ("__contains__", None),
+    operator.add: ("__add__", "__radd__"),
+    operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"),
+    operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"),
+    operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"),
+    operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"),
+    operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"),
+    operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"),
+    operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"),
+    operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"),
+    operator.gt: ("__gt__", "__lt__"),
+    operator.ge: ("__ge__", "__le__"),
+    operator.neg: ("__neg__", None),
+    operator.pos: ("__pos__", None),
+    operator.invert: ("__invert__", None),
+    operator.getitem: ("__getitem__", None),
+    operator.contains: ("__contains__", None),
 }
 
 
@@ -150,11 +165,21 @@ def _call_dunder(tx: Tracer, obj: Variable, name: str, rest: list[Variable]) -> 
     return None if result.is_python_constant() and result.as_python_constant() is NotImplemented else result
 
 
-_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-                 operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
-                 operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
-                 operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
-                 operator.ilshift: operator.lshift, operator.irshift: operator.rshift}
+_OUT_OF_PLACE = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.imatmul: operator.matmul,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
 
 
 def _as_tuple_variable(value: Variable) -> Variable:
@@ -163,8 +188,11 @@ def _as_tuple_variable(value: Variable) -> Variable:
     return value
 
 
-_SET_INPLACE = {operator.iand: "intersection_update", operator.isub: "difference_update",
-                operator.ixor: "symmetric_difference_update"}
+_SET_INPLACE = {
+    operator.iand: "intersection_update",
+    operator.isub: "difference_update",
+    operator.ixor: "symmetric_difference_update",
+}
 
 
 def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
@@ -241,7 +269,9 @@ def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
         if _same_object(tx, x, item):
             return ConstantVariable(True)
         if isinstance(x, TensorVariable) or isinstance(item, TensorVariable):
-            unsupported("`in` compares a tensor with ==, which needs its value (data-dependent)", BreakCode.DATA_DEPENDENT)
+            unsupported(
+                "`in` compares a tensor with ==, which needs its value (data-dependent)", BreakCode.DATA_DEPENDENT
+            )
         if not (x.is_python_constant() and item.is_python_constant()):
             unsupported("`in` with items that cannot be compared at trace time", BreakCode.OPERATOR)
         if x.as_python_constant() == item.as_python_constant():
@@ -268,6 +298,7 @@ def _is_type_hint(obj: Variable) -> bool:
         return False
     value = obj.value
     if isinstance(value, type):
-        return not value.__flags__ & HEAPTYPE and hasattr(value, "__class_getitem__") or \
-            issubclass(value, typing.Generic)
+        return (
+            not value.__flags__ & HEAPTYPE and hasattr(value, "__class_getitem__") or issubclass(value, typing.Generic)
+        )
     return getattr(type(value), "__module__", None) == "typing"

@@ -1,6 +1,7 @@
 """Standard-library functions that only compute from their arguments: called now when every argument is a
 constant (type hints included), as a constant result. Their Python bodies (typing's isinstance checks against its
 private classes) are not worth tracing for an answer that depends on nothing else."""
+
 from __future__ import annotations
 
 import inspect
@@ -18,8 +19,10 @@ def _fold(fn: Callable[..., Any]) -> Callable[..., Variable]:
     def rule(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             unsupported(f"{fn.__qualname__} of a value known only at run time", BreakCode.CALL)
-        return tx.wrap_constant(fn(*[a.as_python_constant() for a in args],
-                                   **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        return tx.wrap_constant(
+            fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        )
+
     return rule
 
 

@@ -1,5 +1,5 @@
-"""Calls whose only effect is to report: `warnings.warn` and a `logging.Logger`'s level methods.
-"""
+"""Calls whose only effect is to report: `warnings.warn` and a `logging.Logger`'s level methods."""
+
 from __future__ import annotations
 
 import logging
@@ -44,8 +44,12 @@ def _raises(message: Any, category: type, module: str | None, lineno: int | None
     module or line unknown, any error filter that could match counts)."""
     text = str(message)
     for action, msg, cat, mod, line in warnings.filters:
-        if (msg is None or msg.match(text)) and issubclass(category, cat) and (
-                module is None or mod is None or mod.match(module)) and (lineno is None or line in (0, lineno)):
+        if (
+            (msg is None or msg.match(text))
+            and issubclass(category, cat)
+            and (module is None or mod is None or mod.match(module))
+            and (lineno is None or line in (0, lineno))
+        ):
             if action == "error" or module is not None and lineno is not None:
                 return action == "error"
     return warnings.defaultaction == "error"
@@ -67,8 +71,15 @@ def _warn(tx: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Vari
     frames = _frames(tx)
     line = frames[-1].frame_summary().lineno
     frame = frames[max(stacklevel, 1) - 1] if stacklevel <= len(frames) else None  # the frame it names
-    if _raises(message, category, *((frame.f_globals.get("__name__", "<string>"), frame.frame_summary().lineno)
-                                    if frame is not None else (None, None))):
+    if _raises(
+        message,
+        category,
+        *(
+            (frame.f_globals.get("__name__", "<string>"), frame.frame_summary().lineno)
+            if frame is not None
+            else (None, None)
+        ),
+    ):
         # it raises where it stands: Python runs it there (replayed, it would raise after the graph, the writes
         # it precedes undone)
         unsupported("warnings.warn of a warning the warnings filters make an error", BreakCode.BUILTIN_IO)
@@ -77,8 +88,16 @@ def _warn(tx: Tracer, args: list[Variable], kwargs: dict[str, Variable]) -> Vari
         return _record(tx, ReplayedCall(warnings.warn, None, (message,), kept, line))
     f_globals = frame.f_globals
     registry = f_globals.setdefault("__warningregistry__", {})
-    explicit = (message, category, frame.code.co_filename, frame.frame_summary().lineno,
-                f_globals.get("__name__", "<string>"), registry, f_globals, source)
+    explicit = (
+        message,
+        category,
+        frame.code.co_filename,
+        frame.frame_summary().lineno,
+        f_globals.get("__name__", "<string>"),
+        registry,
+        f_globals,
+        source,
+    )
     return _record(tx, ReplayedCall(warnings.warn_explicit, None, explicit, {}, line))
 
 
@@ -95,6 +114,7 @@ def _logger_method(name: str) -> Any:
             unsupported(f"Logger.{name} with exc_info or stack_info (the state at the call)", BreakCode.BUILTIN_IO)
         line = _frames(tx)[-1].frame_summary().lineno
         return _record(tx, ReplayedCall(logger, name, tuple(values), named, line))
+
     return trace_call
 
 

@@ -1,6 +1,7 @@
 """inspect.Signature.bind in the trace: binding depends only on the signature (a constant) and the shape of the
 call (how many positional arguments, which keywords), so it is done now by inspect itself, on stand-in tokens
 that are then mapped back to the traced values. The result is a BoundArguments the trace reads and completes."""
+
 from __future__ import annotations
 
 import inspect
@@ -116,6 +117,7 @@ def _bind(partial: bool) -> Callable[..., Variable]:
             else:
                 arguments[name] = by_token[id(value)]
         return BoundArgumentsVariable(signature, DictVariable(arguments))
+
     return bind
 
 

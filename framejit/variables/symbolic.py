@@ -2,6 +2,7 @@
 dims are dynamic. Each is an FX node whose example value is a torch.SymInt (SymFloat, SymBool) of the graph's shape
 environment, so size arithmetic goes into the graph and the compiled code works for every size its guards admit.
 """
+
 from __future__ import annotations
 
 import operator
@@ -65,11 +66,11 @@ class SymbolicVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.value)  # guards the comparison (or, for an int, that it is nonzero)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         op = getattr(operator, name.strip("_"), None) if name.startswith("__") else None
         if op is not None and not kwargs:
             from framejit.variables.operators import call_operator
+
             return call_operator(tx, op, [self, *args])
         return super().call_method(tx, name, args, kwargs)
 
@@ -85,12 +86,18 @@ def numpy_result_type(fn: Any, args: Sequence[Variable]) -> type | None:
         return None
     examples = []
     for a in args:
-        example = a.example() if isinstance(a, SymbolicVariable) else \
-            a.as_python_constant() if a.is_python_constant() else None
+        example = (
+            a.example()
+            if isinstance(a, SymbolicVariable)
+            else a.as_python_constant()
+            if a.is_python_constant()
+            else None
+        )
         if example is None:
             return None
         examples.append(example)
     import numpy
+
     with numpy.errstate(all="ignore"):
         try:
             result = fn(*examples)

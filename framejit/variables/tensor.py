@@ -1,5 +1,5 @@
-"""Tensors during tracing: an FX node plus a fake-tensor example value.
-"""
+"""Tensors during tracing: an FX node plus a fake-tensor example value."""
+
 from __future__ import annotations
 
 import builtins
@@ -18,18 +18,63 @@ from framejit.variables.containers import BoundMethod
 from framejit.variables.symbolic import has_symbolic, plain_number
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
-_META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "layout",
-                         "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_complex_dtype",
-                         "is_nested", "itemsize", "nbytes"})
+_META_ATTRS = frozenset(
+    {
+        "shape",
+        "dtype",
+        "device",
+        "ndim",
+        "requires_grad",
+        "is_cuda",
+        "is_cpu",
+        "layout",
+        "is_sparse",
+        "is_quantized",
+        "is_meta",
+        "is_mkldnn",
+        "is_complex_dtype",
+        "is_nested",
+        "itemsize",
+        "nbytes",
+    }
+)
 # Methods whose result depends only on guarded metadata: folded into constants (torch_special's pure queries too).
-META_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
-                          "is_floating_point", "is_complex", "element_size", "get_device", "is_signed",
-                          "storage_offset", "__len__", "is_inference"})
+META_METHODS = frozenset(
+    {
+        "size",
+        "dim",
+        "ndimension",
+        "numel",
+        "nelement",
+        "stride",
+        "is_contiguous",
+        "is_floating_point",
+        "is_complex",
+        "element_size",
+        "get_device",
+        "is_signed",
+        "storage_offset",
+        "__len__",
+        "is_inference",
+    }
+)
 # Attributes that are tensors computed from the tensor: graph ops.
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Reading data out of a tensor needs its value: a data-dependent graph break.
-_DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
-                           "data_ptr", "__array__", "nonzero_static_check"})
+_DATA_METHODS = frozenset(
+    {
+        "item",
+        "tolist",
+        "numpy",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "data_ptr",
+        "__array__",
+        "nonzero_static_check",
+    }
+)
 
 
 def _plain(value: Any) -> Any:
@@ -41,8 +86,9 @@ def _plain(value: Any) -> Any:
 
 
 class TensorVariable(Variable):
-    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Any = None,
-                 py_type: type = torch.Tensor) -> None:
+    def __init__(
+        self, node: torch.fx.Node, example: torch.Tensor, source: Any = None, py_type: type = torch.Tensor
+    ) -> None:
         self.node = node
         self.example = example
         self.source = source
@@ -58,11 +104,16 @@ class TensorVariable(Variable):
         `= True` runs as Python and the rest of the frame takes the leaf as an input."""
         flag = value.as_python_constant() if value.is_python_constant() else None
         if self.node.op == "placeholder" or not isinstance(flag, bool):
-            unsupported("setting requires_grad on a tensor from outside the graph (or to a value known only at run "
-                        "time)", BreakCode.SIDE_EFFECT)
+            unsupported(
+                "setting requires_grad on a tensor from outside the graph (or to a value known only at run time)",
+                BreakCode.SIDE_EFFECT,
+            )
         if flag:
-            unsupported("making a tensor the graph computes a leaf that requires grad (compiled graphs cannot hand "
-                        "out new leaves)", BreakCode.SIDE_EFFECT)
+            unsupported(
+                "making a tensor the graph computes a leaf that requires grad (compiled graphs cannot hand "
+                "out new leaves)",
+                BreakCode.SIDE_EFFECT,
+            )
         try:
             self.example.requires_grad_(flag)  # what eager refuses (a non-leaf set to False) is refused here
         except RuntimeError as e:
@@ -78,8 +129,10 @@ class TensorVariable(Variable):
         return self.example
 
     def truth(self, tx: Tracer) -> bool:
-        unsupported("generic_jump TensorVariable(): branching on the value of a tensor "
-                    "(data-dependent control flow)", BreakCode.TENSOR_BRANCH)
+        unsupported(
+            "generic_jump TensorVariable(): branching on the value of a tensor (data-dependent control flow)",
+            BreakCode.TENSOR_BRANCH,
+        )
 
     def unpack(self, tx: Tracer) -> list[Variable]:
         if self.example.dim() == 0:
@@ -94,8 +147,7 @@ class TensorVariable(Variable):
                 return tx.output.call_graph_op(tx, "call_method", "size", [self], {})
             return ConstantVariable(_plain(torch.Size(value) if name == "shape" else value))
         if name in _TENSOR_ATTRS:
-            return tx.output.call_graph_op(tx, "call_function", builtins.getattr,
-                                           [self, ConstantVariable(name)], {})
+            return tx.output.call_graph_op(tx, "call_function", builtins.getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
             unsupported("reading .grad of a tensor inside a graph", BreakCode.TENSOR_ATTR)
         if name == "is_leaf":
@@ -117,8 +169,7 @@ class TensorVariable(Variable):
         tx.output.guards.add(AttrSource(self.source, "is_leaf"), GuardKind.EQUALS, real.is_leaf)
         return real.is_leaf
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "item" and not args and not kwargs and tx.output.shapes.env.allow_scalar_outputs:
             return tx.output.call_graph_op(tx, "call_method", name, [self], {})  # an unbacked symbol (fullgraph)
         if name in _DATA_METHODS:
@@ -142,6 +193,7 @@ class TensorVariable(Variable):
             return self
         if name in ("__getitem__", "__setitem__"):
             from framejit.variables.operators import call_operator
+
             return call_operator(tx, getattr(operator, name.strip("_")), [self, *args])
         return tx.output.call_graph_op(tx, "call_method", name, [self, *args], kwargs)
 

@@ -1,4 +1,5 @@
 """Calls to torch callables: most become graph ops; a few are trace-time state (grad mode) or constants."""
+
 from __future__ import annotations
 
 import functools
@@ -19,44 +20,146 @@ from framejit.variables.tensor import META_METHODS, TensorVariable
 
 
 # Python-level torch modules whose functions are single graph ops (not traced into).
-OP_MODULES = frozenset({"torch", "torch.functional", "torch.nn.functional", "torch._tensor", "torch.nn.init",
-                        "torch.special", "torch.linalg", "torch.fft", "torch._C._nn", "torch._C._linalg",
-                        "torch._C._special", "torch._C._fft", "torch._C._VariableFunctions", "torch.random"})
+OP_MODULES = frozenset(
+    {
+        "torch",
+        "torch.functional",
+        "torch.nn.functional",
+        "torch._tensor",
+        "torch.nn.init",
+        "torch.special",
+        "torch.linalg",
+        "torch.fft",
+        "torch._C._nn",
+        "torch._C._linalg",
+        "torch._C._special",
+        "torch._C._fft",
+        "torch._C._VariableFunctions",
+        "torch.random",
+    }
+)
 # Functions that change or read global state: running them at trace time would be wrong.
-_STATEFUL = frozenset({"manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "save", "load",
-                       "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_printoptions",
-                       "use_deterministic_algorithms", "set_num_threads", "set_num_interop_threads",
-                       "set_anomaly_enabled", "set_autocast_enabled", "compile"})
+_STATEFUL = frozenset(
+    {
+        "manual_seed",
+        "seed",
+        "initial_seed",
+        "get_rng_state",
+        "set_rng_state",
+        "save",
+        "load",
+        "set_default_dtype",
+        "set_default_device",
+        "set_default_tensor_type",
+        "set_printoptions",
+        "use_deterministic_algorithms",
+        "set_num_threads",
+        "set_num_interop_threads",
+        "set_anomaly_enabled",
+        "set_autocast_enabled",
+        "compile",
+    }
+)
 # Queries of global state, folded into constants: the first two are guarded by every cache entry
 # (guards.add_global_state), the others by a guard on the query's answer where they are folded.
 _GUARDED_EVERYWHERE = frozenset({"is_grad_enabled", "get_default_dtype"})
-_CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {"is_autocast_enabled", "get_autocast_dtype", "is_autocast_cpu_enabled",
-                                           "get_autocast_cpu_dtype", "_is_any_autocast_enabled",
-                                           "_get_current_dispatch_mode_stack",  # nn.MultiheadAttention asks it
-                                           "are_deterministic_algorithms_enabled",
-                                           "is_deterministic_algorithms_warn_only_enabled", "is_anomaly_enabled",
-                                           "is_anomaly_check_nan_enabled", "is_inference_mode_enabled",
-                                           "get_num_threads", "get_float32_matmul_precision"}
+_CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {
+    "is_autocast_enabled",
+    "get_autocast_dtype",
+    "is_autocast_cpu_enabled",
+    "get_autocast_cpu_dtype",
+    "_is_any_autocast_enabled",
+    "_get_current_dispatch_mode_stack",  # nn.MultiheadAttention asks it
+    "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "is_inference_mode_enabled",
+    "get_num_threads",
+    "get_float32_matmul_precision",
+}
 # Usage telemetry (nn.Module.__init__ logs "python.nn_module"): nothing a graph computes depends on it, so a
 # module built inside the trace skips it.
 _TRACE_NOOPS = frozenset({"_log_api_usage_once"})
-_TORCH_FUNCTION_CHECKS = frozenset({prefix + name for prefix in ("", "_") for name in (
-    "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")})
+_TORCH_FUNCTION_CHECKS = frozenset(
+    {
+        prefix + name
+        for prefix in ("", "_")
+        for name in ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+    }
+)
 
 
 # torch functions that make tensors from Python values only: safe to run on fakes with no tensor argument.
-FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
-                       "linspace", "logspace", "eye", "tensor", "as_tensor", "scalar_tensor", "normal",
-                       "empty_strided", "tril_indices", "triu_indices", "hann_window", "hamming_window",
-                       "bartlett_window", "blackman_window", "kaiser_window", "zeros_like", "ones_like"})
+FACTORIES = frozenset(
+    {
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "arange",
+        "range",
+        "linspace",
+        "logspace",
+        "eye",
+        "tensor",
+        "as_tensor",
+        "scalar_tensor",
+        "normal",
+        "empty_strided",
+        "tril_indices",
+        "triu_indices",
+        "hann_window",
+        "hamming_window",
+        "bartlett_window",
+        "blackman_window",
+        "kaiser_window",
+        "zeros_like",
+        "ones_like",
+    }
+)
 # Ops whose non-tensor result depends only on guarded metadata: folded into constants.
-PURE_QUERIES = META_METHODS | {"is_tensor", "result_type", "promote_types", "can_cast", "is_same_size", "is_storage",
-                               "typename", "broadcast_shapes", "is_conj", "is_neg", "_none_or_dtype"}
+PURE_QUERIES = META_METHODS | {
+    "is_tensor",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "is_same_size",
+    "is_storage",
+    "typename",
+    "broadcast_shapes",
+    "is_conj",
+    "is_neg",
+    "_none_or_dtype",
+}
 # Tensor methods with effects outside the graph (autograd, storage): they run as Python (a graph break).
-EFFECTFUL_METHODS = frozenset({"backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
-                               "untyped_storage", "storage", "is_set_to", "data_ptr", "set_", "share_memory_",
-                               "pin_memory", "record_stream", "tolist", "numpy", "is_shared",
-                               "requires_grad_", "detach_", "resize_", "resize_as_"})
+EFFECTFUL_METHODS = frozenset(
+    {
+        "backward",
+        "retain_grad",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "untyped_storage",
+        "storage",
+        "is_set_to",
+        "data_ptr",
+        "set_",
+        "share_memory_",
+        "pin_memory",
+        "record_stream",
+        "tolist",
+        "numpy",
+        "is_shared",
+        "requires_grad_",
+        "detach_",
+        "resize_",
+        "resize_as_",
+    }
+)
 
 
 # torch._check(cond, msg) and its kind: with a condition known at trace time, nothing (or a raise) happens
@@ -70,25 +173,36 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
         unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
     pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
     # (a pure query of a non-tensor, is_tensor(3), is a constant)
-    if not has_tensor_args and name not in FACTORIES and name not in PURE_QUERIES and not pure_helper \
-            and not policy.is_allowed_in_graph(target) and not _functional_aten(target):
-        unsupported(f"torch function {name}() with no tensor arguments may change global state",
-                    BreakCode.TORCH_STATEFUL)
+    if (
+        not has_tensor_args
+        and name not in FACTORIES
+        and name not in PURE_QUERIES
+        and not pure_helper
+        and not policy.is_allowed_in_graph(target)
+        and not _functional_aten(target)
+    ):
+        unsupported(
+            f"torch function {name}() with no tensor arguments may change global state", BreakCode.TORCH_STATEFUL
+        )
 
 
 @functools.lru_cache(maxsize=None)
 def _functional_aten(target: Any) -> bool:
     """A torch function bound to an ATen op none of whose overloads (but `out=`) writes or is random: on numbers
     alone (`torch.div(seq_len, window, rounding_mode="trunc")`) it makes a new tensor and nothing else."""
-    if not isinstance(target, types.BuiltinFunctionType) or getattr(target, "__module__", None) != "torch" \
-            or getattr(torch, target.__name__, None) is not target:
+    if (
+        not isinstance(target, types.BuiltinFunctionType)
+        or getattr(target, "__module__", None) != "torch"
+        or getattr(torch, target.__name__, None) is not target
+    ):
         return False
     packet = getattr(torch.ops.aten, target.__name__, None)
     if packet is None:
         return False
     overloads = [getattr(packet, name) for name in packet.overloads() if "out" not in name]
-    return bool(overloads) and not any(op._schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags
-                                       for op in overloads)
+    return bool(overloads) and not any(
+        op._schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags for op in overloads
+    )
 
 
 def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
@@ -96,11 +210,14 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     function allowed in the graph); raises Unsupported unless its result is a pure function of guarded metadata."""
     name = op_name(target)
     # a function allowed in the graph that returns no tensor was put there for what it does: it runs there
-    if in_place_name(target, name) or target is operator.setitem or "out" in kwargs or \
-            policy.is_allowed_in_graph(target):
+    if (
+        in_place_name(target, name)
+        or target is operator.setitem
+        or "out" in kwargs
+        or policy.is_allowed_in_graph(target)
+    ):
         return True
-    if name in PURE_QUERIES or (
-            name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
+    if name in PURE_QUERIES or (name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
         # F's private helpers (_canonical_mask(None), ...) only check and convert their arguments
         return False
     unsupported(f"{name}() returns no tensor: it runs as Python", BreakCode.NON_TENSOR_OP)
@@ -108,16 +225,21 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
 
 def is_constant_query(value: Any) -> bool:
     """A query of global state that torch implements in Python (so not a torch op by its module)."""
-    return callable(value) and getattr(value, "__name__", None) in _CONSTANT_QUERIES \
+    return (
+        callable(value)
+        and getattr(value, "__name__", None) in _CONSTANT_QUERIES
         and str(getattr(value, "__module__", "")).startswith("torch.")
+    )
 
 
 def is_torch_op(value: Any) -> bool:
     """Whether calling `value` should put one op in the graph."""
     if policy.is_allowed_in_graph(value):
         return True
-    if isinstance(value, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
-                          types.MethodWrapperType)):
+    if isinstance(
+        value,
+        (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType, types.MethodWrapperType),
+    ):
         owner = getattr(value, "__objclass__", None)
         if owner is not None:
             return issubclass(owner, torch._C.TensorBase)
@@ -150,8 +272,12 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
         return ConstantVariable(issubclass(args[0].python_type(), torch.Tensor))
     if name in _TORCH_FUNCTION_CHECKS:  # __torch_function__ overrides: none on plain tensors (type is guarded)
         values = [a for arg in args for a in (arg.unpack(tx) if not isinstance(arg, TensorVariable) else [arg])]
-        plain = all(isinstance(v, TensorVariable) and v.python_type() in (torch.Tensor, torch.nn.Parameter)
-                    or v.is_python_constant() for v in values)
+        plain = all(
+            isinstance(v, TensorVariable)
+            and v.python_type() in (torch.Tensor, torch.nn.Parameter)
+            or v.is_python_constant()
+            for v in values
+        )
         if not plain:
             unsupported(f"{name}() on values that may override __torch_function__", BreakCode.TORCH_FUNCTION)
         return ConstantVariable(False)
@@ -263,4 +389,3 @@ class GradModeCtorVariable(Variable):
         if kwargs or (self.ctor is not torch.set_grad_enabled and args):
             unsupported("torch.no_grad/enable_grad used as a decorator inside a compiled region", BreakCode.GRAD_MODE)
         return GradModeVariable.create(tx, self.ctor, list(args))
-

@@ -1,4 +1,5 @@
 """Instances of user classes read during tracing: attribute reads are guarded, writes replayed."""
+
 from __future__ import annotations
 
 import collections
@@ -19,8 +20,10 @@ from framejit.variables.containers import BoundMethod, IteratorVariable, ListVar
 from framejit.variables.mappings import DICT_READS, DictVariable, dict_key
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
-_GENERIC_GETATTRIBUTE = frozenset(vars(t)["__getattribute__"] for t in (
-    object, dict, list, tuple, set, frozenset, int, float, str, bytes, collections.defaultdict))
+_GENERIC_GETATTRIBUTE = frozenset(
+    vars(t)["__getattribute__"]
+    for t in (object, dict, list, tuple, set, frozenset, int, float, str, bytes, collections.defaultdict)
+)
 
 
 def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variable | None:
@@ -31,6 +34,7 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
 
     def on_class(part: str) -> Any:
         return AttrSource(source, part) if source is not None else None
+
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(tx.wrap(attr, source), obj)
     if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
@@ -38,11 +42,15 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
     if isinstance(attr, staticmethod):
         return tx.wrap(attr.__func__, source)
     if isinstance(attr, classmethod):
-        cls_var = obj.class_var(tx) if source is not None and hasattr(obj, "class_var") \
-            else tx.wrap(obj.python_type(), None)
+        cls_var = (
+            obj.class_var(tx) if source is not None and hasattr(obj, "class_var") else tx.wrap(obj.python_type(), None)
+        )
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), cls_var)
-    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) \
-            and attr.__objclass__ in (dict, collections.OrderedDict, list):
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) and attr.__objclass__ in (
+        dict,
+        collections.OrderedDict,
+        list,
+    ):
         if isinstance(obj, NewObjectVariable) and obj.base_part is not None:  # made here: any dict/list method
             return BoundMethod(obj.base_part, attr.__name__)
         if isinstance(obj, UserObjectVariable):  # from outside: the methods that only read (dict.get(self, ...))
@@ -75,8 +83,9 @@ def has_custom_lookup(cls: type) -> bool:
     """Whether reading an attribute of a `cls` instance runs a __getattribute__ written in Python. framejit then
     inspects such objects only through their type and object's own lookup: isinstance(), hasattr() and getattr()
     on them would run the user's code at compile time."""
-    return type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__ and \
-        isinstance(lookup_class_attr(cls, "__getattribute__")[1], types.FunctionType)
+    return type.__getattribute__(cls, "__getattribute__") is not object.__getattribute__ and isinstance(
+        lookup_class_attr(cls, "__getattribute__")[1], types.FunctionType
+    )
 
 
 def instance_dict(value: Any) -> dict:
@@ -107,6 +116,7 @@ def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
     if obj.python_type().__iter__ is dict.__iter__:
         return DictVariable(raw.items)
     from framejit.variables.operators import call_operator
+
     keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
     return DictVariable({dict_key(tx, k): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
 
@@ -120,8 +130,10 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     cls = obj.python_type()
     if lookup_class_attr(cls, "__iter__")[1] in (list.__iter__, dict.__iter__):  # a list or dict subclass
         return IteratorVariable(obj.base_contents(tx).unpack(tx))
-    if issubclass(cls, collections.abc.Sequence) and lookup_class_attr(cls, "__iter__")[1] is \
-            collections.abc.Sequence.__iter__:
+    if (
+        issubclass(cls, collections.abc.Sequence)
+        and lookup_class_attr(cls, "__iter__")[1] is collections.abc.Sequence.__iter__
+    ):
         length = python_class_method(tx, obj, "__len__")
         getitem = python_class_method(tx, obj, "__getitem__")
         if length is None or getitem is None:
@@ -130,7 +142,6 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
         return IteratorVariable([getitem.call(tx, [ConstantVariable(i)], {}) for i in range(n)])
     method = python_class_method(tx, obj, "__iter__")
     return method.call(tx, [], {}) if method is not None else None
-
 
 
 def python_getattr(tx: Tracer, obj: Variable, name: str) -> Variable:
@@ -146,8 +157,9 @@ def python_getattr(tx: Tracer, obj: Variable, name: str) -> Variable:
             return obj.generic_getattr(tx, name)
         return obj.native_getattr(tx, name)
     except Unsupported as e:
-        if e.code != BreakCode.MISSING_ATTR or not isinstance(lookup_class_attr(cls, "__getattr__")[1],
-                                                              types.FunctionType):
+        if e.code != BreakCode.MISSING_ATTR or not isinstance(
+            lookup_class_attr(cls, "__getattr__")[1], types.FunctionType
+        ):
             raise
     return _call_lookup_method(tx, obj, "__getattr__", name)
 
@@ -161,8 +173,9 @@ def _call_lookup_method(tx: Tracer, obj: Variable, method: str, name: str) -> Va
         return bound.call(tx, [ConstantVariable(name)], {})
     except Unsupported as e:
         if e.code == BreakCode.MISSING_ATTR and exception_table(fn.__code__):
-            unsupported(f"{obj.python_type().__name__}.{method} may catch the AttributeError of {name!r}",
-                        BreakCode.GETATTR)
+            unsupported(
+                f"{obj.python_type().__name__}.{method} may catch the AttributeError of {name!r}", BreakCode.GETATTR
+            )
         raise
 
 
@@ -198,6 +211,7 @@ def user_truth(tx: Tracer, obj: Variable) -> bool:
 def call_memoised(tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
     """An lru_cache'd function called now: it answers what its cache holds, computing (and caching) it now if eager
     would, as a constant. Its arguments must be constants, or objects from outside held by identity (guarded so)."""
+
     def real(arg: Variable) -> Any:
         if arg.is_python_constant():
             return arg.as_python_constant()
@@ -205,6 +219,7 @@ def call_memoised(tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[st
             tx.output.guards.add(arg.source, GuardKind.ID_MATCH, arg.value)
             return arg.value
         unsupported(f"an lru_cache'd function called with {arg}", BreakCode.CALL)
+
     return tx.wrap_constant(fn(*map(real, args), **{k: real(v) for k, v in kwargs.items()}))
 
 
@@ -216,6 +231,7 @@ class MemoisedMethod(Variable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         return call_memoised(tx, self.fn, [self.obj, *args], kwargs)
+
 
 def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
     iterator = iterate_user_object(tx, obj)
@@ -277,13 +293,16 @@ class UserObjectVariable(Variable):
         """What an instance of a list subclass holds as a list (read through list's own indexing, guarded by
         length). Only for subclasses that keep list's __getitem__ and __len__: a guard must not run user code."""
         cls = type(self.value)
-        if lookup_class_attr(cls, "__getitem__")[1] is not list.__getitem__ or \
-                lookup_class_attr(cls, "__len__")[1] is not list.__len__:
+        if (
+            lookup_class_attr(cls, "__getitem__")[1] is not list.__getitem__
+            or lookup_class_attr(cls, "__len__")[1] is not list.__len__
+        ):
             unsupported(f"{cls.__name__} overrides list's indexing", BreakCode.CONTAINER)
         if self._contents is None:
             tx.output.guards.add(self.source, GuardKind.LEN_MATCH, self.value)
-            self._contents = ListVariable([tx.wrap(v, ItemSource(self.source, i)) for i, v in enumerate(self.value)],
-                                          self.source)
+            self._contents = ListVariable(
+                [tx.wrap(v, ItemSource(self.source, i)) for i, v in enumerate(self.value)], self.source
+            )
         return self._contents
 
     def generic_getattr(self, tx: Tracer, name: str) -> Variable:
@@ -308,6 +327,7 @@ class UserObjectVariable(Variable):
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.callables import UserFunctionVariable
+
         cls = type(self.value)
         found, call = lookup_class_attr(cls, "__call__")
         if found and isinstance(call, types.FunctionType):
@@ -329,16 +349,22 @@ def constructible(cls: Any) -> bool:
     """A user class whose instances the trace can make: made by type's __call__ (a metaclass may add other
     things), object's or dict's __new__ (a dict subclass: a record that is also a mapping), the generic
     __getattribute__, a Python (or the base's) __init__ and __setattr__, no __slots__."""
-    if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ or cls.__module__ == "builtins" \
-            or "__slots__" in vars(cls):
+    if (
+        not isinstance(cls, type)
+        or type(cls).__call__ is not type.__call__
+        or cls.__module__ == "builtins"
+        or "__slots__" in vars(cls)
+    ):
         return False
     init = lookup_class_attr(cls, "__init__")[1]
     setattr_ = lookup_class_attr(cls, "__setattr__")[1]
     getattribute = lookup_class_attr(cls, "__getattribute__")[1]
-    return ((cls.__new__ in (object.__new__, dict.__new__, list.__new__))
-            and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
-            and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
-            and (init in _BASE_INITS or isinstance(init, types.FunctionType)))
+    return (
+        (cls.__new__ in (object.__new__, dict.__new__, list.__new__))
+        and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
+        and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
+        and (init in _BASE_INITS or isinstance(init, types.FunctionType))
+    )
 
 
 _BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__)
@@ -407,8 +433,12 @@ class NewObjectVariable(Variable):
         if name == "__class__":
             return self.cls_var
         if name == "__dict__":  # a snapshot of the attributes written so far (read, not written through)
-            return DictVariable({n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
-                                None, dict, read_only=True)
+            return DictVariable(
+                {n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
+                None,
+                dict,
+                read_only=True,
+            )
         found, attr = lookup_class_attr(self.cls, name)
         if not found:
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.MISSING_ATTR)
@@ -428,8 +458,10 @@ class NewObjectVariable(Variable):
 
     def rebuild(self, cg: Emitter) -> None:  # its attributes are set by the side-effect replay
         if self.dropped:
-            raise AssertionError(f"a {self.cls.__name__} made in the trace was found unreachable, yet is rebuilt "
-                                 f"(a Variable holding it does not list it in children())")
+            raise AssertionError(
+                f"a {self.cls.__name__} made in the trace was found unreachable, yet is rebuilt "
+                f"(a Variable holding it does not list it in children())"
+            )
         cg.emit("PUSH_NULL")
         cg.emit_const(self.cls.__new__)  # object's, dict's or list's: none runs __init__
         cg.load(self.cls_var)
@@ -446,8 +478,9 @@ class NewObjectVariable(Variable):
         if self.dict_part is None:
             return
         # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)
-        setitem = next(vars(k)["__setitem__"] for k in self.cls.__mro__
-                       if not k.__flags__ & HEAPTYPE and "__setitem__" in vars(k))
+        setitem = next(
+            vars(k)["__setitem__"] for k in self.cls.__mro__ if not k.__flags__ & HEAPTYPE and "__setitem__" in vars(k)
+        )
         for key, value in self.dict_part.items.items():
             cg.emit("COPY", 1)
             cg.emit("PUSH_NULL")
@@ -486,8 +519,7 @@ class EnvironVariable(Variable):
             return BoundMethod(self, name)
         unsupported(f"os.environ.{name}", BreakCode.GETATTR)
 
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable],
-                    kwargs: dict[str, Variable]) -> Variable:
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name not in ("get", "__getitem__", "__contains__") or kwargs or not args[0].is_python_constant():
             unsupported(f"os.environ.{name} with these arguments", BreakCode.CALL)
         key = args[0].as_python_constant()

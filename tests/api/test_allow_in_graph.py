@@ -1,4 +1,5 @@
 """allow_in_graph / disallow_in_graph / assume_constant_result."""
+
 import random
 
 import pytest
@@ -40,6 +41,7 @@ def test_allow_in_graph_makes_one_opaque_node():
 
 def test_allowed_function_is_not_captured_when_the_graph_runs():
     """The compiled graph runs with capture off: the opaque node's function is not compiled on its own."""
+
     def scale(x):
         return x * 3
 
@@ -112,6 +114,7 @@ def _adds_one_in_place(t):
 def test_an_allowed_function_that_returns_none_runs_in_the_graph(backend):
     framejit.allow_in_graph(_adds_one_in_place)
     try:
+
         def fn(x):
             _adds_one_in_place(x)
             return x * 2

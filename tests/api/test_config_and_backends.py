@@ -1,5 +1,6 @@
 """framejit.config.patch and the backends registry: registering, looking up and listing
 backends, and backends that fail."""
+
 import pytest
 import torch
 
@@ -30,8 +31,15 @@ def test_config_patch_context_manager_and_decorator():
     assert framejit.config.debug is False
     with pytest.raises(Exception):
         framejit.config.patch(no_such_setting=1)
-    for name in ("debug", "verbose", "log_level", "output_code", "dynamic_shapes", "cache_size_limit",
-                 "suppress_errors"):
+    for name in (
+        "debug",
+        "verbose",
+        "log_level",
+        "output_code",
+        "dynamic_shapes",
+        "cache_size_limit",
+        "suppress_errors",
+    ):
         assert hasattr(framejit.config, name)
 
 
@@ -77,6 +85,7 @@ def test_register_lookup_list_backends():
 def test_register_backend_as_decorator_with_tags():
     name = "framejit_test_debug_tagged"
     try:
+
         @framejit.register_backend(name=name, tags=("debug",))
         def tagged(gm, example_inputs):
             return gm.forward

@@ -1,4 +1,5 @@
 """framejit.disable as a decorator (recursive or not) and as a context manager."""
+
 import pytest
 import torch
 
@@ -12,8 +13,9 @@ from tests.helpers import graph_targets
 # disable
 
 
-@pytest.mark.parametrize("decorator, marked", [(framejit.disable, "framejit.disable"),
-                                               (torch.compiler.disable, "torch.compiler.disable")])
+@pytest.mark.parametrize(
+    "decorator, marked", [(framejit.disable, "framejit.disable"), (torch.compiler.disable, "torch.compiler.disable")]
+)
 def test_disable_decorator_is_not_inlined(decorator, marked):
     @decorator
     def hidden(x):

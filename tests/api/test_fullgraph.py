@@ -1,5 +1,6 @@
 """optimize_assert / nopython / fullgraph on a data-dependent branch: the error names this file
 and the line of the branch."""
+
 import logging
 import os
 

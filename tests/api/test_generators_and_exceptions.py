@@ -1,5 +1,6 @@
 """Generators and coroutines around compiled code, framejit's exception classes, and where cache
 entries live."""
+
 import asyncio
 
 import torch

@@ -1,5 +1,6 @@
 """A compile that compiles nothing in the frame it was given says so (NothingCompiledWarning),
 and raises under fullgraph=True where framejit will not capture that frame at all."""
+
 from __future__ import annotations
 
 import warnings
@@ -46,8 +47,13 @@ def test_a_first_call_that_compiles_no_graph_warns():
         framejit.compile(no_tensor_ops, backend="eager")(torch.randn(3))
 
 
-@pytest.mark.parametrize("make", [lambda: framejit.compile(lambda x: x.sin() + 1, backend="eager"),
-                                  lambda: framejit.compile(nn.Linear(3, 3), backend="eager")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: framejit.compile(lambda x: x.sin() + 1, backend="eager"),
+        lambda: framejit.compile(nn.Linear(3, 3), backend="eager"),
+    ],
+)
 def test_a_compile_that_compiles_says_nothing(make):
     compiled = make()
     with warnings.catch_warnings():

@@ -1,5 +1,6 @@
 """The public API (docs/api.md): framejit.optimize as a decorator, module wrapper and context manager,
 and the forms of framejit.compile."""
+
 import torch
 from torch import nn
 
@@ -80,8 +81,7 @@ def test_optimize_module_wrapper_shares_parameters_and_state():
     with torch.no_grad():
         next(opt.parameters()).mul_(-1)
     assert same(opt(x), mod(x))
-    assert same(opt.state_dict()[[k for k in opt.state_dict() if k.endswith("lin.weight")][0]],
-                mod.lin.weight)
+    assert same(opt.state_dict()[[k for k in opt.state_dict() if k.endswith("lin.weight")][0]], mod.lin.weight)
     # attribute access falls through to the original
     assert opt.lin is mod.lin
     assert opt.training == mod.training

@@ -1,4 +1,5 @@
 """framejit.testing's helpers (CompileCounter, EagerAndRecordGraphs, same) and the debug output."""
+
 import torch
 
 import framejit

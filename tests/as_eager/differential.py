@@ -1,5 +1,6 @@
 """Running a program eagerly and compiled, backward included, and comparing results, gradients and errors: the
 harness of the tests of saved tensors and of outputs returned as views."""
+
 import torch
 
 import framejit
@@ -41,6 +42,7 @@ def leaf(*shape):
     def make():
         torch.manual_seed(0)
         return (torch.randn(*shape, requires_grad=True),)
+
     return make
 
 
@@ -48,4 +50,5 @@ def nonleaf(*shape):
     def make():
         torch.manual_seed(0)
         return (torch.randn(*shape, requires_grad=True) * 1,)
+
     return make

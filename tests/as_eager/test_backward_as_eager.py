@@ -2,6 +2,7 @@
 the graph into what eager's ops did not save or its backward does not reach (as_eager/autograd_parts.py,
 saved_versions.py). Each test runs a program eagerly and compiled on equal leaves and compares the backward's
 outcome: the same gradients, or the same error."""
+
 import copy
 
 import pytest
@@ -127,9 +128,15 @@ def _two_heads(x, w):
     return h.sum(1), h.pow(2).mean()
 
 
-@pytest.mark.parametrize("fn, parts, history", [(_loss_and_logits, 1, False), (_two_heads, 1, False),
-                                                (_an_output_another_output_saves, 1, True),
-                                                (_an_input_one_output_reads, 3, True)])
+@pytest.mark.parametrize(
+    "fn, parts, history",
+    [
+        (_loss_and_logits, 1, False),
+        (_two_heads, 1, False),
+        (_an_output_another_output_saves, 1, True),
+        (_an_input_one_output_reads, 3, True),
+    ],
+)
 def test_a_graph_splits_only_where_an_input_with_a_history_feeds_some_outputs(fn, parts, history):
     recorder = CompilerRecorder()
     x, w = torch.randn(3, 4), torch.randn(4, 4, requires_grad=True)
@@ -217,13 +224,13 @@ def _adds_then_a_save(x):
     return g, g.sin()
 
 
-@pytest.mark.parametrize("fn, parts", [(_loss_and_logits, 1), (_saving_op_on_every_path, 1),
-                                       (_adds_then_a_save, 2)])
+@pytest.mark.parametrize("fn, parts", [(_loss_and_logits, 1), (_saving_op_on_every_path, 1), (_adds_then_a_save, 2)])
 def test_a_graph_splits_where_a_second_backward_would_fail_only_compiled(fn, parts):
     recorder = CompilerRecorder()
     compiled = framejit.compile(fn, backend=aot_autograd(fw_compiler=recorder.fw, bw_compiler=recorder.bw))
-    args = (torch.randn(3, 4, requires_grad=True),) + ((torch.randn(4, 4, requires_grad=True),)
-                                                       if fn is _loss_and_logits else ())
+    args = (torch.randn(3, 4, requires_grad=True),) + (
+        (torch.randn(4, 4, requires_grad=True),) if fn is _loss_and_logits else ()
+    )
     for got, want in zip(compiled(*args), fn(*args)):
         torch.testing.assert_close(got, want)
     assert len(recorder.forward) == parts
@@ -250,6 +257,7 @@ def test_a_value_written_under_no_grad_keeps_its_history(backend, fn):
     # detached: y.grad was None (fuzz 6674 of seed 2100000). The graph runs as its torch ops instead.
     def loss(outputs):
         return outputs.sum() if isinstance(outputs, torch.Tensor) else outputs[1]
+
     _assert_as_eager(fn, [(3, 4), (4,)], lambda outputs, args: None, loss, backend)
     compiled = framejit.compile(fn, backend=backend)
     out = compiled(*_leaves((3, 4), (4,)))
@@ -314,14 +322,16 @@ def _read_and_kept(y):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [_only_an_item_at_a_break, _only_a_float_at_a_break, _only_a_condition_at_a_break,
-                                _read_and_kept])
+@pytest.mark.parametrize(
+    "fn", [_only_an_item_at_a_break, _only_a_float_at_a_break, _only_a_condition_at_a_break, _read_and_kept]
+)
 def test_an_output_a_break_only_reads_the_data_of_gets_no_gradient(fn, backend):
     # returned as it is, the graph's node got a zero gradient for it, and 0 x inf made y's gradient NaN where
     # eager's is inf (fuzz 7343 of seed 2200000); the break's code only reads its value, so it comes back
     # detached (a leaf that requires grad, as eager's value does)
     def loss(outputs):  # (m kept and differentiated: its gradient flows as eager's)
         return outputs.sum() if isinstance(outputs, torch.Tensor) else outputs[0].sum() + outputs[1]
+
     _assert_as_eager(fn, [(3, 8)], lambda outputs, args: None, loss, backend)
     if fn is _read_and_kept:
         _, m = framejit.compile(fn, backend=backend)(torch.randn(3, 8, requires_grad=True))

@@ -1,5 +1,6 @@
 """A compiled graph's outputs come back laid out in memory as eager's ops lay them out
 (as_eager/output_layouts.py): a program that reads the layout, or views the output, does what it does eagerly."""
+
 import pytest
 import torch
 
@@ -57,7 +58,7 @@ def test_the_layout_copy_passes_gradients(backend):
         t.masked_fill_(t > 1, 0)  # (its functional form returns a contiguous tensor)
         return t
 
-    weights = torch.arange(24.).view(8, 3)
+    weights = torch.arange(24.0).view(8, 3)
     grads = []
     for fn in (program, framejit.compile(program, backend=backend)):
         torch.manual_seed(0)

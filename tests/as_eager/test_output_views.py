@@ -1,5 +1,6 @@
 """Outputs AOTAutograd returns as views (made under no_grad, or inside its autograd Function) take in-place writes
 as eager's do: the same values and gradients, or eager's very error (framejit/as_eager/output_views.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,8 +41,11 @@ G8 = torch.randn(8)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [inference_view_written_with_grad, output_written_through_its_view,
-                                output_and_its_view_written_after_a_break], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [inference_view_written_with_grad, output_written_through_its_view, output_and_its_view_written_after_a_break],
+    ids=lambda f: f.__name__,
+)
 def test_outputs_returned_as_views_take_in_place_writes_as_eager(fn, backend):
     assert differential(fn, leaf(3, 8), backend) is None
 
@@ -132,10 +136,17 @@ def _error_of(call):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [rows_written_after_a_break, _rows_returned_from_inside_a_no_grad_block,
-                                _rows_of_an_input_written_after_a_break,
-                                _rows_of_an_intermediate_written_after_a_break, _rows_written_in_a_frame_given_them,
-                                _rows_used_after_their_base_is_written])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        rows_written_after_a_break,
+        _rows_returned_from_inside_a_no_grad_block,
+        _rows_of_an_input_written_after_a_break,
+        _rows_of_an_intermediate_written_after_a_break,
+        _rows_written_in_a_frame_given_them,
+        _rows_used_after_their_base_is_written,
+    ],
+)
 def test_writing_a_row_raises_eagers_very_error(fn, backend):
     # eager names the row ("Output 1 of Unbind"); the rows AOTAutograd returns were made by other ops, and the
     # error named those (fuzz 3083 of seed 2200000), or, for rows without grad, the use did not raise (fuzz 4425
@@ -170,8 +181,10 @@ def test_a_row_of_an_input_with_symbolic_sizes_refuses_writes_as_eager(backend, 
     framejit.reset()
     want = error(_rows_of_a_global_without_grad_written_with_grad)
     assert want is not None and "returns multiple views" in want
-    assert error(framejit.compile(_rows_of_a_global_without_grad_written_with_grad, backend=backend,
-                                  dynamic=dynamic)) == want
+    assert (
+        error(framejit.compile(_rows_of_a_global_without_grad_written_with_grad, backend=backend, dynamic=dynamic))
+        == want
+    )
 
 
 def test_a_backend_returning_other_values_than_tensors_is_not_checked():

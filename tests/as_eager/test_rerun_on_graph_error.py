@@ -1,6 +1,7 @@
 """A graph op that raises at run time (only real data shows it) runs the frame again as Python: what the code did
 before the failing op (attribute, global and list writes) is done, a `try` of the user's around it catches it, and
 the exception is eager's. Graphs that write into their inputs or draw random numbers do not run twice."""
+
 from __future__ import annotations
 
 import logging
@@ -72,8 +73,9 @@ def test_the_frame_runs_again_with_each_kind_of_argument():
     a, r, b = torch.randn(3, 3), torch.ones(3), torch.zeros(3)
     compiled = framejit.compile(_arguments_of_every_kind, backend="eager")
     LOG[:] = []
-    torch.testing.assert_close(compiled(a, r, 5, scale=-10.0, b=b, c=1),
-                               _arguments_of_every_kind(a, r, 5, scale=-10.0, b=b, c=1))
+    torch.testing.assert_close(
+        compiled(a, r, 5, scale=-10.0, b=b, c=1), _arguments_of_every_kind(a, r, 5, scale=-10.0, b=b, c=1)
+    )
     # not positive definite: cholesky raises at run time
     with pytest.raises(torch.linalg.LinAlgError) as info:
         compiled(a, r, 5, scale=10.0, b=b, c=1)
@@ -323,6 +325,7 @@ class _FailsOn42:
             if (args[0] == 42).any():
                 raise ValueError("the backend's kernel failed")
             return gm.forward(*args)
+
         return run
 
 
@@ -342,12 +345,16 @@ def test_a_graph_that_raises_where_eager_does_not_gives_eagers_result_and_a_warn
     assert backend.counter.frame_count == 1
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.arange(6.0),                              # dense: copied by the C++ snapshot
-    lambda: torch.arange(6.0).reshape(2, 3).t(),            # dense, not contiguous: one block of bytes all the same
-    lambda: torch.arange(12.0)[::2],                        # gaps: torch ops copy it
-    lambda: torch.arange(6, dtype=torch.int64),
-], ids=["contiguous", "transposed", "step-sliced", "int64"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.arange(6.0),  # dense: copied by the C++ snapshot
+        lambda: torch.arange(6.0).reshape(2, 3).t(),  # dense, not contiguous: one block of bytes all the same
+        lambda: torch.arange(12.0)[::2],  # gaps: torch ops copy it
+        lambda: torch.arange(6, dtype=torch.int64),
+    ],
+    ids=["contiguous", "transposed", "step-sliced", "int64"],
+)
 def test_what_a_graph_wrote_before_it_raised_is_put_back_whatever_its_layout(make):
     from framejit.as_eager.rerun import checking_writes
 

@@ -3,6 +3,7 @@ a tensor eager's ops saved for backward (an input, an output, a view of one) and
 backward makes the compiled backward raise as eager's does, though the graph (one AOTAutograd node) saved other
 tensors. Each test runs the program eagerly and compiled, backward included, and compares results, gradients and
 errors."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,6 +16,7 @@ BACKENDS = ["aot_eager", "inductor"]
 
 
 # -- the saved tensor is written after the graph ----------------------------------------------------------------
+
 
 def output_saved_by_its_op_written_later(x):
     t = x[1:].max()  # max saves its result
@@ -70,14 +72,18 @@ G = torch.randn(4)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn, make_args", [
-    (output_saved_by_its_op_written_later, nonleaf(3, 4)),
-    (input_view_saved_written_later, nonleaf(3, 4)),
-    (global_read_after_graph_write, leaf(3, 4)),
-    (view_of_dropped_output_written, leaf(3, 4)),
-    (view_written_by_an_op_that_saves, nonleaf(3, 4)),
-    (saved_view_written_after_a_graph_ending_under_no_grad, leaf(3, 4)),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, make_args",
+    [
+        (output_saved_by_its_op_written_later, nonleaf(3, 4)),
+        (input_view_saved_written_later, nonleaf(3, 4)),
+        (global_read_after_graph_write, leaf(3, 4)),
+        (view_of_dropped_output_written, leaf(3, 4)),
+        (view_written_by_an_op_that_saves, nonleaf(3, 4)),
+        (saved_view_written_after_a_graph_ending_under_no_grad, leaf(3, 4)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_a_saved_tensor_written_after_the_graph_makes_backward_raise_as_eager(fn, make_args, backend):
     error = differential(fn, make_args, backend)
     assert error is not None and MODIFIED in error
@@ -116,14 +122,16 @@ def _two_leaves():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [saved_result_written_in_the_graph,
-                                saved_result_written_in_the_graph_behind_a_view_written_later])
+@pytest.mark.parametrize(
+    "fn", [saved_result_written_in_the_graph, saved_result_written_in_the_graph_behind_a_view_written_later]
+)
 def test_a_saved_tensor_written_inside_the_graph_makes_backward_raise_as_eager(fn, backend):
     error = differential(fn, nonleaf(3, 4) if fn is saved_result_written_in_the_graph else _two_leaves, backend)
     assert error is not None and MODIFIED in error
 
 
 # -- writes eager's backward does not mind: no error, eager's gradients ------------------------------------------
+
 
 def unsaved_output_written_later(x):
     t = x + 1  # add saves nothing
@@ -149,11 +157,15 @@ W = torch.randn(5, 4, requires_grad=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn, make_args", [
-    (unsaved_output_written_later, nonleaf(3, 4)),
-    (saved_tensor_of_an_output_without_gradient, nonleaf(3, 4)),
-    (model_step, leaf(3, 4)),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, make_args",
+    [
+        (unsaved_output_written_later, nonleaf(3, 4)),
+        (saved_tensor_of_an_output_without_gradient, nonleaf(3, 4)),
+        (model_step, leaf(3, 4)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_writes_eager_allows_keep_eager_gradients(fn, make_args, backend):
     W.grad = None
     assert differential(fn, make_args, backend) is None
@@ -304,8 +316,7 @@ def test_a_backward_after_one_that_raised_midway_raises_as_eager(backend, retain
     framejit.reset()
     want = errors(step)
     assert len(want) == 2 and ("second time" in want[1]) != retain_graph
-    assert [e.split(":")[0] for e in errors(framejit.compile(step, backend=backend))] == \
-        [e.split(":")[0] for e in want]
+    assert [e.split(":")[0] for e in errors(framejit.compile(step, backend=backend))] == [e.split(":")[0] for e in want]
 
 
 def _expanded_min_written_after_a_break(x, y):
@@ -344,8 +355,13 @@ def test_an_input_copied_for_backward_keeps_the_layout_the_backward_was_compiled
 
     def make_args():
         torch.manual_seed(0)
-        base = torch.randn(1, 6) if layout == "expanded" else torch.randn(6, 5) if layout == "transposed" \
+        base = (
+            torch.randn(1, 6)
+            if layout == "expanded"
+            else torch.randn(6, 5)
+            if layout == "transposed"
             else torch.randn(5, 12)
+        )
         base.requires_grad_()
         t = base.expand(5, 6) if layout == "expanded" else base.t() if layout == "transposed" else base[:, ::2]
         return t, torch.randn(5, 6, requires_grad=True), base

@@ -1,5 +1,6 @@
 """A second backward through a compiled training graph, as in eager: through ops a first backward freed, with
 retain_graph, through outputs kept for the next call, and graphs with grad switched off inside, which split."""
+
 import pytest
 import torch
 
@@ -18,7 +19,7 @@ def _leaves(*shapes):
 def _a_comparison_beside(x):
     y = x - 1
     if (x @ x.T).max() > 1:  # the graph before this break returns y and the comparison: matmul's save feeds only
-        return y             # the comparison, which has no gradient (fuzz 123 of seed 1900000)
+        return y  # the comparison, which has no gradient (fuzz 123 of seed 1900000)
     return y + 1
 
 
@@ -47,21 +48,27 @@ def _kept_across_calls(fn, calls=3):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn, saves", [
-    (lambda x: (x + x)[0].sum(0) - 2, False),
-    (lambda x: x.float().view(-1) - 1, False),
-    (lambda x: (x.sin(), x + x)[1], False),  # sin's save is dead: nothing differentiates its result
-    (_a_comparison_beside, False),
-    (_a_dead_write_beside, False),
-    (lambda x: x.sin() + x, True),
-])
+@pytest.mark.parametrize(
+    "fn, saves",
+    [
+        (lambda x: (x + x)[0].sum(0) - 2, False),
+        (lambda x: x.float().view(-1) - 1, False),
+        (lambda x: (x.sin(), x + x)[1], False),  # sin's save is dead: nothing differentiates its result
+        (_a_comparison_beside, False),
+        (_a_dead_write_beside, False),
+        (lambda x: x.sin() + x, True),
+    ],
+)
 def test_a_second_backward_through_a_graph_as_in_eager(backend, fn, saves):
     # eager's add, view, sum and subtraction of a constant save no tensor, so a backward may go through them again;
     # AOTAutograd's node reads its saved tensors in every backward, so a graph saving none runs as torch ops
     want = _kept_across_calls(fn)
     compiled = framejit.compile(fn, backend=backend)
-    assert want == ("raised", "Trying to backward through the graph a second time ") if saves else \
-        isinstance(want, torch.Tensor)
+    assert (
+        want == ("raised", "Trying to backward through the graph a second time ")
+        if saves
+        else isinstance(want, torch.Tensor)
+    )
     got = _kept_across_calls(compiled)
     if saves:
         assert got == want
@@ -83,8 +90,9 @@ def test_retain_graph_after_a_plain_backward_as_in_eager(backend):
     compiled(x, w).backward()
     got, want = compiled(x, w), _exp_between_matmuls(x, w)
     for _ in range(2):
-        torch.testing.assert_close(torch.autograd.grad(got, w, retain_graph=True),
-                                   torch.autograd.grad(want, w, retain_graph=True))
+        torch.testing.assert_close(
+            torch.autograd.grad(got, w, retain_graph=True), torch.autograd.grad(want, w, retain_graph=True)
+        )
     got.backward()
     assert type(got.grad_fn).__name__ == "CompiledFunctionBackward"
 
@@ -145,8 +153,9 @@ def _a_break_inside_no_grad_in_a_graph_that_splits(x, h):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [_a_no_grad_block_in_a_graph_that_splits,
-                                _a_break_inside_no_grad_in_a_graph_that_splits])
+@pytest.mark.parametrize(
+    "fn", [_a_no_grad_block_in_a_graph_that_splits, _a_break_inside_no_grad_in_a_graph_that_splits]
+)
 def test_a_graph_with_grad_switched_off_inside_splits_too(fn, backend):
     # h's history was freed by an earlier backward: a backward from y alone must not run it (fuzz 3063, 8778)
     def run(f):
@@ -158,6 +167,7 @@ def test_a_graph_with_grad_switched_off_inside_splits_too(fn, backend):
         assert torch.is_grad_enabled() and not kept.requires_grad and z.requires_grad
         y.sum().backward()
         return y.detach(), z.detach(), kept, x.grad
+
     for got, want in zip(run(framejit.compile(fn, backend=backend)), run(fn)):
         torch.testing.assert_close(got, want)
 
@@ -179,6 +189,7 @@ def test_one_batch_norm_called_twice_in_a_graph_that_splits():
         y, t = torch.randn(3, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)
         outputs = fn(y, t.t(), t)
         return [o.detach() for o in outputs] + [norm.running_mean.clone(), norm.running_var.clone()]
+
     want = run(step)
     for backend in BACKENDS:
         for got, expected in zip(run(framejit.compile(step, backend=backend)), want):
@@ -189,6 +200,7 @@ def _accumulating(state):
     def step(x):
         state["g"] = state["g"] + x[0]  # kept for the next call: its add saves nothing
         return torch.maximum(x, state["g"] - state["g"])  # maximum saves
+
     return step
 
 
@@ -199,6 +211,7 @@ def _accumulating_in_place(state):
         print(end="")  # (a break: x, an output of the graph before it, is written into the state after it)
         state["g"] += x.norm()
         return t
+
     return step
 
 
@@ -209,6 +222,7 @@ def _writing_the_state_in_place(state):
         t.sub_(g)
         g[:2] = t.std()  # std saves t, on the path of the next call's backward only
         return t
+
     return step
 
 
@@ -219,12 +233,14 @@ def _reading_before_and_after_a_write(state):
             state["g"] = state["g"] + (x[0] - p)
             p.mul_(2.0)
         return p
+
     return step
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("make", [_accumulating, _accumulating_in_place, _writing_the_state_in_place,
-                                  _reading_before_and_after_a_write])
+@pytest.mark.parametrize(
+    "make", [_accumulating, _accumulating_in_place, _writing_the_state_in_place, _reading_before_and_after_a_write]
+)
 def test_a_second_backward_through_an_output_kept_for_the_next_call(backend, make):
     # the next call's backward goes through the state this call made, back into this call's graph: eager's ops on
     # that path (adds) saved nothing, so it succeeds; one node for the graph would have freed what maximum saved
@@ -234,8 +250,11 @@ def test_a_second_backward_through_an_output_kept_for_the_next_call(backend, mak
     # history, the node of the call before, freed (fuzz 468 of seed 2900000)
     def run(step):
         torch.manual_seed(0)
-        x = torch.randn(4, requires_grad=True) if make is not _reading_before_and_after_a_write else \
-            torch.randn(4, 4, requires_grad=True)
+        x = (
+            torch.randn(4, requires_grad=True)
+            if make is not _reading_before_and_after_a_write
+            else torch.randn(4, 4, requires_grad=True)
+        )
         grads = []
         try:
             for _ in range(3):

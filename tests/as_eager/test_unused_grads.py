@@ -1,6 +1,7 @@
 """Gradients eager leaves None (framejit/as_eager/unused_grads.py): an input whose outputs got no gradient, or
 that is only read as numbers, gets None from a compiled training graph, as in eager; the gradients that are there
 are eager's."""
+
 import os
 import subprocess
 import sys
@@ -57,13 +58,20 @@ def test_gradients_of_inputs_only_read_as_numbers_are_none_as_in_eager(fn):
 def test_a_number_read_from_a_detached_output_warns_as_eager():
     # `float()` of a tensor that requires grad warns (once per process, hence a fresh one), at the program's
     # line: the output the graph returns detached for the break requires grad as eager's does
-    script = ("import warnings, torch, framejit\n"
-              "warnings.simplefilter('always')\n"
-              "from tests.as_eager.test_unused_grads import _reads_floats\n"
-              "framejit.compile(_reads_floats, backend='aot_eager')(torch.randn(3, requires_grad=True),\n"
-              "                                                      torch.randn(3, requires_grad=True))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    script = (
+        "import warnings, torch, framejit\n"
+        "warnings.simplefilter('always')\n"
+        "from tests.as_eager.test_unused_grads import _reads_floats\n"
+        "framejit.compile(_reads_floats, backend='aot_eager')(torch.randn(3, requires_grad=True),\n"
+        "                                                      torch.randn(3, requires_grad=True))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Converting a tensor with requires_grad=True to a scalar" in done.stderr
     line = _reads_floats.__code__.co_firstlineno + 2
@@ -114,7 +122,7 @@ def _returns_a_view_written_later(x, y):
 
 def _writes_into_a_view_output_after_a_break(x, y):
     t = (torch.cat([x, y], dim=0) * 2).T  # a view of an intermediate, written after the break: autograd rebases
-    if (t > 0).any():                     # it on its base, and the gradient passes the base's node, not the view's
+    if (t > 0).any():  # it on its base, and the gradient passes the base's node, not the view's
         t[torch.tensor([0, 2])] = y.sum()
     return t
 
@@ -189,14 +197,26 @@ def _writes_a_view_of_an_input_made_before_a_no_grad_block(x, y):
     return t * 2 + x
 
 
-@pytest.mark.parametrize("fn", [_keeps_an_unused_local, _stores_into_its_argument, _chains_unused_outputs,
-                                _uses_everything, _starts_in_no_grad, _returns_a_view_written_later,
-                                _writes_into_a_global, _adds_a_detached_value_into_a_global,
-                                _writes_a_value_made_without_grad_into_a_global, _breaks_inside_no_grad,
-                                _writes_into_a_view_output_after_a_break,
-                                _writes_into_a_view_output_of_ops_saving_nothing,
-                                _keeps_views_of_an_input_it_divides_by, _writes_into_a_view_of_an_input_after_a_break,
-                                _writes_a_view_of_an_input_made_before_a_no_grad_block])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _keeps_an_unused_local,
+        _stores_into_its_argument,
+        _chains_unused_outputs,
+        _uses_everything,
+        _starts_in_no_grad,
+        _returns_a_view_written_later,
+        _writes_into_a_global,
+        _adds_a_detached_value_into_a_global,
+        _writes_a_value_made_without_grad_into_a_global,
+        _breaks_inside_no_grad,
+        _writes_into_a_view_output_after_a_break,
+        _writes_into_a_view_output_of_ops_saving_nothing,
+        _keeps_views_of_an_input_it_divides_by,
+        _writes_into_a_view_of_an_input_after_a_break,
+        _writes_a_view_of_an_input_made_before_a_no_grad_block,
+    ],
+)
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_inputs_only_unused_outputs_depend_on_get_none_as_gradient(fn, dynamic):
     # one autograd node for all of a graph's outputs gives zeros to an input whose outputs got no gradient; eager

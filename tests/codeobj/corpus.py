@@ -3,6 +3,7 @@ the calls each is checked on, and `outcome`: what one such call did.
 
 Its asserts are rewritten by pytest as in a test module (see this folder's conftest.py), as they
 were when the corpus lived in test_codeobj.py."""
+
 from __future__ import annotations
 
 import asyncio
@@ -329,7 +330,9 @@ def fib(n: int) -> int:
 def _make_long_jumps() -> Callable[[int], int]:
     """A function whose jumps need EXTENDED_ARG (its body is more than 256 instructions long)."""
     lines = ["def long_jumps(x):", "    total = 0", "    for i in range(x):"]
-    lines += [f"        if i == {k}:\n            total += {k} * x\n        else:\n            total -= 1" for k in range(60)]
+    lines += [
+        f"        if i == {k}:\n            total += {k} * x\n        else:\n            total -= 1" for k in range(60)
+    ]
     lines.append("    return total")
     namespace: dict = {}
     exec(compile("\n".join(lines), __file__, "exec"), namespace)

@@ -1,4 +1,5 @@
 """framejit.codeobj.build_function_code: functions built from a template's code and a new body."""
+
 from __future__ import annotations
 
 import inspect
@@ -54,12 +55,27 @@ def test_build_calls_any_object_as_constant() -> None:
 
     fn0, fn1 = Compiled(), Compiled()
     body = [
-        Instr("PUSH_NULL"), Instr("LOAD_CONST", fn0), Instr("LOAD_FAST", "a"), Instr("LOAD_FAST", "b"),
-        Instr("PRECALL", 2), Instr("CALL", 2), Instr("STORE_FAST", "tmp"),
-        Instr("PUSH_NULL"), Instr("LOAD_CONST", fn1), Instr("LOAD_FAST", "tmp"), Instr("LOAD_CONST", 1),
-        Instr("LOAD_CONST", 7), Instr("KW_NAMES", ("k",)), Instr("PRECALL", 3), Instr("CALL", 3),
-        Instr("LOAD_GLOBAL", (True, "len")), Instr("LOAD_FAST", "tmp"), Instr("PRECALL", 1), Instr("CALL", 1),
-        Instr("BUILD_TUPLE", 2), Instr("RETURN_VALUE"),
+        Instr("PUSH_NULL"),
+        Instr("LOAD_CONST", fn0),
+        Instr("LOAD_FAST", "a"),
+        Instr("LOAD_FAST", "b"),
+        Instr("PRECALL", 2),
+        Instr("CALL", 2),
+        Instr("STORE_FAST", "tmp"),
+        Instr("PUSH_NULL"),
+        Instr("LOAD_CONST", fn1),
+        Instr("LOAD_FAST", "tmp"),
+        Instr("LOAD_CONST", 1),
+        Instr("LOAD_CONST", 7),
+        Instr("KW_NAMES", ("k",)),
+        Instr("PRECALL", 3),
+        Instr("CALL", 3),
+        Instr("LOAD_GLOBAL", (True, "len")),
+        Instr("LOAD_FAST", "tmp"),
+        Instr("PRECALL", 1),
+        Instr("CALL", 1),
+        Instr("BUILD_TUPLE", 2),
+        Instr("RETURN_VALUE"),
     ]
     f = make(posonly, body, argnames=("a", "b"), extra_varnames=("tmp",))
     assert f(1, 2) == (((1, 2, 0), 1, 7), 3)
@@ -70,8 +86,12 @@ def test_build_calls_any_object_as_constant() -> None:
 
 def test_build_reads_free_variable() -> None:
     counter = make_counter(5)
-    body = [Instr("LOAD_DEREF", FreeVar("count")), Instr("LOAD_FAST", "step"), Instr("BINARY_OP", 0),
-            Instr("RETURN_VALUE")]
+    body = [
+        Instr("LOAD_DEREF", FreeVar("count")),
+        Instr("LOAD_FAST", "step"),
+        Instr("BINARY_OP", 0),
+        Instr("RETURN_VALUE"),
+    ]
     f = make(counter, body)
     assert f.__code__.co_freevars == ("count",)
     assert f(1) == 6
@@ -86,13 +106,24 @@ def test_build_keeps_argument_cells() -> None:
     # closure_over_arg's `a` and `b` are cells that are also arguments
     assert set(closure_over_arg.__code__.co_cellvars) == {"a", "b"}
     body = [
-        Instr("LOAD_DEREF", CellVar("a")), Instr("LOAD_DEREF", CellVar("b")), Instr("BINARY_OP", 0),
+        Instr("LOAD_DEREF", CellVar("a")),
+        Instr("LOAD_DEREF", CellVar("b")),
+        Instr("BINARY_OP", 0),
         Instr("STORE_FAST", "s"),
         # build `lambda: a * 10 + b` over the argument cells, as the template's inner function does
-        Instr("LOAD_CLOSURE", CellVar("a")), Instr("LOAD_CLOSURE", CellVar("b")), Instr("BUILD_TUPLE", 2),
-        Instr("LOAD_CONST", _inner_code()), Instr("MAKE_FUNCTION", 8), Instr("STORE_FAST", "inner"),
-        Instr("PUSH_NULL"), Instr("LOAD_FAST", "inner"), Instr("PRECALL", 0), Instr("CALL", 0),
-        Instr("LOAD_FAST", "s"), Instr("BUILD_TUPLE", 2), Instr("RETURN_VALUE"),
+        Instr("LOAD_CLOSURE", CellVar("a")),
+        Instr("LOAD_CLOSURE", CellVar("b")),
+        Instr("BUILD_TUPLE", 2),
+        Instr("LOAD_CONST", _inner_code()),
+        Instr("MAKE_FUNCTION", 8),
+        Instr("STORE_FAST", "inner"),
+        Instr("PUSH_NULL"),
+        Instr("LOAD_FAST", "inner"),
+        Instr("PRECALL", 0),
+        Instr("CALL", 0),
+        Instr("LOAD_FAST", "s"),
+        Instr("BUILD_TUPLE", 2),
+        Instr("RETURN_VALUE"),
     ]
     f = make(closure_over_arg, body)
     assert f(3, 4) == (34, 7)
@@ -107,8 +138,13 @@ def _inner_code() -> types.CodeType:
 
 
 def test_build_varargs_become_positional() -> None:
-    body = [Instr("LOAD_FAST", "a"), Instr("LOAD_FAST", "args"), Instr("LOAD_FAST", "kwargs"),
-            Instr("BUILD_TUPLE", 3), Instr("RETURN_VALUE")]
+    body = [
+        Instr("LOAD_FAST", "a"),
+        Instr("LOAD_FAST", "args"),
+        Instr("LOAD_FAST", "kwargs"),
+        Instr("BUILD_TUPLE", 3),
+        Instr("RETURN_VALUE"),
+    ]
     f = make(varargs, body)
     assert f.__code__.co_argcount == 3
     assert not f.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
@@ -124,11 +160,22 @@ def test_build_generator_template_is_plain_function() -> None:
 def test_build_with_jumps_labels_and_lines() -> None:
     loop, done = Label(), Label()
     body = [
-        Instr("LOAD_CONST", 0, lineno=101), Instr("STORE_FAST", "acc"),
-        Instr("LOAD_GLOBAL", (True, "range")), Instr("LOAD_FAST", "n"), Instr("PRECALL", 1), Instr("CALL", 1),
-        Instr("GET_ITER"), loop, Instr("FOR_ITER", done), Instr("LOAD_FAST", "acc"), Instr("BINARY_OP", 13),
-        Instr("STORE_FAST", "acc"), Instr("JUMP_BACKWARD", loop), done,
-        Instr("LOAD_FAST", "acc"), Instr("RETURN_VALUE"),
+        Instr("LOAD_CONST", 0, lineno=101),
+        Instr("STORE_FAST", "acc"),
+        Instr("LOAD_GLOBAL", (True, "range")),
+        Instr("LOAD_FAST", "n"),
+        Instr("PRECALL", 1),
+        Instr("CALL", 1),
+        Instr("GET_ITER"),
+        loop,
+        Instr("FOR_ITER", done),
+        Instr("LOAD_FAST", "acc"),
+        Instr("BINARY_OP", 13),
+        Instr("STORE_FAST", "acc"),
+        Instr("JUMP_BACKWARD", loop),
+        done,
+        Instr("LOAD_FAST", "acc"),
+        Instr("RETURN_VALUE"),
     ]
     f = make(fib, body, argnames=("n",))
     assert f(5) == 10

@@ -1,4 +1,5 @@
 """framejit.codeobj.live_locals_at / live_locals_table: which locals are live at each instruction."""
+
 from __future__ import annotations
 
 import sys
@@ -16,8 +17,11 @@ from tests.codeobj.corpus import CORPUS, CORPUS_IDS, closure_over_arg, make_coun
 
 
 def _offset(fn: Callable, opname: str, argval: Any = None, nth: int = 0) -> int:
-    hits = [i.offset for i in read_instructions(fn.__code__)
-            if i.opname == opname and (argval is None or i.argval == argval)]
+    hits = [
+        i.offset
+        for i in read_instructions(fn.__code__)
+        if i.opname == opname and (argval is None or i.argval == argval)
+    ]
     return hits[nth]
 
 

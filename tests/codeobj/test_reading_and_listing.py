@@ -1,4 +1,5 @@
 """Reading instructions (read_instructions, offset_to_index), exception tables and format_code."""
+
 from __future__ import annotations
 
 import dis
@@ -71,8 +72,10 @@ def test_inst_is_frozen_slots() -> None:
 
 @pytest.mark.parametrize("fn,calls", CORPUS, ids=CORPUS_IDS)
 def test_exception_table_matches_dis(fn: Callable, calls: list) -> None:
-    expected = [ExceptionEntry(start=e.start, end=e.end, target=e.target, depth=e.depth, lasti=e.lasti)
-                for e in dis._parse_exception_table(fn.__code__)]
+    expected = [
+        ExceptionEntry(start=e.start, end=e.end, target=e.target, depth=e.depth, lasti=e.lasti)
+        for e in dis._parse_exception_table(fn.__code__)
+    ]
     assert exception_table(fn.__code__) == expected
 
 
@@ -88,8 +91,14 @@ def test_exception_table_ranges() -> None:
 
 def test_format_code_names_constants() -> None:
     compiled = lambda x: x  # noqa: E731 - stands in for a compiled graph
-    body = [Instr("PUSH_NULL"), Instr("LOAD_CONST", compiled), Instr("LOAD_FAST", "n"),
-            Instr("PRECALL", 1), Instr("CALL", 1), Instr("RETURN_VALUE")]
+    body = [
+        Instr("PUSH_NULL"),
+        Instr("LOAD_CONST", compiled),
+        Instr("LOAD_FAST", "n"),
+        Instr("PRECALL", 1),
+        Instr("CALL", 1),
+        Instr("RETURN_VALUE"),
+    ]
     code = build_function_code(fib.__code__, body)
     text = format_code(code, const_names={id(compiled): "__compiled_fn_0"})
     lines = text.splitlines()

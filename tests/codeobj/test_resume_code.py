@@ -1,4 +1,5 @@
 """framejit.codeobj.build_resume_code: continuations whose frames read as the original function's frame."""
+
 from __future__ import annotations
 
 import dis
@@ -30,6 +31,7 @@ def test_the_stack_values_are_no_variables_of_the_continuations_frame():
 def cells_after(x):
     def inner():
         return c + x
+
     try:
         c  # noqa: B018, F821 - read before its assignment below: an empty cell
     except UnboundLocalError as e:

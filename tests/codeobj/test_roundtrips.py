@@ -1,4 +1,5 @@
 """framejit.codeobj.roundtrip over the corpus: the code object comes back the same and behaves the same."""
+
 from __future__ import annotations
 
 import dis
@@ -53,9 +54,21 @@ def assert_same_code(a: types.CodeType, b: types.CodeType) -> None:
     """Equal but for co_consts: bytecode numbers constants by first use and drops unused ones
     (CPython keeps the parts of folded constants, e.g. the names of an annotations tuple)."""
     for attr in (
-        "co_exceptiontable", "co_varnames", "co_cellvars", "co_freevars", "co_names",
-        "co_flags", "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
-        "co_stacksize", "co_name", "co_qualname", "co_filename", "co_firstlineno",
+        "co_exceptiontable",
+        "co_varnames",
+        "co_cellvars",
+        "co_freevars",
+        "co_names",
+        "co_flags",
+        "co_argcount",
+        "co_posonlyargcount",
+        "co_kwonlyargcount",
+        "co_nlocals",
+        "co_stacksize",
+        "co_name",
+        "co_qualname",
+        "co_filename",
+        "co_firstlineno",
     ):
         assert getattr(a, attr) == getattr(b, attr), attr
     assert len(a.co_code) == len(b.co_code)
@@ -101,9 +114,21 @@ def test_corpus_is_broad() -> None:
             code = stack.pop()
             opnames |= {inst.opname for inst in read_instructions(code)}
             stack += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    for needed in ("FOR_ITER", "SEND", "PUSH_EXC_INFO", "BEFORE_WITH", "MAKE_CELL", "COPY_FREE_VARS",
-                   "MATCH_SEQUENCE", "PREP_RERAISE_STAR", "EXTENDED_ARG", "RETURN_GENERATOR",
-                   "JUMP_IF_FALSE_OR_POP", "LOAD_CLASSDEREF", "FORMAT_VALUE"):
+    for needed in (
+        "FOR_ITER",
+        "SEND",
+        "PUSH_EXC_INFO",
+        "BEFORE_WITH",
+        "MAKE_CELL",
+        "COPY_FREE_VARS",
+        "MATCH_SEQUENCE",
+        "PREP_RERAISE_STAR",
+        "EXTENDED_ARG",
+        "RETURN_GENERATOR",
+        "JUMP_IF_FALSE_OR_POP",
+        "LOAD_CLASSDEREF",
+        "FORMAT_VALUE",
+    ):
         assert needed in opnames, needed
 
 

@@ -1,4 +1,5 @@
 """Per-code caches tell code objects apart by identity: equal code from two files is two keys."""
+
 import gc
 
 from framejit.weak_identity import WeakIdentityKeyDict

@@ -1,4 +1,5 @@
 """Fixtures of the capture corpus."""
+
 import pytest
 import torch
 

@@ -17,6 +17,7 @@ node plus one getitem node per tensor element (used or not); every grad-mode swi
 `torch._C._set_grad_enabled` node, the restore at the end of a block that closes the
 graph included (the graph must leave grad mode as eager does).
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,11 @@ def is_corpus_module(name):
 
 
 def _is_user_object(value):
-    return is_corpus_module(type(value).__module__) and hasattr(value, "__dict__") \
+    return (
+        is_corpus_module(type(value).__module__)
+        and hasattr(value, "__dict__")
         and not isinstance(value, (nn.Module, type, types.FunctionType))
+    )
 
 
 def clone_keeping_types(value):
@@ -83,6 +87,7 @@ def state_same(a, b):
 
 def _grad_flags(value):
     from torch.utils import _pytree as pytree
+
     return [leaf.requires_grad for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
 
 
@@ -109,12 +114,15 @@ def check(fn, *args, ops=None, graphs=1, **kwargs):
             torch.set_grad_enabled(grad_before)
         assert grad_after == grad_before, f"{call} call left grad mode {grad_after} (eager: {grad_before})"
         assert same(got, expected), f"{call} call: got {got!r}, eager gave {expected!r}"
-        assert _grad_flags(got) == _grad_flags(expected), \
+        assert _grad_flags(got) == _grad_flags(expected), (
             f"{call} call: requires_grad {_grad_flags(got)} vs eager {_grad_flags(expected)}"
-        assert state_same(cargs, eargs) and state_same(ckwargs, ekwargs), \
+        )
+        assert state_same(cargs, eargs) and state_same(ckwargs, ekwargs), (
             f"{call} call: arguments after the call differ from eager's: {cargs!r} vs {eargs!r}"
-        assert cnt.frame_count == graphs, \
+        )
+        assert cnt.frame_count == graphs, (
             f"{call} call: {cnt.frame_count} graphs, expected {graphs}\n{_graph_text(cnt)}"
+        )
         if ops is not None:
             assert cnt.op_count == ops, f"{cnt.op_count} ops, expected {ops}\n{_graph_text(cnt)}"
         results.append((got, cargs, ckwargs))
@@ -135,7 +143,9 @@ def case_registry():
         def register(fn):
             cases.append((fn, args, kwargs or {}, ops, graphs))
             return fn
+
         return register
+
     return cases, case
 
 

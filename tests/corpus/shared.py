@@ -1,4 +1,5 @@
 """Globals that the programs of more than one corpus file read."""
+
 import torch.nn as nn
 
 

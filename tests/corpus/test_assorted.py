@@ -1,6 +1,7 @@
 """Capture corpus: assorted combinations.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import collections
@@ -20,6 +21,7 @@ CASES, case = case_registry()
 
 
 # ---- assorted combinations ---------------------------------------------------------------------
+
 
 @case(t(3), ops=3)
 def augassign_subscript_containers(x):
@@ -193,6 +195,7 @@ def lambda_varargs(x, y):
 def nested_function_collects_kwargs(x):
     def inner(v, **opts):
         return v * opts.get("scale", 1.0) + len(opts)
+
     return inner(x, scale=3.0, other="o")
 
 

@@ -1,6 +1,7 @@
 """Capture corpus: f-strings and str ops on constants, builtins.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ CASES, case = case_registry()
 
 
 # ---- f-strings and str ops on constants -------------------------------------------------------
+
 
 @case(t(3), 2, ops=1)
 def fstring_dict_key(x, n):
@@ -65,6 +67,7 @@ def str_format_method(x):
 
 
 # ---- builtins -----------------------------------------------------------------------------------
+
 
 @case([t(3), t(3)], ops=1)
 def builtin_len(xs):

@@ -2,6 +2,7 @@
 (lambdas, nested functions, closures), user functions (inlined).
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,6 +16,7 @@ CASES, case = case_registry()
 
 
 # ---- calls: *args/**kwargs (CALL_FUNCTION_EX), keyword arguments (KW_NAMES) -----------------
+
 
 @case(t(3), t(3), ops=1)
 def call_ex_args(x, y):
@@ -101,6 +103,7 @@ def called_with_keywords(x, *, scale, bias=1.0):
 
 # ---- MAKE_FUNCTION: lambdas, nested functions, closures --------------------------------------
 
+
 @case(t(3), t(3), ops=3)
 def lambda_local(x, y):
     f = lambda v: v * 2  # noqa: E731
@@ -111,6 +114,7 @@ def lambda_local(x, y):
 def nested_def_defaults(x):
     def inner(v, s=2.0, *, b=0.5):
         return v * s + b
+
     return inner(x)
 
 
@@ -118,6 +122,7 @@ def nested_def_defaults(x):
 def closure_factory_in_frame(x):
     def mk(k):
         return lambda v: v * k
+
     return mk(2)(x) + mk(3)(x)
 
 
@@ -133,7 +138,9 @@ def nested_closure_two_levels(x):
     def outer(v):
         def inner(w):
             return w * a
+
         return inner(v) + a
+
     return outer(x)
 
 
@@ -149,6 +156,7 @@ def nested_appends_to_enclosing_list(x):
 
     def push(v):
         out.append(v * 2)
+
     push(x)
     push(x + 1)
     return out
@@ -167,6 +175,7 @@ def sorted_key_lambda(x):
 
 
 # ---- user functions (inlined) ---------------------------------------------------------------------
+
 
 def _fact(x, n):
     return x if n <= 1 else _fact(x * n, n - 1)

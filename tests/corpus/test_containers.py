@@ -1,6 +1,7 @@
 """Capture corpus: building containers and slices, subscripts, unpacking.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,6 +14,7 @@ CASES, case = case_registry()
 
 
 # ---- building containers and slices ----------------------------------------------------------
+
 
 @case(t(3), ops=2)
 def build_tuple(x):
@@ -102,6 +104,7 @@ def store_delete_subscript(x, y):
 
 # ---- subscripts -------------------------------------------------------------------------------
 
+
 @case(t(4, 5), ops=2)
 def index_int(x):
     return x[1], x[-1]
@@ -154,7 +157,7 @@ def index_int_arg(x, i):
 
 @case(t(4, 6), ops=1)
 def index_from_shape(x):
-    return x[:, x.shape[1] // 2:]
+    return x[:, x.shape[1] // 2 :]
 
 
 @case([t(3), t(3), t(3)], ops=1)
@@ -184,6 +187,7 @@ def str_subscript(x):
 
 
 # ---- unpacking --------------------------------------------------------------------------------
+
 
 @case((t(3), t(3)), ops=1)
 def unpack_tuple_arg(pair):

@@ -2,6 +2,7 @@
 generator expressions.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,6 +15,7 @@ CASES, case = case_registry()
 
 
 # ---- for loops --------------------------------------------------------------------------------
+
 
 @case(t(3), ops=3)
 def for_range(x):
@@ -170,6 +172,7 @@ def for_over_string(x):
 
 
 # ---- while loops and branches on Python constants --------------------------------------------
+
 
 @case(t(3), 3, ops=3)
 def while_countdown(x, n):
@@ -334,6 +337,7 @@ def container_truthiness(x, lst, d):
 
 
 # ---- comprehensions and generator expressions -------------------------------------------------
+
 
 @case([t(3), t(3), t(3)], ops=3)
 def listcomp_basic(xs):

@@ -1,6 +1,7 @@
 """Capture corpus: grad mode blocks.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,6 +14,7 @@ CASES, case = case_registry()
 
 
 # ---- grad mode blocks ----------------------------------------------------------------------------
+
 
 @case(rg(3), ops=4)
 def grad_no_grad_block(x):

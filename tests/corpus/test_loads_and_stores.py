@@ -1,6 +1,7 @@
 """Capture corpus: loads and stores: locals, globals, closures, attributes.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import math
@@ -17,6 +18,7 @@ CASES, case = case_registry()
 
 
 # ---- loads and stores: locals, globals, closures, attributes ---------------------------------
+
 
 @case(t(3, 4), ops=2)
 def local_store_load(x):
@@ -80,6 +82,7 @@ def global_math_module(x):
 def _make_closure_const(k):
     def closure_const(x):
         return x * k + k
+
     return closure_const
 
 
@@ -89,6 +92,7 @@ case(t(3, 4), ops=2)(_make_closure_const(3))
 def _make_closure_tensor(b):
     def closure_tensor(x):
         return x - b
+
     return closure_tensor
 
 
@@ -98,6 +102,7 @@ case(t(3, 4), ops=1)(_make_closure_tensor(t(4)))
 def _make_closure_fn(act):
     def closure_function(x):
         return act(x) * 2
+
     return closure_function
 
 
@@ -107,6 +112,7 @@ case(t(3, 4), ops=2)(_make_closure_fn(torch.tanh))
 def _make_closure_module(mod):
     def closure_module(x):
         return mod(x).relu()
+
     return closure_module
 
 
@@ -120,6 +126,7 @@ def cell_nonlocal_inner(x):
     def add(v):
         nonlocal acc
         acc = acc + v
+
     add(1)
     add(2)
     return acc
@@ -129,6 +136,7 @@ def cell_nonlocal_inner(x):
 def cell_argument_captured(x):
     def inner(v):
         return v * x
+
     return inner(x) + x
 
 

@@ -1,6 +1,7 @@
 """Capture corpus: nn.Modules.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import collections
@@ -21,6 +22,7 @@ CASES, case = case_registry()
 
 
 # ---- nn.Modules -------------------------------------------------------------------------------------
+
 
 class TinyMLP(nn.Module):
     def __init__(self):
@@ -141,8 +143,11 @@ class TinyCNN(nn.Module):
 
 _NORM_LIST = nn.ModuleList([nn.LayerNorm(4) for _ in range(3)])
 _SEQUENTIAL = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
-_NAMED_SEQUENTIAL = nn.Sequential(collections.OrderedDict(
-    [("first", nn.Linear(4, 4)), ("act", nn.Sigmoid()), ("drop", nn.Dropout(0.5)), ("id", nn.Identity())])).eval()
+_NAMED_SEQUENTIAL = nn.Sequential(
+    collections.OrderedDict(
+        [("first", nn.Linear(4, 4)), ("act", nn.Sigmoid()), ("drop", nn.Dropout(0.5)), ("id", nn.Identity())]
+    )
+).eval()
 _MODULE_DICT = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
 
 

@@ -1,5 +1,6 @@
 """Capture corpus: the corpus as a whole: its size, and every opcode in its
 programs has a handler (or is a known exception-path-only opcode)."""
+
 import dis
 import importlib
 import os
@@ -37,8 +38,7 @@ def test_corpus_size():
 # ---------------------------------------------------------------------------------------------
 
 # Opcodes that appear in the corpus' bytecode without a handler, and why that is fine.
-KNOWN_UNSUPPORTED = {
-}
+KNOWN_UNSUPPORTED = {}
 
 
 def _corpus_code_objects():
@@ -111,14 +111,16 @@ def _corpus_code_objects():
 
 def test_every_corpus_opcode_has_a_handler():
     from framejit.trace.translator import OPCODE_HANDLERS
+
     codes = _corpus_code_objects()
     assert len(codes) >= len(CASES)
     met = {}
     for code in codes:
         for inst in dis.get_instructions(code):
             met.setdefault(inst.opname, code.co_qualname)
-    missing = {op: where for op, where in met.items()
-               if OPCODE_HANDLERS[dis.opmap[op]] is None and op not in KNOWN_UNSUPPORTED}
+    missing = {
+        op: where for op, where in met.items() if OPCODE_HANDLERS[dis.opmap[op]] is None and op not in KNOWN_UNSUPPORTED
+    }
     assert not missing, f"opcodes without a handler (opcode: first code object using it): {missing}"
     # the allowlist holds only opcodes that really lack a handler
     for op in KNOWN_UNSUPPORTED:

@@ -2,6 +2,7 @@
 comparisons, unary ops, `is`, `in`.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,6 +16,7 @@ CASES, case = case_registry()
 
 
 # ---- BINARY_OP on tensors --------------------------------------------------------------------
+
 
 @case(t(3, 4), t(3, 4), ops=1)
 def binop_add(x, y):
@@ -48,7 +50,7 @@ def binop_mod(x, y):
 
 @case(pos(3, 4), t(3, 4), ops=1)
 def binop_pow(x, y):
-    return x ** y
+    return x**y
 
 
 @case(t(3, 4), t(4, 5), ops=1)
@@ -83,10 +85,11 @@ def binop_rshift(x, y):
 
 @case(t(3, 4), t(3, 4), pos(3, 4), ops=6)
 def binop_expression(x, y, z):
-    return (x + y) * (x - y) / z + x ** 2
+    return (x + y) * (x - y) / z + x**2
 
 
 # ---- in-place BINARY_OP on tensors (the argument is mutated, as in eager) ---------------------
+
 
 @case(t(3, 4), t(3, 4), ops=1)
 def inplace_binop_add(x, y):
@@ -153,6 +156,7 @@ def inplace_binop_shifts(x, y):
 
 # ---- Python numbers mixed with tensors -------------------------------------------------------
 
+
 @case(t(3, 4), ops=1)
 def number_radd(x):
     return 2 + x
@@ -185,7 +189,7 @@ def number_floordiv_mod(x):
 
 @case(t(3, 4), ops=3)
 def number_pow_both_sides(x):
-    return x ** 2 + 2 ** x
+    return x**2 + 2**x
 
 
 @case(ints(3, 4), ops=3)
@@ -222,7 +226,7 @@ def number_inplace_bitwise_chain(x):
 
 @case(t(3), 7, 3, ops=1)
 def python_number_binops(x, a, b):
-    vals = [a + b, a - b, a * b, a / b, a // b, a % b, a ** b, a & b, a | b, a ^ b, a << b, a >> b]
+    vals = [a + b, a - b, a * b, a / b, a // b, a % b, a**b, a & b, a | b, a ^ b, a << b, a >> b]
     return x * sum(vals)
 
 
@@ -255,6 +259,7 @@ def shape_times_tensor(x):
 
 
 # ---- comparisons, unary ops, `is`, `in` ------------------------------------------------------
+
 
 @case(t(3, 4), t(3, 4), ops=6)
 def compare_tensors(x, y):

@@ -2,6 +2,7 @@
 returned values, and side effects on globals and closures.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,6 +18,7 @@ CASES, case = case_registry()
 
 
 # ---- returning mixed structures ---------------------------------------------------------------------
+
 
 @case(t(3), ops=1)
 def return_mixed_tuple(x):
@@ -55,6 +57,7 @@ def return_input_unchanged_with_op(x, y):
 
 
 # ---- programs with no graph op: not compiled ----------------------------------------------------------
+
 
 @case(t(3), ops=0, graphs=0)
 def no_op_constant(x):
@@ -111,6 +114,7 @@ def test_returned_mutated_argument_is_the_same_list():
     def side_effect_return_mutated_arg(x, out):
         out.append(x * 2)
         return out
+
     cnt, results = check(side_effect_return_mutated_arg, t(3), [], ops=1)
     for got, cargs, _ in results:
         assert got is cargs[1] and len(got) == 1
@@ -179,6 +183,7 @@ def _make_bumper():
         nonlocal calls
         calls += 1
         return x * calls
+
     return side_effect_closure_nonlocal, lambda: calls
 
 

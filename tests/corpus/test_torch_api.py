@@ -1,6 +1,7 @@
 """Capture corpus: torch functions, torch.nn.functional, tensor methods and attributes.
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,6 +15,7 @@ CASES, case = case_registry()
 
 
 # ---- torch functions ---------------------------------------------------------------------------
+
 
 @case(t(3), t(3), ops=2)
 def torch_cat_stack(x, y):
@@ -103,6 +105,7 @@ def torch_constant_queries(x):
 
 # ---- torch.nn.functional -----------------------------------------------------------------------
 
+
 @case(t(3, 4), ops=2)
 def functional_relu_gelu(x):
     return F.relu(x), F.gelu(x, approximate="tanh")
@@ -169,6 +172,7 @@ def functional_leaky_relu_kw(x):
 
 
 # ---- tensor methods and attributes --------------------------------------------------------------
+
 
 @case(t(3, 4), ops=2)
 def method_sum_mean(x):

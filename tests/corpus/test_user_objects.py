@@ -2,6 +2,7 @@
 argument state).
 
 Each program is compiled with fullgraph and checked against eager; see harness.py."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,6 +17,7 @@ CASES, case = case_registry()
 
 
 # ---- user-defined objects -----------------------------------------------------------------------
+
 
 class Config:
     DEPTH = 3
@@ -160,6 +162,7 @@ def object_tensor_attribute(x, h):
 
 
 # ---- side effects on arguments (checked by comparing argument state with eager's) -----------------
+
 
 @case(t(3), [], ops=2)
 def side_effect_list_append(x, out):

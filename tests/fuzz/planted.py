@@ -1,5 +1,6 @@
 """Backends with planted bugs, imported by the fuzzer's worker subprocesses (`--backend tests.fuzz.planted:NAME`)
 to check that the fuzzer reports what is wrong, and a right one that records what the compiler gave it."""
+
 from __future__ import annotations
 
 from typing import Any, Callable

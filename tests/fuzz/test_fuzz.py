@@ -3,6 +3,7 @@ fuzzer itself must catch a planted wrong backend (one that reads strided inputs 
 crashing and hanging programs, shrink a failing program and its plan, and generate the same source and plan
 (layouts, dtypes, shape policy, backend) from the same seed; the runner must build equal layouts for both
 sides and pass an expanded tensor only where the program never writes it."""
+
 from __future__ import annotations
 
 import ast
@@ -57,9 +58,12 @@ def test_ci_sample_has_no_new_failure(ci_sample: dict) -> None:
     assert not new, new
 
 
-@pytest.mark.xfail(bool(CI_KNOWN_FAILING), strict=True,
-                   reason=f"framejit bugs the fuzzer found: programs {CI_KNOWN_FAILING} of seed {CI_SEED} "
-                          "(repros in the fuzzing report); empty CI_KNOWN_FAILING when they are fixed")
+@pytest.mark.xfail(
+    bool(CI_KNOWN_FAILING),
+    strict=True,
+    reason=f"framejit bugs the fuzzer found: programs {CI_KNOWN_FAILING} of seed {CI_SEED} "
+    "(repros in the fuzzing report); empty CI_KNOWN_FAILING when they are fixed",
+)
 @pytest.mark.slow  # the sample's 300 programs, re-checked under torch.compile: minutes
 def test_ci_sample_agrees_wherever_torch_compile_does(ci_sample: dict) -> None:
     own = _own_failures(ci_sample)
@@ -128,6 +132,7 @@ def test_failure_outcomes_are_the_documented_ones() -> None:
 
 def test_values_are_compared_at_each_elements_scale_or_at_the_tensors() -> None:
     from framejit.fuzz.compare import diff, snap
+
     eager = torch.tensor([244.0, 1.0, float("nan"), float("inf")])
     rounded = eager.clone()
     rounded[1] += 6e-5  # a small element made of large terms, summed in another order: within 1.3e-6 * 244
@@ -145,8 +150,13 @@ def test_values_are_compared_at_each_elements_scale_or_at_the_tensors() -> None:
 def _plan(src: str) -> tuple[list, dict, list]:
     """CALLS, COMPILE and INPUTS of a program's source."""
     tree = ast.parse(src)
-    found = {n.targets[0].id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-             and isinstance(n.targets[0], ast.Name) and n.targets[0].id in ("CALLS", "COMPILE", "INPUTS")}
+    found = {
+        n.targets[0].id: ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id in ("CALLS", "COMPILE", "INPUTS")
+    }
     return found["CALLS"], found["COMPILE"], found["INPUTS"]
 
 
@@ -170,8 +180,17 @@ def test_plans_cover_every_layout_alias_dtype_and_policy() -> None:
             layouts.update(v if isinstance(v, str) else v[0] for v in call.get("layouts", {}).values())
         policies.update(k for k in policy if k != "backend")
         backends.add(policy["backend"])
-    assert layouts == {"transposed", "sliced", "sliced_rows", "offset", "expanded", "channels_last", "same", "view",
-                       "row"}, layouts
+    assert layouts == {
+        "transposed",
+        "sliced",
+        "sliced_rows",
+        "offset",
+        "expanded",
+        "channels_last",
+        "same",
+        "view",
+        "row",
+    }, layouts
     assert {"float32", "float64", "float16", "bfloat16"} <= dtypes
     assert policies == {"dynamic", "mark_dynamic"} and backends == {"eager", "aot_eager", "inductor"}
     # the inductor share changes the backend only: the rest of the program is the same
@@ -189,19 +208,24 @@ def test_dynamic_flag_changes_the_compile_policy_only() -> None:
 
 def test_graphs_run_as_torch_ops_are_tallied_with_their_reason(tmp_path: "os.PathLike[str]") -> None:
     # an in-place write into an input autograd tracks: aot_eager runs the graph as its torch ops, and says why
-    src = _program("CALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}]\nCOMPILE = {'backend': 'aot_eager'}\n"
-                   "TRAIN = True\n\ndef program(x):\n    y = x * 2\n    y.add_(1)\n    x.mul_(1)\n"
-                   "    return y.sum()\n")
+    src = _program(
+        "CALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}]\nCOMPILE = {'backend': 'aot_eager'}\n"
+        "TRAIN = True\n\ndef program(x):\n    y = x * 2\n    y.add_(1)\n    x.mul_(1)\n"
+        "    return y.sum()\n"
+    )
     summary = fuzz(1, 0, out=str(tmp_path), sources=[src], minimise=False, verbose=False)
     assert summary["counts"] == {"ok": 1}, summary
     assert any("another history" in reason for reason in summary["torch_ops"]), summary["torch_ops"]
 
 
 def test_expanded_inputs_only_where_nothing_writes_them(tmp_path: "os.PathLike[str]") -> None:
-    assert written_arguments("def h(a):\n    a.add_(1)\n    return a\n\ndef program(x, y):\n    t = h(x[0])\n"
-                             "    return t + y\n") == {"x"}
-    assert written_arguments("def program(x, y, obj):\n    lst = [x]\n    lst[0][1] = 2\n    obj.n += 1\n"
-                             "    y.sum().item()\n    return y.t() * 2\n") == {"x"}
+    assert written_arguments(
+        "def h(a):\n    a.add_(1)\n    return a\n\ndef program(x, y):\n    t = h(x[0])\n    return t + y\n"
+    ) == {"x"}
+    assert written_arguments(
+        "def program(x, y, obj):\n    lst = [x]\n    lst[0][1] = 2\n    obj.n += 1\n"
+        "    y.sum().item()\n    return y.t() * 2\n"
+    ) == {"x"}
     expanded = 0
     for seed in range(120):  # and, running them, no eager call writes an expanded tensor
         src = generate(seed)
@@ -230,10 +254,12 @@ _EVERY_LAYOUT_INPUTS = "[('tensor', ('N', 4)), ('tensor', (4,)), ('tensor', ('N'
 @pytest.mark.parametrize("train", [False, True])
 def test_runner_builds_equal_layouts_for_both_sides(tmp_path: "os.PathLike[str]", train: bool) -> None:
     path = tmp_path / "p.py"
-    path.write_text(_program(_EVERY_LAYOUT + "\ndef program(x, y, img, xs):\n    return x\n",
-                             _EVERY_LAYOUT_INPUTS, train))
+    path.write_text(
+        _program(_EVERY_LAYOUT + "\ndef program(x, y, img, xs):\n    return x\n", _EVERY_LAYOUT_INPUTS, train)
+    )
     module = load_module(str(path))
     from framejit.fuzz.plan import calls_of
+
     calls = calls_of(module, train)
     for call in calls:
         one, two = build_inputs(module, call, train)[2], build_inputs(module, call, train)[2]
@@ -259,19 +285,24 @@ def test_planted_stride_blind_backend_is_caught_by_layouts_alone(tmp_path: "os.P
     body = "def program(x, y):\n    return (x * 2 + y).sum(0), y.t() @ x\n"
     inputs = "[('tensor', ('N', 4)), ('tensor', ('N', 4))]"
     plain = _program(body, inputs)
-    strided = plain.replace("TRAIN = False\n", "TRAIN = False\nCALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}, "
-                            "{'n': 3, 'dtype': 'float32', 'seed': 2, 'layouts': {'x': 'transposed'}}]\n"
-                            "COMPILE = {'backend': 'eager', 'dynamic': True}\n")
+    strided = plain.replace(
+        "TRAIN = False\n",
+        "TRAIN = False\nCALLS = [{'n': 3, 'dtype': 'float32', 'seed': 1}, "
+        "{'n': 3, 'dtype': 'float32', 'seed': 2, 'layouts': {'x': 'transposed'}}]\n"
+        "COMPILE = {'backend': 'eager', 'dynamic': True}\n",
+    )
     results = run_programs([plain, strided], 0, str(tmp_path), backend=f"{PLANTED}:ignore_strides")
     assert results[0].outcome == "ok", results[0].verdict
     assert results[1].outcome == "mismatch", results[1].verdict
     assert results[1].verdict["detail"].startswith("call 1 (N=3, float32, x transposed)")
 
 
-@pytest.mark.parametrize("policy, symbolic", [("{}", [False, True]), ("{'dynamic': True}", [True]),
-                                              ("{'mark_dynamic': ['x']}", [True])])
+@pytest.mark.parametrize(
+    "policy, symbolic", [("{}", [False, True]), ("{'dynamic': True}", [True]), ("{'mark_dynamic': ['x']}", [True])]
+)
 def test_shape_policy_reaches_the_compiler(tmp_path: "os.PathLike[str]", policy: str, symbolic: list) -> None:
     from tests.fuzz import planted
+
     calls = "[{'n': 3, 'dtype': 'float32', 'seed': 1}, {'n': 5, 'dtype': 'float32', 'seed': 2}]"
     path = tmp_path / "p.py"
     path.write_text(_program(f"CALLS = {calls}\nCOMPILE = {policy}\n\ndef program(x):\n    return x * 2\n"))
@@ -283,15 +314,24 @@ def test_shape_policy_reaches_the_compiler(tmp_path: "os.PathLike[str]", policy:
 def test_a_program_without_a_plan_gets_the_old_calls(tmp_path: "os.PathLike[str]") -> None:
     path = tmp_path / "p.py"
     path.write_text(_program("def program(x):\n    return x.cos()\n"))
-    assert run_side(str(path))["described"] == ["call 0 (N=3, float32)", "call 1 (same argument objects again)",
-                                                "call 2 (N=5, float32)", "call 3 (N=3, float64)"]
+    assert run_side(str(path))["described"] == [
+        "call 0 (N=3, float32)",
+        "call 1 (same argument objects again)",
+        "call 2 (N=5, float32)",
+        "call 3 (N=3, float64)",
+    ]
 
 
 def test_minimiser_keeps_the_plan_in_step_with_the_arguments() -> None:
     from framejit.fuzz.minimise import _plainer_plans, _without_param
-    src = _program(_EVERY_LAYOUT.replace("COMPILE = {'backend': 'eager'}", "COMPILE = {'backend': 'eager', "
-                                         "'mark_dynamic': ['x', 'img']}")
-                   + "\ndef program(x, y, img, xs):\n    return x\n", _EVERY_LAYOUT_INPUTS)
+
+    src = _program(
+        _EVERY_LAYOUT.replace(
+            "COMPILE = {'backend': 'eager'}", "COMPILE = {'backend': 'eager', 'mark_dynamic': ['x', 'img']}"
+        )
+        + "\ndef program(x, y, img, xs):\n    return x\n",
+        _EVERY_LAYOUT_INPUTS,
+    )
     calls, policy, inputs = _plan(_without_param(src, 0))  # x goes, and with it its layouts and its aliases
     assert calls[2]["layouts"] == {"img": "channels_last", "xs[0]": "sliced", "xs[1]": "expanded"}
     assert calls[3]["layouts"] == {"img": "sliced_rows"} and policy["mark_dynamic"] == ["img"] and len(inputs) == 3
@@ -313,12 +353,14 @@ def test_inductor_programs_compile_with_inductor(tmp_path: "os.PathLike[str]") -
 
 def test_floats_printed_and_returned_compare_as_numbers_for_inductor() -> None:
     from framejit.fuzz.compare import printed_alike
+
     assert printed_alike("sum 3767698.0\n", "sum 3767696.75\n", torch.float32)  # a float32 sum, summed otherwise
     assert printed_alike("max=1.234\n", "max=1.235\n", torch.float32)  # one unit of the last digit
     assert printed_alike("tensor([0.2500, 1.1641])", "tensor([0.2510, 1.1641])", torch.bfloat16)
     assert not printed_alike("max=1.234\n", "max=1.238\n", torch.float32)
     assert not printed_alike("n 3\n", "n 4\n", torch.float32) and not printed_alike("a 1.0", "b 1.0", torch.float32)
     from framejit.fuzz.compare import Loosened, diff, reordered_tolerance, snap
+
     eager, reordered = snap(-0.1220291256904602), snap(-0.1220288872718811)  # a float32 .item() of a sum
     assert diff(eager, reordered)[0] == "value"
     loose = Loosened(floats=reordered_tolerance(torch.float32))
@@ -335,6 +377,7 @@ def test_floats_printed_and_returned_compare_as_numbers_for_inductor() -> None:
 
 def test_low_precision_gradients_get_a_few_units_in_the_last_place() -> None:
     from framejit.fuzz.compare import Loosened, diff, snap
+
     eager = torch.tensor([0.1478271484375, 0.01], dtype=torch.float16)
     summed_otherwise = torch.tensor([0.147583007812, 0.01], dtype=torch.float16)  # 2 units off (float16 grads)
     assert diff(snap(eager), snap(summed_otherwise))[0] == "value"
@@ -345,6 +388,7 @@ def test_low_precision_gradients_get_a_few_units_in_the_last_place() -> None:
 def test_the_reference_check_compiles_with_the_runs_backend():
     # (a run with --backend inductor is checked against torch.compile with inductor, not the programs' own backend)
     from framejit.fuzz.driver import _torch_compile_with
+
     assert _torch_compile_with("inductor") == "torch.compile:inductor"
     assert _torch_compile_with(None) == "torch.compile"
     assert _torch_compile_with("torch.compile:aot_eager") == "torch.compile:aot_eager"

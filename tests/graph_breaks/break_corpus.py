@@ -8,6 +8,7 @@ insertion per variant, and checks every variant against eager.
 Every function takes `(x, n)`: `x` a float tensor of 4 elements, `n` a small int.
 They may only use `torch` and builtins (each variant is exec'd in a fresh namespace).
 """
+
 import torch
 
 
@@ -102,6 +103,7 @@ def c_nested_calls(x, n):
     def middle(t):
         v = inner(t, 2)
         return inner(v, 3) - 1
+
     return middle(x) + inner(x, n)
 
 
@@ -156,6 +158,7 @@ def c_closure(x, n):
         nonlocal count
         count += 1
         return t + count
+
     y = bump(x)
     for _ in range(n):
         y = bump(y)
@@ -192,6 +195,21 @@ def c_with_in_loop(x, n):
     return outs
 
 
-CORPUS = [c_for_range, c_while, c_tensor_while, c_no_grad, c_nested_with, c_try_except, c_try_finally_return,
-          c_nested_calls, c_comprehensions, c_early_return, c_if_chain, c_tensor_rows, c_closure, c_containers,
-          c_enumerate_zip, c_with_in_loop]
+CORPUS = [
+    c_for_range,
+    c_while,
+    c_tensor_while,
+    c_no_grad,
+    c_nested_with,
+    c_try_except,
+    c_try_finally_return,
+    c_nested_calls,
+    c_comprehensions,
+    c_early_return,
+    c_if_chain,
+    c_tensor_rows,
+    c_closure,
+    c_containers,
+    c_enumerate_zip,
+    c_with_in_loop,
+]

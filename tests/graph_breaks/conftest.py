@@ -1,4 +1,5 @@
 """Fixtures of the graph-break tests."""
+
 import pytest
 
 from tests.graph_breaks.harness import EVENTS

@@ -7,6 +7,7 @@ and the globals it touches in the same state, raise the same exception, and leav
 grad mode as eager does. Graph counts are derived in the comments next to each
 assertion from the rule "a frame (or continuation) compiles one graph iff the part
 traced before its break, or up to its return, contains a tensor op"."""
+
 from __future__ import annotations
 
 import contextlib

@@ -6,6 +6,7 @@ refuses (into a row of `for row in t`, where t requires grad; a use of a row aft
 eager's error in their place.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -105,10 +106,17 @@ def strided_column_divided_in_place(x):
     return grid
 
 
-@pytest.mark.parametrize("fn, args", [(strided_column_divided_in_place, (torch.randn(3, 4, 2),)),
-                                      (strided_columns_of_other_rows, (torch.randn(3, 2, 4, 9),)), (disjoint_rows, (torch.randn(4, 3),)), (same_memory, (torch.randn(4, 3),)),
-                                      (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3))),
-                                      (masks_combined, (torch.rand(2, 3) > 0.5, torch.ones(2, 3, 3, dtype=torch.bool)))])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (strided_column_divided_in_place, (torch.randn(3, 4, 2),)),
+        (strided_columns_of_other_rows, (torch.randn(3, 2, 4, 9),)),
+        (disjoint_rows, (torch.randn(4, 3),)),
+        (same_memory, (torch.randn(4, 3),)),
+        (other_tensor, (torch.randn(4, 3), torch.zeros(4, 3))),
+        (masks_combined, (torch.rand(2, 3) > 0.5, torch.ones(2, 3, 3, dtype=torch.bool))),
+    ],
+)
 def test_writes_that_do_not_partly_overlap_stay_in_one_graph(fn, args):
     cnt = differential(fn, args)
     assert cnt.frame_count == 1
@@ -138,7 +146,6 @@ def test_dynamic_sizes_overlap_check_adds_no_guard():
         x = torch.randn(n, 3)
         torch.testing.assert_close(fn(x), disjoint_rows(x))
     assert cnt.frame_count == 1
-
 
 
 def write_into_a_row(x):
@@ -178,8 +185,11 @@ def write_grad_into_a_row_without_grad(x, table):
 def test_a_write_autograd_refuses_raises_as_in_eager(backend):
     # fuzz 9625 of seed 3200000: that wording of autograd's refusal was not known, and under aot_eager the graph's
     # row (made again from its base) took the write
-    differential(write_grad_into_a_row_without_grad, (torch.randn(3, 4, requires_grad=True) * 1, torch.randn(4, 4)),
-                 backend=backend)
+    differential(
+        write_grad_into_a_row_without_grad,
+        (torch.randn(3, 4, requires_grad=True) * 1, torch.randn(4, 4)),
+        backend=backend,
+    )
     differential(write_into_a_row, (torch.randn(3, 4, requires_grad=True),), backend=backend)
     differential(write_into_a_row, (torch.randn(3, 4),), backend=backend)  # no autograd: the rows are written
     differential(write_into_a_row_caught, (torch.randn(3, 4, requires_grad=True), []), backend=backend)

@@ -2,6 +2,7 @@
 functions in break_corpus.py.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import ast
@@ -133,8 +134,10 @@ def test_corpus_continuation_captured(name, source):
         out = framejit.explain(fn)(*clone(args))
         if CORPUS_HITS:
             ran = True
-            assert any(r.user_stack and r.user_stack[-1].filename == filename and r.user_stack[-1].lineno == brk_line
-                       for r in out.break_reasons), [(r.reason, r.user_stack[-1:]) for r in out.break_reasons]
+            assert any(
+                r.user_stack and r.user_stack[-1].filename == filename and r.user_stack[-1].lineno == brk_line
+                for r in out.break_reasons
+            ), [(r.reason, r.user_stack[-1:]) for r in out.break_reasons]
     if not ran:
         pytest.skip("brk() is not reached by these inputs")
     framejit.reset()
@@ -143,14 +146,14 @@ def test_corpus_continuation_captured(name, source):
         run_catching(compiled, clone(args), {})
     code = _code_with_line(fn.__code__, brk_line)
     instructions = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
-    calls = [k for k, i in enumerate(instructions)
-             if i.opname == "CALL" and i.positions.lineno == brk_line]
+    calls = [k for k, i in enumerate(instructions) if i.opname == "CALL" and i.positions.lineno == brk_line]
     after = instructions[calls[0] + 1].offset
     resumes = [c for (offset, _, _), c in graph_break._RESUME_CODES.get(code, {}).items() if offset == after]
     assert resumes, f"no continuation was made after brk() (offset {after}); the frame ran as Python"
     for resume in resumes:
         # a continuation inside a loop is compiled once per loop position (the rest of the loop is
         # unrolled), so a long loop may reach cache_size_limit: it was still captured if it has entries
-        assert resume not in eval_frame._fallback or isinstance(_hook.get_extra(resume), list) \
-            and _hook.get_extra(resume), f"{resume.co_name} was given up and ran as Python"
+        assert (
+            resume not in eval_frame._fallback or isinstance(_hook.get_extra(resume), list) and _hook.get_extra(resume)
+        ), f"{resume.co_name} was given up and ran as Python"
         assert _hook.get_extra(resume) is not None, f"{resume.co_name} was never seen by the hook"

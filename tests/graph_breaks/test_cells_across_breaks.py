@@ -1,6 +1,7 @@
 """Graph breaks: closures and cells across a break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import torch
@@ -129,18 +130,24 @@ def cell_read_by_a_replayed_append(x, z):
 
     def inner():
         return z
+
     return inner() * 2
 
 
 def test_a_replayed_write_reads_a_cell_before_the_trace_writes_it():
     CELL_LOG.clear()
-    differential(cell_read_by_a_replayed_append, (torch.randn(3, 4), torch.randn(4)),
-                 observe=lambda: [t.clone() for t in CELL_LOG], before=CELL_LOG.clear)
+    differential(
+        cell_read_by_a_replayed_append,
+        (torch.randn(3, 4), torch.randn(4)),
+        observe=lambda: [t.clone() for t in CELL_LOG],
+        before=CELL_LOG.clear,
+    )
 
 
 def unbound_cell_after_break(x, bind):
     def inner():
         return r + x  # noqa: F821 - r is a cell of the function, bound below or never
+
     brk()
     if bind:
         r = x * 2
@@ -182,6 +189,7 @@ def cell_read_through_frame_locals(x):
     inner = lambda: y  # noqa: E731
     brk()
     import inspect
+
     seen = inspect.currentframe().f_locals["y"]
     y = y * 3
     return seen, inner()

@@ -1,6 +1,7 @@
 """The frames code after a graph break runs in: a continuation takes the place of the frame that broke (the
 hook calls it once that frame has returned), so the stack stays as deep as eager's whatever the number of breaks,
 and everything that inspects frames (inspect, traceback, warnings, logging) sees the user's function and lines."""
+
 from __future__ import annotations
 
 import inspect
@@ -64,8 +65,11 @@ def test_inspect_stack_after_a_break_sees_the_user_frame():
     compiled = framejit.optimize(CompileCounter())(inspect_after_break)
     x, function, lineno, filename = compiled(torch.ones(2))
     torch.testing.assert_close(x, torch.ones(2) + 1)
-    assert (function, lineno, filename) == ("inspect_after_break", line_of(inspect_after_break, "# inspect-here"),
-                                             THIS_FILE)
+    assert (function, lineno, filename) == (
+        "inspect_after_break",
+        line_of(inspect_after_break, "# inspect-here"),
+        THIS_FILE,
+    )
     inspect.stack()  # every frame's positions are readable (a continuation's included)
 
 
@@ -80,8 +84,11 @@ def test_traceback_after_a_break_names_the_user_function_and_line():
     with pytest.raises(ValueError) as info:
         compiled(torch.ones(2))
     last = traceback.extract_tb(info.value.__traceback__)[-1]
-    assert (last.name, last.lineno, last.filename) == ("raise_after_break",
-                                                       line_of(raise_after_break, "# raise-here"), THIS_FILE)
+    assert (last.name, last.lineno, last.filename) == (
+        "raise_after_break",
+        line_of(raise_after_break, "# raise-here"),
+        THIS_FILE,
+    )
     assert "raise ValueError" in last.line
     formatted = "".join(traceback.format_exception(info.value))
     assert "resume" not in formatted
@@ -113,7 +120,7 @@ def test_warnings_and_logging_after_a_break_name_the_user_line():
         framejit.optimize(CompileCounter())(log_after_break)(torch.ones(2), logger)
     (record,) = records
     assert (record.funcName, record.lineno) == ("log_after_break", line_of(log_after_break, "# log-here"))
-    assert f'line {record.lineno}, in log_after_break' in record.stack_info
+    assert f"line {record.lineno}, in log_after_break" in record.stack_info
 
 
 def raise_in_grad_block_inside_try(x):
@@ -160,4 +167,3 @@ def namespace_across_breaks(x, n):
 def test_locals_vars_and_dir_see_the_users_variables_around_breaks():
     # run as Python at a break, locals() would read the frame running the compiled code: its temporaries
     differential(namespace_across_breaks, (torch.randn(3), 3), repeat=2)
-

@@ -1,6 +1,7 @@
 """Graph breaks: breaks inside grad-mode blocks and with-blocks.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import operator

@@ -1,6 +1,7 @@
 """Graph breaks: breaks inside loops.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -122,12 +123,16 @@ def test_break_in_loop(fn, args):
     differential(fn, args, observe=observe_events, repeat=2)
 
 
-@pytest.mark.parametrize("fn, args", [
-    (loop_for_range, (torch.randn(3), 4)),
-    (loop_for_list, (torch.randn(3), [torch.randn(3) for _ in range(3)])),
-    (loop_tensor_rows_brk, (torch.randn(4, 3),)),
-    (loop_while_brk, (torch.randn(3), 3)),
-], ids=["range", "list", "tensor_rows", "while"])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (loop_for_range, (torch.randn(3), 4)),
+        (loop_for_list, (torch.randn(3), [torch.randn(3) for _ in range(3)])),
+        (loop_tensor_rows_brk, (torch.randn(4, 3),)),
+        (loop_while_brk, (torch.randn(3), 3)),
+    ],
+    ids=["range", "list", "tensor_rows", "while"],
+)
 def test_loop_continuation_is_captured(fn, args):
     """The continuation after a break inside a loop body is itself captured: the op after
     `brk()` (first line of the continuation) lands in a graph, not only in Python."""

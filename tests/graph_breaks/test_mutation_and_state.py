@@ -1,6 +1,7 @@
 """Graph breaks: mutation by the unsupported part, and other frames and state across a break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import torch
@@ -73,6 +74,7 @@ def test_unsupported_call_mutates_local_list():
 def test_unsupported_call_mutates_global_list():
     def reset_log():
         GLOBAL_LOG.clear()
+
     differential(mutated_global, (torch.randn(3),), before=reset_log, observe=lambda: list(GLOBAL_LOG), repeat=2)
 
 
@@ -141,6 +143,7 @@ def test_global_rebinding_across_break():
     def reset_counter():
         global COUNTER
         COUNTER = 0
+
     differential(rebinds_global, (torch.randn(3),), before=reset_counter, observe=lambda: COUNTER)
 
 

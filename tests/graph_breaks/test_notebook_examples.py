@@ -1,6 +1,7 @@
 """Graph breaks: the notebook's foo1 / foo2.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import torch

@@ -1,6 +1,7 @@
 """Graph breaks: regressions.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import torch

@@ -2,6 +2,7 @@
 calls at the break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import operator
@@ -102,8 +103,9 @@ def test_multiple_breaks_in_one_function():
     assert [targets(g) for g in cnt.graphs] == [[operator.add], [operator.mul], [operator.sub]]
     out = framejit.explain(multiple_breaks)(torch.randn(3), [])
     assert out.graph_count == 3 and out.graph_break_count == 3
-    assert [r.user_stack[-1].lineno for r in out.break_reasons] == \
-        [line_of(multiple_breaks, f"rec(log, {i})") for i in (1, 2, 3)]
+    assert [r.user_stack[-1].lineno for r in out.break_reasons] == [
+        line_of(multiple_breaks, f"rec(log, {i})") for i in (1, 2, 3)
+    ]
 
 
 def level3(x, log):
@@ -132,8 +134,10 @@ def test_break_three_levels_deep():
     assert out.graph_count == 6 and out.graph_break_count == 3
     rec_line = line_of(level3, 'rec(log, "l3")')
     assert [(f.name, f.lineno) for f in out.break_reasons[0].user_stack] == [
-        ("level1", line_of(level1, "z = level2(y, log)")), ("level2", line_of(level2, "z = level3(y, log)")),
-        ("level3", rec_line)]
+        ("level1", line_of(level1, "z = level2(y, log)")),
+        ("level2", line_of(level2, "z = level3(y, log)")),
+        ("level3", rec_line),
+    ]
     assert all(r.user_stack[-1].lineno == rec_line for r in out.break_reasons)
 
 

@@ -2,6 +2,7 @@
 file and line, the debug view, and continuations cached per (code, offset, stack layout).
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import dis
@@ -111,8 +112,9 @@ def test_explain_toy_example():
     text = str(out)
     for heading in ("Graph Count: 2", "Graph Break Count: 1", "Break Reasons:", "Ops per Graph:", "Out Guards:"):
         assert heading in text
-    assert text.index("Graph Count") < text.index("Break Reasons") < text.index("Ops per Graph") \
-        < text.index("Out Guards")
+    assert (
+        text.index("Graph Count") < text.index("Break Reasons") < text.index("Ops per Graph") < text.index("Out Guards")
+    )
 
 
 def test_explain_printed(capsys):
@@ -199,8 +201,11 @@ def test_explain_twice_reports_the_same():
     a, b = torch.randn(10), -torch.ones(10)
     one = framejit.explain(toy_example)(a, b)
     two = framejit.explain(toy_example)(a, b)
-    assert (one.graph_count, one.graph_break_count, one.ops_per_graph) == \
-        (two.graph_count, two.graph_break_count, two.ops_per_graph)
+    assert (one.graph_count, one.graph_break_count, one.ops_per_graph) == (
+        two.graph_count,
+        two.graph_break_count,
+        two.ops_per_graph,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,8 +262,9 @@ def fg_item(x, log):
     return x * v
 
 
-@pytest.mark.parametrize("fn, text", [(fg_print, 'print("hello from fg_print")'), (fg_disallowed, "brk()"),
-                                      (fg_item, "v = y.tolist()")])
+@pytest.mark.parametrize(
+    "fn, text", [(fg_print, 'print("hello from fg_print")'), (fg_disallowed, "brk()"), (fg_item, "v = y.tolist()")]
+)
 def test_fullgraph_other_breaks(fn, text, capsys):
     log = []
     f = framejit.compile(fn, backend=CompileCounter(), fullgraph=True)
@@ -304,14 +310,15 @@ def _check_debug_output(out):
     assert "ORIGINAL BYTECODE" in out
     assert "MODIFIED BYTECODE" in out
     assert "__compiled_fn_" in out
-    modified = out[out.index("MODIFIED BYTECODE"):]
+    modified = out[out.index("MODIFIED BYTECODE") :]
     assert "__resume_at_" in modified.split("GUARDS")[0], "the toy example's modified code calls continuations"
     assert "GUARDS" in out and "TENSOR_MATCH" in out and "L['a']" in out
     assert "class GraphModule" in out and "torch.abs(a)" in out, "the traced graph is printed readably"
     assert "b * -1" in out, "the continuation's graph is printed too"
     line = line_of(toy_example, "if b.sum() < 0:")
-    assert any(f":{line}" in text and "tensor" in text.lower() and "TENSOR_MATCH" not in text
-               for text in out.splitlines()), "the break reason names the `if` line and the tensor"
+    assert any(
+        f":{line}" in text and "tensor" in text.lower() and "TENSOR_MATCH" not in text for text in out.splitlines()
+    ), "the break reason names the `if` line and the tensor"
     assert "if b.sum() < 0:" in out
 
 
@@ -330,8 +337,9 @@ def test_debug_view_config(capsys):
     assert not _recompile_lines(first)
     lines = _recompile_lines(second)
     assert lines, second[:2000]
-    assert any("toy_example" in line and "L['a']" in line and "dtype" in line and "float64" in line
-               for line in lines), lines
+    assert any(
+        "toy_example" in line and "L['a']" in line and "dtype" in line and "float64" in line for line in lines
+    ), lines
     f(torch.randn(10), -torch.ones(10))
     assert capsys.readouterr().out == "", "nothing printed once debug is off (and nothing recompiled)"
 

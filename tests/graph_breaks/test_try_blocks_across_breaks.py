@@ -1,6 +1,7 @@
 """Graph breaks: breaks inside try / except / finally, and exceptions that propagate across a break.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import traceback
@@ -115,8 +116,15 @@ def try_break_in_handler(x, log):
     return y
 
 
-TRY_CASES = [try_except_catches, try_finally_propagates, try_except_wrong_type, try_nested, try_break_no_exception,
-             try_in_loop, try_break_in_handler]
+TRY_CASES = [
+    try_except_catches,
+    try_finally_propagates,
+    try_except_wrong_type,
+    try_nested,
+    try_break_no_exception,
+    try_in_loop,
+    try_break_in_handler,
+]
 
 
 @pytest.mark.parametrize("fn", TRY_CASES, ids=[f.__name__ for f in TRY_CASES])

@@ -1,6 +1,7 @@
 """Graph breaks: what breaks a graph, and where the break is reported.
 
 How the tests compare with eager, and how graph counts are derived: see harness.py."""
+
 from __future__ import annotations
 
 import copy
@@ -200,6 +201,7 @@ def test_del_attribute_breaks():
 
 def test_unbreakable_frame_runs_once_as_python():
     """Whatever framejit does with a frame it cannot break, side effects happen exactly once."""
+
     def fn(x, log, obj):
         log.append("start")
         y = x + 1
@@ -233,8 +235,10 @@ def test_break_inside_inlined_function():
     call_line = line_of(caller_of_breaking_callee, "b = callee_breaks(a)")
     brk_line = line_of(callee_breaks, "brk()")
     first, second = out.break_reasons
-    assert [(f.name, f.lineno) for f in first.user_stack] == [("caller_of_breaking_callee", call_line),
-                                                              ("callee_breaks", brk_line)]
+    assert [(f.name, f.lineno) for f in first.user_stack] == [
+        ("caller_of_breaking_callee", call_line),
+        ("callee_breaks", brk_line),
+    ]
     assert [(f.name, f.lineno) for f in second.user_stack] == [("callee_breaks", brk_line)]
 
 

@@ -1,5 +1,6 @@
 """Freeing compiled functions and modules, entries per module instance, and what recompiles when
 a module or a global it reads changes."""
+
 import copy
 import gc
 import warnings
@@ -22,6 +23,7 @@ def test_deleted_compiled_function_is_freed():
     def make():
         def fn(x):
             return x.cos() + 1
+
         return fn
 
     fn = make()
@@ -41,6 +43,7 @@ def test_deleted_compiled_function_freed_with_counter_backend():
     def make():
         def fn(x):
             return x.cos() + 1
+
         return fn
 
     fn = make()
@@ -198,8 +201,10 @@ def test_layers_of_many_shapes_compiled_one_by_one_are_not_recompiles():
 def test_accumulated_cache_size_limit_bounds_all_entries_together():
     cnt = CompileCounter()
     layers = [framejit.optimize(cnt)(nn.Linear(4, n)) for n in (2, 3, 4, 5)]  # a shape each: a compile each
-    with framejit.config.patch(accumulated_cache_size_limit=3), \
-            pytest.warns(UserWarning, match="accumulated_cache_size_limit=3"):
+    with (
+        framejit.config.patch(accumulated_cache_size_limit=3),
+        pytest.warns(UserWarning, match="accumulated_cache_size_limit=3"),
+    ):
         for layer in layers:
             out = layer(torch.randn(2, 4))
     assert cnt.frame_count == 3 and out.shape == (2, 5)  # the fourth runs as Python

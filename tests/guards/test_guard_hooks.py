@@ -1,4 +1,5 @@
 """guard_fail_fn and guard_export_fn: what changed, and the guards in readable form."""
+
 import pytest
 import torch
 
@@ -10,11 +11,14 @@ from framejit.testing import CompileCounter, same
 # guard_fail_fn / guard_export_fn
 
 
-@pytest.mark.parametrize("change, word", [
-    (lambda x: x.double(), "dtype"),
-    (lambda x: torch.randn(7), "shape"),
-    (lambda x: x.clone().requires_grad_(True), "requires_grad"),
-])
+@pytest.mark.parametrize(
+    "change, word",
+    [
+        (lambda x: x.double(), "dtype"),
+        (lambda x: torch.randn(7), "shape"),
+        (lambda x: x.clone().requires_grad_(True), "requires_grad"),
+    ],
+)
 def test_guard_fail_fn_names_what_changed(change, word):
     failures = []
     cnt = CompileCounter()

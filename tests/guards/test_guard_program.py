@@ -1,5 +1,6 @@
 """The guard as a C++ program (guard_program.py, _C/guard_program.cpp): its instructions checked when made, its
 loads' semantics (attribute lookups past __getattr__, missing attributes of modules), its registers and life."""
+
 from __future__ import annotations
 
 import gc
@@ -12,8 +13,17 @@ from torch import nn
 import framejit
 from framejit import cache
 from framejit._C._tensor_guard import make_guard_program
-from framejit.guard_program import (ALL_DISTINCT, EQUALS, IS, LOAD_ATTR, LOAD_CONST, LOAD_ITEM, NO_ATTR, PY_CHECK,
-                                    TYPE_IS)
+from framejit.guard_program import (
+    ALL_DISTINCT,
+    EQUALS,
+    IS,
+    LOAD_ATTR,
+    LOAD_CONST,
+    LOAD_ITEM,
+    NO_ATTR,
+    PY_CHECK,
+    TYPE_IS,
+)
 from framejit.testing import CompileCounter
 
 
@@ -38,10 +48,20 @@ def test_loads_and_checks_answer_as_python_does() -> None:
             self.size = 4
             self.table = {"a": 1}
 
-    program = make_guard_program(2, 5, (
-        (LOAD_ATTR, 2, 1, "size", ()), (TYPE_IS, -1, 2, int, ()), (EQUALS, -1, 2, 4, ()),
-        (LOAD_ATTR, 3, 1, "table", ()), (LOAD_ITEM, 4, 3, "a", ()), (IS, -1, 4, 1, ()),
-        (NO_ATTR, -1, 1, "missing", ()), (PY_CHECK, -1, -1, lambda size, a: size + a == 5, (2, 4))))
+    program = make_guard_program(
+        2,
+        5,
+        (
+            (LOAD_ATTR, 2, 1, "size", ()),
+            (TYPE_IS, -1, 2, int, ()),
+            (EQUALS, -1, 2, 4, ()),
+            (LOAD_ATTR, 3, 1, "table", ()),
+            (LOAD_ITEM, 4, 3, "a", ()),
+            (IS, -1, 4, 1, ()),
+            (NO_ATTR, -1, 1, "missing", ()),
+            (PY_CHECK, -1, -1, lambda size, a: size + a == 5, (2, 4)),
+        ),
+    )
     c = Config()
     assert program(_fn, c) is True
     c.size = 5
@@ -58,8 +78,16 @@ def test_loads_and_checks_answer_as_python_does() -> None:
 
 def test_an_attribute_past_a_classes_getattr_and_one_only_getattr_finds() -> None:
     lin = nn.Linear(2, 2)  # `weight` is found by nn.Module.__getattr__, `in_features` in the instance dict
-    program = make_guard_program(2, 4, ((LOAD_ATTR, 2, 1, "weight", ()), (IS, -1, 2, lin.weight, ()),
-                                        (LOAD_ATTR, 3, 1, "in_features", ()), (EQUALS, -1, 3, 2, ())))
+    program = make_guard_program(
+        2,
+        4,
+        (
+            (LOAD_ATTR, 2, 1, "weight", ()),
+            (IS, -1, 2, lin.weight, ()),
+            (LOAD_ATTR, 3, 1, "in_features", ()),
+            (EQUALS, -1, 3, 2, ()),
+        ),
+    )
     assert program(_fn, lin) is True
     lin.weight = nn.Parameter(torch.zeros(2, 2))
     assert program(_fn, lin) is False

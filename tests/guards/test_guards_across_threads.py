@@ -1,4 +1,5 @@
 """One compiled function called from several threads at once."""
+
 import threading
 
 import torch

@@ -1,4 +1,5 @@
 """Guards and the cache: what recompiles and what hits, and the cache size limit."""
+
 import warnings
 
 import pytest
@@ -313,6 +314,7 @@ def test_each_module_hook_or_instance_forward_added_after_compiling_is_seen(chan
 
 def test_modules_without_hooks_reads_what_the_python_check_reads():
     from framejit._C import _tensor_guard
+
     check = _tensor_guard.modules_without_hooks
     plain, hooked = nn.Linear(2, 2), nn.Linear(2, 2)
     hooked.register_forward_hook(lambda *a: None)
@@ -339,8 +341,18 @@ def _configured(x, cfg):
     return y + 1 if cfg.mode == "add" else y - 1
 
 
-@pytest.mark.parametrize("change", [("scale", 3), ("scale", 2.0), ("shift", 1.5), ("mode", "sub"), ("flag", False),
-                                    ("table", "a", 5), ("table", "b", (1, 3))])
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("scale", 3),
+        ("scale", 2.0),
+        ("shift", 1.5),
+        ("mode", "sub"),
+        ("flag", False),
+        ("table", "a", 5),
+        ("table", "b", (1, 3)),
+    ],
+)
 def test_attributes_and_items_checked_in_one_call_still_see_each_change(change):
     cnt, f = _compiled(fn=_configured)
     cfg, x = _Config(), torch.randn(3)
@@ -366,8 +378,12 @@ def test_values_match_reads_what_the_python_checks_read():
     cfg.fn, cfg.cls = _scaled, _Scale
     attr, item, absent = 0, 1, 2
     equal, identical, weakly, code = 0, 1, 2, 3
-    spec = ((attr, "scale", equal, 2, int), (attr, "flag", identical, True, None),
-            (attr, "cls", weakly, weakref.ref(_Scale), None), (attr, "fn", code, _scaled.__code__, type(_scaled)))
+    spec = (
+        (attr, "scale", equal, 2, int),
+        (attr, "flag", identical, True, None),
+        (attr, "cls", weakly, weakref.ref(_Scale), None),
+        (attr, "fn", code, _scaled.__code__, type(_scaled)),
+    )
     assert check(spec, cfg) is True
     assert check(((item, "a", equal, 1, int), (absent, "c", identical, None, None)), cfg.table) is True
     assert check(((absent, "a", identical, None, None),), cfg.table) is False

@@ -1,4 +1,5 @@
 """framejit.run() (cached entries only, no new compiles) and framejit.reset()."""
+
 import torch
 
 import framejit
@@ -19,6 +20,7 @@ class _RuntimeCounter:
         def run(*args):
             self.calls += 1
             return gm.forward(*args)
+
         return run
 
 

@@ -9,6 +9,7 @@ value and give the other branch's result. The policies: static, automatic dynami
 and "unbacked" (fullgraph, with a data-dependent size in the graph); each under eager and aot_eager, which
 compiles for the inputs' aliasing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,7 @@ import framejit
 class Prop:
     name: str
     fn: Callable[..., Any]
-    make: Callable[[bool, int], tuple]          # (changed, n) -> the arguments; n is the size of dim 0
+    make: Callable[[bool, int], tuple]  # (changed, n) -> the arguments; n is the size of dim 0
     state: Callable[[bool], Any] = lambda changed: contextlib.nullcontext()  # global state around a call
 
 
@@ -37,6 +38,7 @@ def _t(n, *rest):
 def _branch_on(read):
     def fn(x):
         return x + 1 if read(x) else x - 1
+
     fn.__name__ = f"branch_on_{read.__name__}"
     return fn
 
@@ -122,35 +124,66 @@ PROPS = [
     Prop("size", times_size, lambda changed, n: (_t(n, 5 if changed else 4),)),
     Prop("stride", times_stride, lambda changed, n: (_t(4, n).t() if changed else _t(n, 4),)),
     Prop("contiguous/transposed", _branch_on(contiguous), lambda changed, n: (_t(4, n).t() if changed else _t(n, 4),)),
-    Prop("contiguous/step-sliced", _branch_on(contiguous),
-         lambda changed, n: (_t(n, 8)[:, ::2] if changed else _t(n, 4),)),
-    Prop("contiguous/expanded", _branch_on(contiguous),
-         lambda changed, n: (_t(1, 4).expand(n, 4) if changed else _t(n, 4),)),
-    Prop("channels_last", _branch_on(channels_last),
-         lambda changed, n: (_t(n, 3, 4, 4).to(memory_format=torch.channels_last) if changed else _t(n, 3, 4, 4),)),
+    Prop(
+        "contiguous/step-sliced",
+        _branch_on(contiguous),
+        lambda changed, n: (_t(n, 8)[:, ::2] if changed else _t(n, 4),),
+    ),
+    Prop(
+        "contiguous/expanded",
+        _branch_on(contiguous),
+        lambda changed, n: (_t(1, 4).expand(n, 4) if changed else _t(n, 4),),
+    ),
+    Prop(
+        "channels_last",
+        _branch_on(channels_last),
+        lambda changed, n: (_t(n, 3, 4, 4).to(memory_format=torch.channels_last) if changed else _t(n, 3, 4, 4),),
+    ),
     Prop("storage offset", plus_offset, lambda changed, n: (_t(n + 1, 4)[1:] if changed else _t(n, 4),)),
     Prop("dtype", _branch_on(is_float64), lambda changed, n: (_t(n, 4).double() if changed else _t(n, 4),)),
     Prop("device", _branch_on(on_cpu), lambda changed, n: (_t(n, 4).to("meta") if changed else _t(n, 4),)),
     Prop("layout", densified_if_sparse, lambda changed, n: (_t(n, 4).to_sparse() if changed else _t(n, 4),)),
-    Prop("requires_grad", _branch_on(requires_grad),
-         lambda changed, n: (_t(n, 4).requires_grad_(changed),)),
+    Prop("requires_grad", _branch_on(requires_grad), lambda changed, n: (_t(n, 4).requires_grad_(changed),)),
     Prop("is_leaf", _branch_on(is_leaf), _leaf_or_not),
-    Prop("aliasing", writes_first,
-         lambda changed, n: (lambda a: (a, a) if changed else (a, a.clone()))(_t(n, 4))),
-    Prop("aliasing of views", writes_first,  # the first argument a row of the second, or not
-         lambda changed, n: (lambda a: (a[0], a) if changed else (a[0].clone(), a))(_t(n, 4))),
-    Prop("which row an aliased view is", writes_first,  # the same aliasing, another storage offset
-         lambda changed, n: (lambda a: (a[2] if changed else a[1], a))(_t(n, 4))),
-    Prop("grad mode", reads_grad_mode, lambda changed, n: (_t(n, 4),),
-         state=lambda changed: torch.no_grad() if changed else contextlib.nullcontext()),
-    Prop("autocast", reads_autocast, lambda changed, n: (_t(n, 4),),
-         state=lambda changed: torch.autocast("cpu") if changed else contextlib.nullcontext()),
-    Prop("default dtype", reads_default_dtype, lambda changed, n: (_t(n, 4),),
-         state=lambda changed: _setting(torch.get_default_dtype, torch.set_default_dtype,
-                                        torch.float64 if changed else torch.float32)),
-    Prop("deterministic algorithms", reads_deterministic, lambda changed, n: (_t(n, 4),),
-         state=lambda changed: _setting(torch.are_deterministic_algorithms_enabled,
-                                        torch.use_deterministic_algorithms, changed)),
+    Prop("aliasing", writes_first, lambda changed, n: (lambda a: (a, a) if changed else (a, a.clone()))(_t(n, 4))),
+    Prop(
+        "aliasing of views",
+        writes_first,  # the first argument a row of the second, or not
+        lambda changed, n: (lambda a: (a[0], a) if changed else (a[0].clone(), a))(_t(n, 4)),
+    ),
+    Prop(
+        "which row an aliased view is",
+        writes_first,  # the same aliasing, another storage offset
+        lambda changed, n: (lambda a: (a[2] if changed else a[1], a))(_t(n, 4)),
+    ),
+    Prop(
+        "grad mode",
+        reads_grad_mode,
+        lambda changed, n: (_t(n, 4),),
+        state=lambda changed: torch.no_grad() if changed else contextlib.nullcontext(),
+    ),
+    Prop(
+        "autocast",
+        reads_autocast,
+        lambda changed, n: (_t(n, 4),),
+        state=lambda changed: torch.autocast("cpu") if changed else contextlib.nullcontext(),
+    ),
+    Prop(
+        "default dtype",
+        reads_default_dtype,
+        lambda changed, n: (_t(n, 4),),
+        state=lambda changed: _setting(
+            torch.get_default_dtype, torch.set_default_dtype, torch.float64 if changed else torch.float32
+        ),
+    ),
+    Prop(
+        "deterministic algorithms",
+        reads_deterministic,
+        lambda changed, n: (_t(n, 4),),
+        state=lambda changed: _setting(
+            torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms, changed
+        ),
+    ),
 ]
 
 POLICIES = ["static", "automatic", "dynamic=True", "mark_dynamic", "unbacked"]
@@ -160,9 +193,11 @@ CALLS = [(False, 3), (False, 5), (True, 5), (False, 6), (True, 7), (True, 3), (F
 
 def _with_an_unbacked_size(fn):
     """`fn` in a graph that also holds a data-dependent size (the "unbacked" policy compiles it fullgraph)."""
+
     def with_unbacked(*args):
         n = torch.arange(3).nonzero().shape[0]
         return fn(*args) + torch.ones(n).sum() * 0
+
     return with_unbacked
 
 

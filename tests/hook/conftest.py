@@ -1,4 +1,5 @@
 """Fixtures of the frame-hook tests."""
+
 from __future__ import annotations
 
 from typing import Iterator

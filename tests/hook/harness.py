@@ -1,4 +1,5 @@
 """Code objects for the frame-hook tests: replacements marked SKIP, as the Python side would make them."""
+
 from __future__ import annotations
 
 import types

@@ -1,5 +1,6 @@
 """The frame hook's cache entries on code objects: guards tried in order, replacements run on a
 hit, memos, SKIP, the extra slot, run-only mode and entries owned by another callback."""
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -41,11 +42,14 @@ def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
 
     one = replacement("def one(x):\n    return ('one', x)\n", "one")
     two = replacement("def two(x):\n    return ('two', x)\n", "two")
-    _hook.set_extra(f.__code__, [
-        (broken, one, [None] * 3, None),
-        (lambda func, x: x > 10, one, [None] * 3, None),
-        (lambda func, x: x > 0, two, [None] * 3, None),
-    ])
+    _hook.set_extra(
+        f.__code__,
+        [
+            (broken, one, [None] * 3, None),
+            (lambda func, x: x > 10, one, [None] * 3, None),
+            (lambda func, x: x > 0, two, [None] * 3, None),
+        ],
+    )
     rec = CallbackRecorder({"f"})
     assert _hook.call_with_callback(rec, f, 20) == ("one", 20)
     assert _hook.call_with_callback(rec, f, 5) == ("two", 5)
@@ -76,14 +80,15 @@ def test_memo_is_reused_for_a_function_of_a_module() -> None:
 def test_memo_never_holds_a_closure_or_globals_that_are_not_a_module() -> None:
     """The memo sits in co_extra, out of the garbage collector's sight: a closure's cells or exec'd globals
     held there (both can refer back to the function, so to the code) would never be freed."""
+
     def make_adder(n: int) -> Callable:
         def add(x):
             return x + n
+
         return add
 
     add1, add2 = make_adder(1), make_adder(2)
-    code = replacement(
-        "def outer():\n    n = 0\n    def add(x):\n        return ('R', x + n)\n    return add\n", "add")
+    code = replacement("def outer():\n    n = 0\n    def add(x):\n        return ('R', x + n)\n    return add\n", "add")
     memo = [None, None, None]
     _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo, None)])
     assert _hook.call_with_callback(False, add1, 10) == ("R", 11)

@@ -1,5 +1,6 @@
 """The PEP 523 frame hook (framejit._C._hook) driven by plain Python callbacks: what a callback
 sees and returns, which frames it is called for, and how it is installed, disabled and restored."""
+
 from __future__ import annotations
 
 import asyncio

@@ -2,6 +2,7 @@
 function's (the outermost `call_with_callback` with a callback). CPython 3.11 maps a 16 KiB chunk when a call needs
 one and unmaps it when that call returns, so a loop calling across a chunk's end faults a fresh page in on every
 call; framejit's traces, compiles and compiled calls start at the bottom of a roomy chunk instead."""
+
 from __future__ import annotations
 
 import resource
@@ -74,6 +75,7 @@ def test_generator_made_inside_resumes_outside() -> None:
         def gen():
             x = yield 1
             yield x * 2
+
         g = gen()
         next(g)
         return g
@@ -84,6 +86,7 @@ def test_generator_made_inside_resumes_outside() -> None:
 
 def test_thread_that_ran_on_its_chunk_ends_cleanly() -> None:
     import threading
+
     t = threading.Thread(target=lambda: _hook.call_with_callback(False, _faults_of_a_loop_at_depth, 3))
     t.start()
     t.join(10)

@@ -1,5 +1,6 @@
 """The frame hook across threads (a callback per thread) and the lifetime of what it holds:
 callbacks, cache lists and the guards in them are freed."""
+
 from __future__ import annotations
 
 import gc

@@ -4,6 +4,7 @@ come from FRAMEJIT_ASAN_LIB (the AddressSanitizer build in a temporary directory
 Loaded before any conftest, so before framejit: the modules are put in sys.modules under their own names, and
 framejit's `from framejit._C import _hook` finds them there. Everything else (framejit's Python code, the tests)
 is the working tree's."""
+
 from __future__ import annotations
 
 import glob

@@ -27,6 +27,7 @@ valgrind  valgrind --tool=memcheck on VALGRIND_SUBSET (smaller: torch under valg
 
 Exit status 0 when every variant ran clean: the tests passed and the checker found nothing of framejit's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,11 +64,15 @@ ASAN_SUBSET = DEBUG_SUBSET
 VALGRIND_SUBSET = ["tests/hook", "tests/reliability/test_many_arguments.py"]
 
 # what the debug allocator, the interpreter and ASan print when they find something
-DEBUG_ERRORS = re.compile(r"Fatal Python error|Debug memory block at address|bad (leading|trailing) pad byte|"
-                          r"==\d+==ERROR: AddressSanitizer|AddressSanitizer:DEADLYSIGNAL|"
-                          r"AddressSanitizer: CHECK failed")
-FRAMEJIT_FRAME = re.compile(r"framejit/_C/|\bhook\.c:|\b(tensor_guard|tensor_state|guard_program)\.cpp:|_hook\.cpython|"
-                            r"_tensor_(guard|state)\.cpython")
+DEBUG_ERRORS = re.compile(
+    r"Fatal Python error|Debug memory block at address|bad (leading|trailing) pad byte|"
+    r"==\d+==ERROR: AddressSanitizer|AddressSanitizer:DEADLYSIGNAL|"
+    r"AddressSanitizer: CHECK failed"
+)
+FRAMEJIT_FRAME = re.compile(
+    r"framejit/_C/|\bhook\.c:|\b(tensor_guard|tensor_state|guard_program)\.cpp:|_hook\.cpython|"
+    r"_tensor_(guard|state)\.cpython"
+)
 
 
 @dataclass
@@ -76,9 +81,9 @@ class Outcome:
     command: str
     seconds: float
     returncode: int | None  # None: timed out
-    tests: str              # pytest's summary line
-    findings: list[str] = field(default_factory=list)   # memory errors of framejit's (each with its stack)
-    notes: list[str] = field(default_factory=list)      # what else the checker reported
+    tests: str  # pytest's summary line
+    findings: list[str] = field(default_factory=list)  # memory errors of framejit's (each with its stack)
+    notes: list[str] = field(default_factory=list)  # what else the checker reported
 
     @property
     def clean(self) -> bool:
@@ -105,8 +110,16 @@ def pytest_summary(output: str) -> str:
 def run(variant: str, cmd: list[str], env: dict[str, str], timeout: float, shown: str) -> tuple[Outcome, str]:
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=timeout)
+        proc = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
         output, returncode = proc.stdout, proc.returncode
     except subprocess.TimeoutExpired as e:
         output = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(errors="replace")
@@ -123,7 +136,7 @@ def crash_reports(output: str, returncode: int | None, limit: int = 60) -> list[
     i = 0
     while i < len(lines):
         if DEBUG_ERRORS.search(lines[i]):
-            found.append("\n".join(lines[i:i + limit]))
+            found.append("\n".join(lines[i : i + limit]))
             i += limit
         else:
             i += 1
@@ -158,10 +171,19 @@ def build_asan(tmp: Path, timeout: float) -> Path:
     env = base_env()
     env["CFLAGS"] = (env.get("CFLAGS", "") + " -fsanitize=address -fno-omit-frame-pointer -g").strip()
     env["LDFLAGS"] = (env.get("LDFLAGS", "") + " -fsanitize=address").strip()
-    cmd = [sys.executable, "setup.py", "-q", "build_ext", "--build-lib", str(tmp / "lib"), "--build-temp",
-           str(tmp / "build")]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=timeout)
+    cmd = [
+        sys.executable,
+        "setup.py",
+        "-q",
+        "build_ext",
+        "--build-lib",
+        str(tmp / "lib"),
+        "--build-temp",
+        str(tmp / "build"),
+    ]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the ASan build failed:\n{proc.stdout[-4000:]}")
     return tmp / "lib"
@@ -170,8 +192,10 @@ def build_asan(tmp: Path, timeout: float) -> Path:
 def run_asan(subset: list[str], timeout: float, keep: bool) -> Outcome:
     # libasan first; and libstdc++ with it: python does not link it, and ASan's interceptor of __cxa_throw finds
     # no real one to call when a library loaded later throws (torch's errors): "CHECK failed ... real___cxa_throw"
-    preload = [subprocess.run([compiler, f"-print-file-name={lib}"], stdout=subprocess.PIPE, text=True).stdout.strip()
-               for compiler, lib in (("gcc", "libasan.so"), ("g++", "libstdc++.so.6"))]
+    preload = [
+        subprocess.run([compiler, f"-print-file-name={lib}"], stdout=subprocess.PIPE, text=True).stdout.strip()
+        for compiler, lib in (("gcc", "libasan.so"), ("g++", "libstdc++.so.6"))
+    ]
     if not all(os.path.isabs(p) for p in preload):
         return Outcome("asan", "", 0.0, 1, "not run", findings=[], notes=[f"gcc/g++ do not know {preload}"])
     libasan = " ".join(preload)
@@ -180,11 +204,18 @@ def run_asan(subset: list[str], timeout: float, keep: bool) -> Outcome:
         start = time.monotonic()
         lib = build_asan(tmp, timeout)
         built = time.monotonic() - start
-        env = dict(base_env(), PYTHONMALLOC="malloc", LD_PRELOAD=libasan, FRAMEJIT_ASAN_LIB=str(lib),
-                   ASAN_OPTIONS="detect_leaks=0")
+        env = dict(
+            base_env(),
+            PYTHONMALLOC="malloc",
+            LD_PRELOAD=libasan,
+            FRAMEJIT_ASAN_LIB=str(lib),
+            ASAN_OPTIONS="detect_leaks=0",
+        )
         cmd = [sys.executable, *pytest_cmd(subset, "-p", "tests.memcheck.asan_plugin")]
-        shown = (f"LD_PRELOAD='{libasan}' ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc python -m pytest "
-                 f"-p tests.memcheck.asan_plugin " + " ".join(subset))
+        shown = (
+            f"LD_PRELOAD='{libasan}' ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc python -m pytest "
+            f"-p tests.memcheck.asan_plugin " + " ".join(subset)
+        )
         outcome, output = run("asan", cmd, env, max(1.0, timeout - built), shown)
         outcome.notes.append(f"built the ASan extensions in {built:.0f} s into {tmp}" + ("" if keep else " (removed)"))
         outcome.findings = crash_reports(output, outcome.returncode)
@@ -226,12 +257,16 @@ def ours(error: list[str], innermost: int = 3, innermost_of_block: int = 6) -> b
             stacks.append([line])
         elif line.lstrip().startswith("by ") and stacks:
             stacks[-1].append(line)
-    return any(FRAMEJIT_FRAME.search(frame) for i, stack in enumerate(stacks)
-               for frame in stack[:innermost if i == 0 else innermost_of_block])
+    return any(
+        FRAMEJIT_FRAME.search(frame)
+        for i, stack in enumerate(stacks)
+        for frame in stack[: innermost if i == 0 else innermost_of_block]
+    )
 
 
-def run_valgrind(subset: list[str], timeout: float, track_origins: bool, suppressions: list[str],
-                 keep: bool = False) -> Outcome:
+def run_valgrind(
+    subset: list[str], timeout: float, track_origins: bool, suppressions: list[str], keep: bool = False
+) -> Outcome:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return Outcome("valgrind", "", 0.0, 1, "not run", notes=["valgrind is not installed"])
@@ -250,8 +285,10 @@ def run_valgrind(subset: list[str], timeout: float, track_origins: bool, suppres
         outcome.findings = ["\n".join(e[:40]) for e in mine]
         others = Counter(f"{e[0]} {re.sub(r'0x[0-9A-F]+: ', '', e[1].strip())}" for e in errors if not ours(e))
         under = sum(any(FRAMEJIT_FRAME.search(line) for line in e) for e in errors if not ours(e))
-        outcome.notes.append(f"{len(errors)} error contexts: {len(mine)} in framejit's code, {under} more with "
-                             f"framejit's code further down the stack (CPython or torch code that it called)")
+        outcome.notes.append(
+            f"{len(errors)} error contexts: {len(mine)} in framejit's code, {under} more with "
+            f"framejit's code further down the stack (CPython or torch code that it called)"
+        )
         outcome.notes += [f"{n} x {what}" for what, n in others.most_common(8)]
         if outcome.returncode not in (0, None):
             outcome.notes.append("tests failed:\n" + tail(output))
@@ -271,12 +308,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     tests: list[str] = []
     if "--" in argv:
-        tests = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+        tests = argv[argv.index("--") + 1 :]
+        argv = argv[: argv.index("--")]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("variants", nargs="*", choices=["debug", "asan", "valgrind", "all"], default=["debug"])
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds per variant (default: 1200 for debug and asan, 3600 for valgrind)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per variant (default: 1200 for debug and asan, 3600 for valgrind)",
+    )
     parser.add_argument("--track-origins", action="store_true", help="valgrind: where uninitialised values come from")
     parser.add_argument("--suppressions", action="append", default=[], help="valgrind: a suppressions file")
     parser.add_argument("--keep", action="store_true", help="asan: keep the temporary build; valgrind: its logs")
@@ -289,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         elif variant == "asan":
             outcome = run_asan(tests or ASAN_SUBSET, args.timeout or 1200, args.keep)
         else:
-            outcome = run_valgrind(tests or VALGRIND_SUBSET, args.timeout or 3600, args.track_origins,
-                                   args.suppressions, args.keep)
+            outcome = run_valgrind(
+                tests or VALGRIND_SUBSET, args.timeout or 3600, args.track_origins, args.suppressions, args.keep
+            )
         print(outcome.report(), flush=True)
         outcomes.append(outcome)
     return 0 if all(o.clean for o in outcomes) else 1

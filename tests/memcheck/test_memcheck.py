@@ -1,6 +1,7 @@
 """The memory-checker job (tests/memcheck/run_memcheck.py) as tests: CI runs its `debug` variant (the C-extension
 tests under CPython's debug allocator and -X dev) and needs it clean; the job's own detection is checked on a
 planted corruption, and its reading of valgrind logs on a sample."""
+
 from __future__ import annotations
 
 import subprocess
@@ -38,8 +39,14 @@ def test_the_debug_variant_reports_a_write_past_a_block(tmp_path):
 def test_the_c_extension_tests_run_clean_under_the_debug_allocator():
     """About a minute: tests/hook, tests/guards, calls of 255+ arguments, the 300-parameter DenseNet called 100
     times and the continuation tests, under PYTHONMALLOC=debug python -X dev, in a subprocess."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "debug"], cwd=run_memcheck.ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "debug"],
+        cwd=run_memcheck.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout[-8000:]
     (summary,) = [line for line in proc.stdout.splitlines() if line.startswith("== debug:")]
     assert summary.startswith("== debug: clean (exit 0") and " passed" in summary and "failed" not in summary, summary
@@ -79,9 +86,12 @@ SAMPLE_LOG = """\
 
 def test_valgrind_errors_are_framejits_when_its_code_is_among_the_innermost_frames():
     errors = run_memcheck.valgrind_errors(SAMPLE_LOG)
-    assert [e[0] for e in errors] == ["Conditional jump or move depends on uninitialised value(s)",
-                                      "Invalid read of size 8", "Use of uninitialised value of size 8",
-                                      "Invalid write of size 4"]
+    assert [e[0] for e in errors] == [
+        "Conditional jump or move depends on uninitialised value(s)",
+        "Invalid read of size 8",
+        "Use of uninitialised value of size 8",
+        "Invalid write of size 4",
+    ]
     # CPython's own; in the hook's code; CPython's, only run under the hook (4 frames down); a block make_spec
     # allocated, overrun elsewhere
     assert [run_memcheck.ours(e) for e in errors] == [False, True, False, True]

@@ -4,6 +4,7 @@ Inference: eval mode, no_grad, fullgraph=True, outputs equal to eager, one graph
 the cache. Training: train mode (dropout on, seeded alike), backend aot_eager, the loss and every parameter's
 gradient equal to eager. Models that cannot be one graph yet are listed with the reason, and still match eager.
 """
+
 import warnings
 
 import numpy
@@ -189,8 +190,12 @@ def test_new_sequence_lengths_compile_once_more_then_never(model_type):
     compiled = framejit.compile(model, backend=cnt)
     for length in (8, 11, 13, 17):
         torch.manual_seed(length)
-        inputs = {name: torch.randint(0, 50, (value.shape[0], length)) if value.dim() == 2 and not
-                  value.dtype.is_floating_point else value for name, value in make_inputs().items()}
+        inputs = {
+            name: torch.randint(0, 50, (value.shape[0], length))
+            if value.dim() == 2 and not value.dtype.is_floating_point
+            else value
+            for name, value in make_inputs().items()
+        }
         with torch.no_grad():
             assert_outputs_equal(compiled(**inputs), model(**inputs))
     assert cnt.frame_count == 2

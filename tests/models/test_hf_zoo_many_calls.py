@@ -7,6 +7,7 @@ compiled with backend eager and called 100 times: fresh inputs on most calls, th
 on some (as they are, or with new values written into them in place), and its outputs compared with eager's on
 every call. The models with graph breaks run their continuations 100 times too. Slow: minutes on 2 cores.
 """
+
 import pytest
 import torch
 

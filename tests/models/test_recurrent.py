@@ -1,6 +1,7 @@
 """nn.LSTM / nn.GRU, whose flat weights are kept through weakrefs, and other model-code idioms:
 parameters() and children() as iterators, stateless modules made per call, non-reentrant
 checkpoint, tied weights."""
+
 import copy
 
 import pytest
@@ -53,6 +54,7 @@ def test_replacing_a_recurrent_weight_recompiles_and_uses_it():
         def run(*args):
             graph_calls.append(1)
             return gm.forward(*args)
+
         return run
 
     opt = framejit.compile(model.rnn, backend=counting_backend)
@@ -121,6 +123,7 @@ class CheckpointedInner(nn.Module):
 
 def test_non_reentrant_checkpoint_counts_no_tensors_of_the_trace():
     import torch.utils.checkpoint  # noqa: F401
+
     torch.manual_seed(0)
     model = CheckpointedInner()
     ref = copy.deepcopy(model)

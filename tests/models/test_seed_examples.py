@@ -1,4 +1,5 @@
 """The seeds' examples of whole-model capture: cos/sin/add, a mock module, Linear + ReLU."""
+
 import operator
 
 import pytest

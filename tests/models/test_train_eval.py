@@ -1,4 +1,5 @@
 """Switching a model between train() and eval() recompiles, and both modes stay cached and correct."""
+
 import copy
 
 import torch

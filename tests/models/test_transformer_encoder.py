@@ -1,5 +1,6 @@
 """nn.TransformerEncoder traced whole (its fast-path checks included), module listings and
 is_compiling() at trace time."""
+
 import copy
 
 import torch

@@ -1,5 +1,6 @@
 """Whole models captured as one graph each (fullgraph=True), differential against eager:
 outputs, gradients of parameters and inputs, and module state (BatchNorm running stats)."""
+
 import copy
 import math
 
@@ -177,8 +178,9 @@ def test_cnn_train_mode_updates_running_stats_like_eager():
             bn, bn_ref = getattr(model, name), getattr(ref_model, name)
             assert same(bn.running_mean, bn_ref.running_mean), f"{name}.running_mean step {step}"
             assert same(bn.running_var, bn_ref.running_var), f"{name}.running_var step {step}"
-            assert torch.equal(bn.num_batches_tracked, bn_ref.num_batches_tracked), \
+            assert torch.equal(bn.num_batches_tracked, bn_ref.num_batches_tracked), (
                 f"{name}.num_batches_tracked step {step}"
+            )
     assert int(model.bn1.num_batches_tracked) == 3
     assert cnt.frame_count == 1
 

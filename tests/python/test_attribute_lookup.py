@@ -1,5 +1,6 @@
 """Attribute lookup as Python does it: a __getattribute__ or __getattr__ written in Python is traced, slots and
 C getters are read, dict subclasses are read as dicts, and every value read is guarded."""
+
 import pytest
 import torch
 

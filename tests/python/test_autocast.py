@@ -1,6 +1,7 @@
 """torch.autocast entered inside compiled code: fake ops under the real autocast state (dtypes as in eager), the
 state changes as graph nodes for eager, aot_eager and inductor, blocks re-entered after a graph break, guards on
 the autocast state a graph was traced under, and @torch.autocast-decorated functions."""
+
 import warnings
 
 import pytest
@@ -21,8 +22,12 @@ def _nesting() -> int:
 
 
 def _autocast_state():
-    return (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"), torch.is_autocast_cache_enabled(),
-            _nesting())
+    return (
+        torch.is_autocast_enabled("cpu"),
+        torch.get_autocast_dtype("cpu"),
+        torch.is_autocast_cache_enabled(),
+        _nesting(),
+    )
 
 
 def _close(actual, expected, exact, path):
@@ -61,9 +66,9 @@ def _differential(fn, backend, *inputs, grads=True, exact=True):
 def mixed_block(x, w):
     y = x.sin()
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        z = y @ w            # bfloat16 under autocast
-        s = z.sum(-1)        # stays bfloat16
-        e = torch.exp(z)     # autocast runs exp in float32
+        z = y @ w  # bfloat16 under autocast
+        s = z.sum(-1)  # stays bfloat16
+        e = torch.exp(z)  # autocast runs exp in float32
     return z, s, e, (z.float() @ w) + 1
 
 
@@ -81,7 +86,7 @@ def test_nested_with_no_grad_and_a_disabled_inner_block(backend):
             with torch.no_grad():
                 b = a @ w
             with torch.autocast("cpu", enabled=False):
-                c = x @ w    # float32 again
+                c = x @ w  # float32 again
             d = (c @ w) * b
         return a, b, c, d
 
@@ -98,7 +103,7 @@ def test_a_graph_break_inside_the_block_runs_the_rest_under_it(backend):
             a = x @ w
             with torch.no_grad():
                 seen.append(torch.is_autocast_enabled("cpu"))
-                print("inside")      # a graph break: print runs for real, under autocast and no_grad
+                print("inside")  # a graph break: print runs for real, under autocast and no_grad
                 b = a @ w
             c = a @ w
         return a, b, c, c.float() @ w

@@ -1,5 +1,6 @@
 """torch.autograd.Function subclasses called in compiled code: the forward is one graph node calling the real
 Function, the backward runs in autograd; outputs and gradients equal eager for eager, aot_eager and inductor."""
+
 import pytest
 import torch
 
@@ -60,7 +61,7 @@ class CubeSetupContext(torch.autograd.Function):
 
     @staticmethod
     def forward(x, scale):
-        return x ** 3 * scale
+        return x**3 * scale
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -71,7 +72,7 @@ class CubeSetupContext(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        return grad * 3 * x ** 2 * ctx.scale + 1.0, None  # the +1 shows the custom backward ran
+        return grad * 3 * x**2 * ctx.scale + 1.0, None  # the +1 shows the custom backward ran
 
 
 class ReadsAValue(torch.autograd.Function):

@@ -1,6 +1,7 @@
 """Builtins model code leans on: sets and frozensets, sorted/reversed/enumerate(start=)/zip(strict=), dict
 merging, min/max (with key=), any/all over generators, str.format and f-strings of ints, getattr with a default
 on modules; print breaks the graph with a recorded reason."""
+
 import pytest
 import torch
 from torch import nn
@@ -60,8 +61,13 @@ def test_dict_merge_and_unpacking():
 def test_min_max_any_all():
     def fn(x, ints, words):
         longest = max(words, key=len)
-        return (x * min(ints) + max(ints) + min(3, 1, 2), longest,
-                any(i > 2 for i in ints), all(i > 0 for i in ints), any(w == "q" for w in words))
+        return (
+            x * min(ints) + max(ints) + min(3, 1, 2),
+            longest,
+            any(i > 2 for i in ints),
+            all(i > 0 for i in ints),
+            any(w == "q" for w in words),
+        )
 
     x = torch.randn(2)
     assert_equal(run_fullgraph(fn, x, [4, 1, 3], ["a", "bcd", "ef"]), fn(x, [4, 1, 3], ["a", "bcd", "ef"]))
@@ -147,14 +153,24 @@ def test_print_breaks_the_graph_with_a_reason(capsys):
 def test_set_and_frozenset_arguments_and_results_keep_their_type_and_order():
     def fn(x, s, fs):
         made = frozenset(["a", "b"])
-        return (x + len(s) + int(3 in fs), list(s), [v for v in s | {0}], sorted(fs), made, fs | {1},
-                isinstance(made, frozenset), s.union({9}))
+        return (
+            x + len(s) + int(3 in fs),
+            list(s),
+            [v for v in s | {0}],
+            sorted(fs),
+            made,
+            fs | {1},
+            isinstance(made, frozenset),
+            s.union({9}),
+        )
 
     x, s, fs = torch.ones(2), {5, 17, 2}, frozenset({3, 1000, 7})
     got, want = run_fullgraph(fn, x, s, fs), fn(x, s, fs)
     assert [type(v) for v in got] == [type(v) for v in want]
-    assert_equal(list(got[:4]) + [sorted(v) for v in got[4:6]] + list(got[6:7]),
-                 list(want[:4]) + [sorted(v) for v in want[4:6]] + list(want[6:7]))
+    assert_equal(
+        list(got[:4]) + [sorted(v) for v in got[4:6]] + list(got[6:7]),
+        list(want[:4]) + [sorted(v) for v in want[4:6]] + list(want[6:7]),
+    )
     assert got[7] == want[7]
 
 

@@ -1,6 +1,7 @@
 """torch functions that run a callable the program passes them (associative_scan): one graph node that calls the
 real function with the callable, equal to eager in values and gradients; a callable that closes over a traced
 tensor is a graph break that names it."""
+
 import pytest
 import torch
 from torch._higher_order_ops.associative_scan import associative_scan
@@ -23,6 +24,7 @@ def scan_with_a_module_level_function(a, b):
 def scan_with_an_inner_function(a, b, w):
     def combine(left, right):  # made in the frame, closing over nothing
         return left[0] * right[0], right[0] * left[1] + right[1]
+
     h = torch.tanh(b @ w)
     _, states = associative_scan(combine, (a, h), dim=1, combine_mode="generic")
     return states.sum(-1) * 2
@@ -67,8 +69,10 @@ def test_a_module_level_combine_function_is_one_node():
 def test_an_inner_function_closing_over_constants_is_made_again_with_them():
     def f(a, b):
         scale = 0.5
+
         def combine(left, right):
             return left[0] * right[0] * scale, right[0] * left[1] + right[1]
+
         return associative_scan(combine, (a, b), dim=1, combine_mode="generic")
 
     a, b = inputs()
@@ -81,6 +85,7 @@ def test_an_inner_function_closing_over_constants_is_made_again_with_them():
 def make_combine(weight):
     def combine(left, right):
         return left[0] * right[0], right[0] * left[1] * weight + right[1]
+
     return combine
 
 
@@ -100,8 +105,10 @@ def test_a_closure_from_outside_is_guarded_by_identity():
 def test_a_combine_function_closing_over_a_traced_tensor_breaks_and_names_it():
     def f(a, b, w):
         shift = w * 2
+
         def combine(left, right):
             return left[0] * right[0], right[0] * left[1] + right[1] + shift
+
         return associative_scan(combine, (a, b), dim=1, combine_mode="generic")[1]
 
     a, b = inputs()
@@ -128,6 +135,7 @@ def checkpointed_stack(layers, use_checkpoint):
         for layer in layers:
             x = checkpoint(block, x, layer, use_reentrant=False, scale=0.5) if use_checkpoint else block(x, layer, 0.5)
         return x.sum()
+
     return forward
 
 
@@ -139,6 +147,7 @@ def saved_tensor_counts(fn, x):
     def forward_compiler(gm, example_inputs):
         counts.append(len(gm.graph.output_node().args[0]) - 1)
         return gm
+
     framejit.optimize(aot_autograd(forward_compiler))(fn)(x).backward()
     return counts[0]
 
@@ -238,6 +247,7 @@ def test_a_write_into_a_view_of_a_tensor_from_outside_the_region_breaks():
         def region(t):
             t[0].add_(1)  # eager's backward would add again when it recomputes
             return t * 2
+
         return checkpoint(region, y, use_reentrant=False).sum(), y
 
     x = torch.randn(3, 4, requires_grad=True)

@@ -1,6 +1,7 @@
 """Classes as the language means them: type(x).__name__, __class__, __subclasses__(), isinstance/issubclass with
 tuples, dunder methods called by name, operator overloads on objects passed in and made in the trace, super()
 in __init__ and classmethods, classmethods/staticmethods called through cls and through instances."""
+
 import operator
 
 import torch
@@ -31,8 +32,14 @@ class Circle(Shape):
 def test_type_names_class_and_subclasses():
     def fn(x, obj):
         names = [c.__name__ for c in Shape.__subclasses__()]
-        return (x * len(names), type(obj).__name__, type(obj).__qualname__, obj.__class__ is Square,
-                type(x).__name__, names)
+        return (
+            x * len(names),
+            type(obj).__name__,
+            type(obj).__qualname__,
+            obj.__class__ is Square,
+            type(x).__name__,
+            names,
+        )
 
     x, sq = torch.randn(2), Square(2)
     assert_equal(run_fullgraph(fn, x, sq), fn(x, sq))
@@ -127,8 +134,15 @@ def test_if_on_a_user_bool_and_iadd_keeps_identity():
 
 def test_dunder_methods_called_by_name_on_tensors():
     def fn(x, y):
-        return x.__add__(y), x.__mul__(2), x.__neg__(), y.__radd__(1), x.__getitem__(0), x.__len__(), \
-            operator.__add__(x, y)
+        return (
+            x.__add__(y),
+            x.__mul__(2),
+            x.__neg__(),
+            y.__radd__(1),
+            x.__getitem__(0),
+            x.__len__(),
+            operator.__add__(x, y),
+        )
 
     x, y = torch.randn(3), torch.randn(3)
     assert_equal(run_fullgraph(fn, x, y), fn(x, y))
@@ -147,6 +161,7 @@ class Scaled(nn.Module):
 def test_nn_module_made_in_the_trace_breaks_the_graph():
     """An nn.Module constructed inside compiled code (super().__init__() and fresh random parameters) is a graph
     break with a recorded reason; the result equals eager's."""
+
     def fn(x):
         y = x * 2
         m = Scaled(2)
@@ -204,8 +219,7 @@ def test_classmethods_and_staticmethods_on_instances():
     def fn(x, outside):
         made = Derived(x)
         again = made.make(x)  # a classmethod through an instance made in the trace
-        return made.helper(x) + again.t + outside.helper(x) + outside.make(x).t, made.describe(), \
-            outside.describe()
+        return made.helper(x) + again.t + outside.helper(x) + outside.make(x).t, made.describe(), outside.describe()
 
     x = torch.randn(2)
     assert_equal(run_fullgraph(fn, x, Derived(x)), fn(x, Derived(x)))
@@ -213,6 +227,7 @@ def test_classmethods_and_staticmethods_on_instances():
 
 def test_subclasses_answer_is_guarded():
     """A subclass defined after compiling changes cls.__subclasses__(): the entry no longer holds."""
+
     class Root:
         pass
 

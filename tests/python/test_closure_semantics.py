@@ -1,5 +1,6 @@
 """Closures as Python means them: functions made in a compiled frame that outlive it, cells written by inlined
 functions, closures rebuilt after a graph break."""
+
 import torch
 
 import framejit
@@ -16,6 +17,7 @@ def test_a_returned_nested_function_sees_the_frames_cells():
 
         def add(z):
             return z + y
+
         return add
 
     x = torch.randn(3)
@@ -29,6 +31,7 @@ def test_a_returned_closure_and_its_result_together():
 
         def scale(z):
             return z * a
+
         return scale(x), scale
 
     x = torch.randn(3)
@@ -44,7 +47,9 @@ def test_nested_closures_returned_two_levels_deep():
         def middle(k):
             def inner(z):
                 return z + base * k
+
             return inner
+
         return middle(3)
 
     x = torch.randn(4)
@@ -58,6 +63,7 @@ def test_a_cell_written_by_an_inlined_function_with_nonlocal():
         def add(v):
             nonlocal total
             total = total + v
+
         add(x)
         add(1)
         return total
@@ -75,11 +81,13 @@ def test_a_returned_closure_over_a_cell_an_inlined_function_wrote():
         def bump():
             nonlocal count
             count += 1
+
         bump()
         bump()
 
         def read(z):
             return z * count
+
         return read
 
     x = torch.randn(3)
@@ -92,6 +100,7 @@ def test_a_closure_made_before_a_graph_break_still_works_after_it():
 
         def f(z):
             return z - y
+
         print("", end="")  # a graph break
         return f(x), f
 

@@ -1,5 +1,6 @@
 """with-blocks over context managers written in Python (a class with __enter__/__exit__, contextlib.nullcontext):
 both methods are traced, the normal exit calls __exit__(None, None, None)."""
+
 import contextlib
 
 import torch

@@ -1,6 +1,7 @@
 """copy.deepcopy and copy.copy inside compiled code: the copy is made by the trace, as Python's copy module makes
 it (containers anew, user objects by their class's __new__ plus their __dict__), never touching the original; what
 it reads is guarded; a class that copies itself in its own way, or a tensor, breaks the graph with a reason."""
+
 import copy
 
 import pytest
@@ -113,10 +114,13 @@ class OwnCopy:
         return OwnCopy()
 
 
-@pytest.mark.parametrize("make, reason", [
-    (lambda x: OwnCopy(), "defines __deepcopy__"),
-    (lambda x: [x], "copying"),  # a tensor inside: its copy is an autograd-aware clone
-])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda x: OwnCopy(), "defines __deepcopy__"),
+        (lambda x: [x], "copying"),  # a tensor inside: its copy is an autograd-aware clone
+    ],
+)
 def test_what_copies_itself_or_holds_a_tensor_breaks_the_graph_with_a_reason(make, reason):
     def fn(x, value):
         y = x + 1

@@ -1,5 +1,6 @@
 """Code that counts or refuses attribute reads, and exceptions raised by traced code, behave as in eager:
 the same count, the same exception (type and message), the same fallback."""
+
 import pytest
 import torch
 
@@ -222,8 +223,9 @@ def _custom_error(x):
     raise CustomError("custom", y.shape[0])
 
 
-@pytest.mark.parametrize("fn", [_missing_key, _index_out_of_range, _failed_assert, _bad_int, _zero_division,
-                                _custom_error])
+@pytest.mark.parametrize(
+    "fn", [_missing_key, _index_out_of_range, _failed_assert, _bad_int, _zero_division, _custom_error]
+)
 def test_errors_of_traced_code_propagate_with_type_and_message(fn):
     x = torch.ones(2)
     assert _outcome(_compiled(fn), x) == _outcome(fn, x)

@@ -1,6 +1,7 @@
 """Objects made in compiled code that nothing outliving the frame reaches (a cache or output record built and
 dropped inside a forward) are not made again after the graph, and the tensors only they held are no graph
 outputs; objects that do outlive the frame keep every attribute written on them."""
+
 import dataclasses
 
 import pytest

@@ -1,6 +1,7 @@
 """A dict changed during iteration behaves as in eager (torch.compile gets the same-size cases
 wrong). A changed size raises at once; as many keys but other ones raise "keys changed", yield the new key or stop,
 by where CPython's table put them, which a trace cannot know: that frame runs as Python."""
+
 from __future__ import annotations
 
 import pytest
@@ -57,8 +58,10 @@ def _outcome(fn, *args):
         return "raised", str(e)
 
 
-@pytest.mark.parametrize("fn,args", [(grows, ({"a": 1},)), (swaps_a_passed_key, ()), (swaps_a_key_ahead, ()),
-                                     (swaps_inside_a_called_function, ())])
+@pytest.mark.parametrize(
+    "fn,args",
+    [(grows, ({"a": 1},)), (swaps_a_passed_key, ()), (swaps_a_key_ahead, ()), (swaps_inside_a_called_function, ())],
+)
 def test_a_dict_changed_during_iteration_behaves_as_in_eager(fn, args):
     x = torch.randn(3)
     want = _outcome(fn, x, *[dict(a) for a in args])

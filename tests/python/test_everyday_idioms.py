@@ -1,6 +1,7 @@
 """Everyday Python of model code, each under fullgraph and differential against eager: `super().__init__()` in a
 plain class, type hints on nested defs (kept on the function made), a frozenset of functions, `nonlocal` writes
 in a function the frame calls, `id()` of a module, `len()` of a tensor (TorchDynamo's 2022 tests have each)."""
+
 import typing
 
 import torch
@@ -33,9 +34,11 @@ class Hint:
 
 def test_type_hints_of_a_nested_def_are_made_and_kept():
     def fn(x):
-        def inner(y: typing.List[Hint], z: typing.Optional[typing.Callable[[int], int]] = None
-                  ) -> typing.Dict[str, typing.Tuple[int, ...]]:
+        def inner(
+            y: typing.List[Hint], z: typing.Optional[typing.Callable[[int], int]] = None
+        ) -> typing.Dict[str, typing.Tuple[int, ...]]:
             return x + len(y)
+
         return inner([Hint()]), inner
 
     x = torch.randn(3)
@@ -68,6 +71,7 @@ def _make_counter():
         nonlocal total
         total = total + 1
         return total
+
     return counter
 
 
@@ -124,8 +128,12 @@ def test_isinstance_of_a_legacy_tensor_type_asks_dtype_and_device():
         return x + 1, isinstance(x, tensor_type), isinstance(x, (torch.DoubleTensor, torch.BoolTensor))
 
     compiled = framejit.optimize("eager")(fn)
-    for dtype, tensor_type in [(torch.float32, torch.FloatTensor), (torch.float64, torch.DoubleTensor),
-                               (torch.int64, torch.LongTensor), (torch.float32, torch.LongTensor)]:
+    for dtype, tensor_type in [
+        (torch.float32, torch.FloatTensor),
+        (torch.float64, torch.DoubleTensor),
+        (torch.int64, torch.LongTensor),
+        (torch.float32, torch.LongTensor),
+    ]:
         x = torch.zeros(4, dtype=dtype)
         assert_equal(compiled(x, tensor_type), fn(x, tensor_type))
 

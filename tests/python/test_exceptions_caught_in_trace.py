@@ -1,5 +1,6 @@
 """Exceptions raised and caught inside traced code: a missing key, an index out of range or a `raise` in an
 inlined function jump to the handler of its try block (or its caller's), and the trace goes on in one graph."""
+
 import collections.abc
 
 import pytest

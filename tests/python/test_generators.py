@@ -1,6 +1,7 @@
 """Generator functions called in a trace: run to completion when called, their items collected (as generator
 expressions are), `yield from` included; one that writes state that existed before it is a graph break, since
 Python would run it lazily, interleaved with its consumer."""
+
 import torch
 
 import framejit

@@ -1,6 +1,7 @@
 """Python that validation and dispatch code in models uses: registries keyed by type or type hint, typing
 introspection of hints, truth of functions and of objects with __len__/__bool__, `@torch.no_grad()` on a method,
 torch.is_tensor of a Python number."""
+
 import typing
 
 import torch

@@ -1,5 +1,6 @@
 """Imports inside function bodies of a package (relative and dotted), and closures: returned, rebuilt, written
 through nonlocal from inlined functions, made in a loop, capturing a loop variable."""
+
 import torch
 
 from framejit.testing import same
@@ -26,6 +27,7 @@ def test_imports_inside_an_inlined_function():
 def make_scaler(k):
     def scale(x):
         return x * k
+
     return scale
 
 
@@ -34,7 +36,9 @@ def test_nested_closure_returned_and_called():
         def outer(a):
             def inner(b):
                 return a + b
+
             return inner
+
         add = outer(x)
         return add(1), outer(x * 2), make_scaler(3)
 
@@ -70,6 +74,7 @@ def test_nonlocal_counter_of_an_outside_closure():
             nonlocal count
             count += 1
             return x + count
+
         return step, lambda: count
 
     step_c, read_c = make_counter()
@@ -102,6 +107,7 @@ def test_closures_returned_from_an_inlined_function_share_their_cell():
         def put(new):
             nonlocal v
             v = new
+
         return get, put
 
     def fn(x):

@@ -1,6 +1,7 @@
 """A string formatted from a tensor (an error message built before a check) is kept unformatted in the trace:
 passing it along costs nothing, reading it is data-dependent, and returning it formats it after the graph, from
 the graph's outputs. torch._check_tensor_all becomes a check the graph runs."""
+
 import pytest
 import torch
 

@@ -1,6 +1,7 @@
 """Helpers that model code calls: tracer queries that answer as under torch.compile, TorchScript hints,
 module listings with their arguments, id() of objects guarded by identity, itertools and functools over
 containers, classmethods of objects made in the trace."""
+
 import functools
 import itertools
 import os
@@ -70,7 +71,9 @@ def test_shape_as_tensor_is_the_sizes_made_a_tensor_in_the_graph():
         got = compiled(x)
         assert same(got, fn(x)) and got[1].dtype == torch.int64
     assert cnt.frame_count == 1  # the sizes are symbolic: no recompile
-    assert same(run_fullgraph(lambda x: torch._shape_as_tensor(x), torch.tensor(3.0)), torch.zeros(0, dtype=torch.int64))
+    assert same(
+        run_fullgraph(lambda x: torch._shape_as_tensor(x), torch.tensor(3.0)), torch.zeros(0, dtype=torch.int64)
+    )
 
 
 def _pair_mask(q, k):

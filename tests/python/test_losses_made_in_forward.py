@@ -1,5 +1,6 @@
 """What a model's loss path does: build a torch.nn loss in forward (`loss_fct = CrossEntropyLoss()`), and warn once
 through an lru_cache'd logger method. Both are one graph; a module with parameters made in forward breaks."""
+
 import functools
 import logging
 

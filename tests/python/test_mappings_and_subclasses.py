@@ -1,5 +1,6 @@
 """collections' mappings (defaultdict, OrderedDict, Counter), dict.setdefault/fromkeys, merging dicts, and
 list/dict subclasses with methods of their own, passed in and made in the trace."""
+
 import collections
 
 import torch
@@ -13,6 +14,7 @@ GLOBAL_GROUPS = collections.defaultdict(list)
 
 def test_defaultdict_argument_read_and_written():
     """Missing keys call the factory (list, int, a lambda); the writes show after the call."""
+
     def fn(x, lists, counts, scaled):
         lists["a"].append(x + 1)
         counts["n"] += 2
@@ -219,6 +221,7 @@ def test_list_subclass_made_in_the_trace_and_returned():
 def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
     """Writes through list's or dict's own methods on a subclass passed in may break the graph; the objects end
     as in eager on every call."""
+
     def fn(s, r, x):
         s.append(x)
         r["n" + str(len(s))] = x

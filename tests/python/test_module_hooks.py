@@ -2,6 +2,7 @@
 nn.Module._call_impl runs them (hook(module, args), a non-None result replacing the arguments; hook(module, args,
 output), a non-None result replacing the output; with kwargs too). Hooks added later recompile; backward hooks
 and `always_call` hooks still run the module as Python."""
+
 import torch
 from torch import nn
 
@@ -101,7 +102,8 @@ def test_hooks_taking_kwargs_are_traced():
         torch.manual_seed(0)
         model = CallsScaled()
         model.inner.register_forward_pre_hook(
-            lambda module, args, kwargs: ((args[0] + 1,), {**kwargs, "scale": kwargs["scale"] * 3}), with_kwargs=True)
+            lambda module, args, kwargs: ((args[0] + 1,), {**kwargs, "scale": kwargs["scale"] * 3}), with_kwargs=True
+        )
         model.inner.register_forward_hook(lambda module, args, kwargs, out: out + kwargs["scale"], with_kwargs=True)
         return model
 

@@ -1,5 +1,6 @@
 """Modules that change their own state in forward (an int counter, a cached tensor, a list of steps, a buffer
 updated in place) show the same state after every call as in eager; lazy modules initialise on the first call."""
+
 import copy
 
 import torch
@@ -79,8 +80,10 @@ def test_in_place_buffer_update_and_counter_without_other_ops():
 
 def _lazy_models():
     torch.manual_seed(0)
-    return {"linear": (nn.Sequential(nn.LazyLinear(5), nn.ReLU()), torch.randn(3, 7)),
-            "conv": (nn.Sequential(nn.LazyConv2d(4, 3), nn.ReLU()), torch.randn(2, 3, 8, 8))}
+    return {
+        "linear": (nn.Sequential(nn.LazyLinear(5), nn.ReLU()), torch.randn(3, 7)),
+        "conv": (nn.Sequential(nn.LazyConv2d(4, 3), nn.ReLU()), torch.randn(2, 3, 8, 8)),
+    }
 
 
 def test_lazy_modules_initialise_on_the_first_compiled_call():

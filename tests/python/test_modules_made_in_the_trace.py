@@ -2,6 +2,7 @@
 is made and called in the trace: its __init__ (usage logging skipped), its __call__ and hook checks on the
 OrderedDicts it made itself. Items of a dict subclass with a Python __getitem__ are guarded and reloaded
 through dict's own __getitem__, never through the subclass's (which would build a new module each time)."""
+
 import collections
 
 import torch

@@ -1,5 +1,6 @@
 """Numbers whose type derives from a builtin one (numpy scalars, IntEnum members) reach graphs as the builtin
 number: a graph's code writes its constants by repr(), and `np.float64(8.0)` names a module it does not import."""
+
 import enum
 
 import numpy as np

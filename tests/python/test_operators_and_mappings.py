@@ -1,5 +1,6 @@
 """Operators on user objects call their Python dunders (reflected ones too); Mapping's mixin methods from
 collections.abc are traced; inspect.signature of a known function is a constant."""
+
 import collections.abc
 import inspect
 

@@ -1,5 +1,6 @@
 """Idioms of model output code: a record rebuilt as `type(output)(**fields)`, and `torch._check(cond, msg)` on a
 condition known at trace time (nothing when true; the error, from Python, when false)."""
+
 import dataclasses
 
 import pytest

@@ -1,5 +1,6 @@
 """Records made inside compiled code: dataclasses, and dataclasses that are also ordered dicts with their own
 __setattr__/__setitem__ keeping attributes and items in step (the shape of model-output containers)."""
+
 import collections
 import dataclasses
 

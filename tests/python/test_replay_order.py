@@ -1,5 +1,6 @@
 """Writes replayed after the graph reach the objects the trace wrote, even when another replayed write changes
 the path their source reads: every target, and every object made in the trace, is loaded before any write."""
+
 import torch
 
 import framejit

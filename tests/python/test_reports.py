@@ -1,5 +1,6 @@
 """warnings.warn and a logging.Logger's level methods inside compiled code: replayed after the graph
 (framejit/variables/reports.py), with eager's messages, categories, files and lines, and no graph break."""
+
 import logging
 import warnings
 
@@ -39,8 +40,11 @@ def test_warnings_are_replayed_as_eager_gives_them(simplefilter):
     x = torch.randn(3)
     got, got_warnings = _caught(framejit.optimize(cnt)(_warns), x, simplefilter=simplefilter)
     want, want_warnings = _caught(_warns, x, simplefilter=simplefilter)
-    assert same(got, want) and got_warnings == want_warnings and len(want_warnings) == (6 if simplefilter == "always"
-                                                                                       else 3)
+    assert (
+        same(got, want)
+        and got_warnings == want_warnings
+        and len(want_warnings) == (6 if simplefilter == "always" else 3)
+    )
     assert cnt.frame_count == 1
 
 

@@ -1,5 +1,6 @@
 """Python semantics the trace must keep, found by differential fuzzing: results and the state of arguments
 after the call equal eager's."""
+
 import copy
 import dataclasses
 
@@ -62,10 +63,19 @@ def dict_union_shares_values(x):
     return x + 1, d
 
 
-@pytest.mark.parametrize("fn, args", [
-    (iadd_through_alias, ()), (imul_argument, ([1],)), (ior_argument, ({"a": 1},)), (repeated_inner_list, ()),
-    (concatenated_inner_list, ()), (set_inplace_through_alias, ()), (dict_union_shares_values, ()),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (iadd_through_alias, ()),
+        (imul_argument, ([1],)),
+        (ior_argument, ({"a": 1},)),
+        (repeated_inner_list, ()),
+        (concatenated_inner_list, ()),
+        (set_inplace_through_alias, ()),
+        (dict_union_shares_values, ()),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_container_operators_mutate_and_share_like_python(fn, args):
     got, want, jit_args, eager_args = _run_both(fn, torch.ones(2), *args)
     assert same(got, want)
@@ -142,10 +152,16 @@ def iterator_made_before_an_append(x):
     return list(it)
 
 
-@pytest.mark.parametrize("fn, args", [
-    (append_while_looping, ()), (remove_while_looping, ()),
-    (append_to_argument_while_looping_across_a_break, ([1, 2],)), (iterator_made_before_an_append, ()),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (append_while_looping, ()),
+        (remove_while_looping, ()),
+        (append_to_argument_while_looping_across_a_break, ([1, 2],)),
+        (iterator_made_before_an_append, ()),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_a_list_iterator_sees_the_list_as_it_is_when_advanced(fn, args):
     got, want, jit_args, eager_args = _run_both(fn, torch.zeros(1), *args)
     assert same(got, want)
@@ -186,10 +202,15 @@ def grow_dict_while_looping_over_values(x, d):
     return x + 1
 
 
-@pytest.mark.parametrize("fn, after", [(grow_dict_while_looping, {"a": 0, "ax": 1}),
-                                       (shrink_dict_while_looping_over_items, {}),
-                                       (grow_dict_while_looping_over_values, {"a": 0, 1: 0})],
-                         ids=["keys", "items", "iter_of_values"])
+@pytest.mark.parametrize(
+    "fn, after",
+    [
+        (grow_dict_while_looping, {"a": 0, "ax": 1}),
+        (shrink_dict_while_looping_over_items, {}),
+        (grow_dict_while_looping_over_values, {"a": 0, 1: 0}),
+    ],
+    ids=["keys", "items", "iter_of_values"],
+)
 def test_changing_a_dict_while_iterating_raises_as_in_python(fn, after):
     for f in (fn, framejit.optimize(CompileCounter())(fn)):
         d = {"a": 0}
@@ -232,8 +253,7 @@ def hidden_states_accumulated_in_a_tuple(x, keep=True):
     return all_hidden, last
 
 
-@pytest.mark.parametrize("fn", [int_grown_by_a_tensor, hidden_states_accumulated_in_a_tuple],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [int_grown_by_a_tensor, hidden_states_accumulated_in_a_tuple], ids=lambda f: f.__name__)
 def test_idioms_of_model_code_are_one_graph(fn):
     x = torch.randn(3)
     out = framejit.explain(fn)(x)

@@ -1,5 +1,6 @@
 """inspect.Signature.bind in traced code (a decorator that reads one argument by name): bound now, on the shape
 of the call, with the traced values put back; apply_defaults, arguments, args and kwargs follow inspect."""
+
 import functools
 import inspect
 
@@ -19,7 +20,9 @@ def reads_argument(name):
             bound.apply_defaults()
             scale = bound.arguments[name]
             return func(*bound.args, **bound.kwargs) * scale
+
         return wrapper
+
     return decorate
 
 
@@ -31,12 +34,15 @@ def layer(x, bias=None, *rest, scale=2.0, **options):
     return out * options.get("gain", 1.0)
 
 
-@pytest.mark.parametrize("call", [
-    lambda x: layer(x),
-    lambda x: layer(x, x),
-    lambda x: layer(x, None, x, x * 2, scale=0.5, gain=3.0),
-    lambda x: layer(x=x, scale=x.sum()),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: layer(x),
+        lambda x: layer(x, x),
+        lambda x: layer(x, None, x, x * 2, scale=0.5, gain=3.0),
+        lambda x: layer(x=x, scale=x.sum()),
+    ],
+)
 def test_bind_then_call_with_the_bound_arguments(call):
     x = torch.randn(3)
     torch.testing.assert_close(run_fullgraph(call, x), call(x))

@@ -3,6 +3,7 @@ how many calls, which inputs each call gets, and a quick comparison of many name
 
 A compiled model called twice never reaches CPython's quickening (a code object is specialised after about
 eight runs), where a graph of 255+ inputs once crashed the interpreter: these tests call each model 100 times."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, TypeVar
@@ -51,6 +52,7 @@ def assert_all_close(got: dict[str, Any], want: dict[str, Any], what: str) -> No
     assert list(got) == list(want), what
     for name, w in want.items():
         g = got[name]
-        if not (isinstance(g, torch.Tensor) and g.shape == w.shape and g.dtype == w.dtype
-                and torch.allclose(g, w, **TOL)):
+        if not (
+            isinstance(g, torch.Tensor) and g.shape == w.shape and g.dtype == w.dtype and torch.allclose(g, w, **TOL)
+        ):
             torch.testing.assert_close(g, w, **TOL, msg=lambda m: f"{what}, {name}: {m}")

@@ -1,6 +1,7 @@
 """Bad input: each mistake gives a clear error at the call that made it. The exception's traceback
 ends in the test's own line followed only by a few frames of framejit's API (never the tracer's or torch's),
 and the message names the cause."""
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,17 @@ import torch
 import framejit
 
 HERE = os.path.abspath(__file__)
-API_FILES = {os.path.join(os.path.dirname(framejit.__file__), name) for name in (
-    "api.py", "eval_frame.py", "logs.py", "shapes.py", os.path.join("backends", "registry.py"),
-    os.path.join("backends", "inductor.py"))}
+API_FILES = {
+    os.path.join(os.path.dirname(framejit.__file__), name)
+    for name in (
+        "api.py",
+        "eval_frame.py",
+        "logs.py",
+        "shapes.py",
+        os.path.join("backends", "registry.py"),
+        os.path.join("backends", "inductor.py"),
+    )
+}
 
 
 def add(x):
@@ -27,9 +36,10 @@ def raised_at_this_call(info: pytest.ExceptionInfo, line: int) -> None:
     frames = traceback.extract_tb(info.value.__traceback__)
     mine = [i for i, f in enumerate(frames) if os.path.abspath(f.filename) == HERE]
     assert mine and frames[mine[-1]].lineno == line, traceback.format_list(frames)
-    below = frames[mine[-1] + 1:]
-    assert len(below) <= 4 and all(os.path.abspath(f.filename) in API_FILES for f in below), \
-        traceback.format_list(below)
+    below = frames[mine[-1] + 1 :]
+    assert len(below) <= 4 and all(os.path.abspath(f.filename) in API_FILES for f in below), traceback.format_list(
+        below
+    )
 
 
 def line_of_next_call() -> int:
@@ -53,8 +63,10 @@ def test_non_callable_to_compile_and_optimize():
 
 
 def test_unknown_backend_lists_the_registered_names():
-    for make in (lambda: framejit.compile(add, backend="no_such_backend"),
-                 lambda: framejit.optimize("no_such_backend")):
+    for make in (
+        lambda: framejit.compile(add, backend="no_such_backend"),
+        lambda: framejit.optimize("no_such_backend"),
+    ):
         with pytest.raises(ValueError, match="unknown backend 'no_such_backend'; registered backends: ") as info:
             make()
         for name in ("aot_eager", "eager", "inductor"):

@@ -2,6 +2,7 @@
 naming it under config.suppress_errors, else raises a FramejitError; a backend that returns something unusable
 is named with what was wrong; an exception a graph op raises at run time names the user's line; BaseExceptions
 pass through untouched; deep recursion behaves as in eager; generators and coroutines run correctly."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,6 +45,7 @@ def broken_tracer():
 
     def boom(tx, inst):
         raise RuntimeError("bug in framejit")
+
     translator.OPCODE_HANDLERS[index] = boom
     yield
     translator.OPCODE_HANDLERS[index] = saved
@@ -98,12 +100,15 @@ def test_backend_returning_a_non_callable_is_named():
         assert same(f(x), two_graphs(x))
 
 
-@pytest.mark.parametrize("returns, what", [
-    (lambda out: out[0], "a value of type Tensor, not a tuple or list"),  # would read the tensor's rows
-    (lambda out: (), "a tuple of 0 value"),
-    (lambda out: (*out, torch.ones(1)), "a tuple of 2 value"),
-    (lambda out: None, "a value of type NoneType"),
-])
+@pytest.mark.parametrize(
+    "returns, what",
+    [
+        (lambda out: out[0], "a value of type Tensor, not a tuple or list"),  # would read the tensor's rows
+        (lambda out: (), "a tuple of 0 value"),
+        (lambda out: (*out, torch.ones(1)), "a tuple of 2 value"),
+        (lambda out: None, "a value of type NoneType"),
+    ],
+)
 def test_compiled_callable_returning_the_wrong_outputs_is_named(returns, what):
     def wrong_outputs(gm, example_inputs):
         return lambda *args: returns(gm(*args))
@@ -194,6 +199,7 @@ def test_base_exceptions_pass_through_unchanged(exc_type, where):
             if where == "compiled code" and len(calls) == 1:
                 raise raised
             return gm(*args)
+
         return run
 
     def fn(x):

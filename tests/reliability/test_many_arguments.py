@@ -4,6 +4,7 @@ CPython 3.11 specialises a call of a C function after about eight runs of the co
 the CALL after PRECALL by a fixed length, which lands inside CALL's inline cache when an EXTENDED_ARG sits in
 front of it: a graph of 255 or more inputs crashed the interpreter on its 7th call. Each case here runs past
 that warm-up, its results compared with eager's every time."""
+
 from __future__ import annotations
 
 import functools

@@ -9,6 +9,7 @@ bench times it). Every call gets fresh inputs, except some that pass the previou
 as they are or after writing new values into them in place; every call's results are compared with eager's.
 tests/models/test_hf_zoo_many_calls.py does the same for the Hugging Face zoo.
 """
+
 from __future__ import annotations
 
 import copy
@@ -73,8 +74,12 @@ class DenseNet(nn.Module):
 
 def _densenet(quick: bool) -> models.Case:
     # 3 blocks of 17 layers: 317 parameter tensors, 105 BatchNorms
-    return models.Case(DenseNet(growth=4, layers_per_block=17, classes=10), torch.randn(2, 3, 8, 8),
-                       torch.randint(0, 10, (2,)), models.cross_entropy_loss)
+    return models.Case(
+        DenseNet(growth=4, layers_per_block=17, classes=10),
+        torch.randn(2, 3, 8, 8),
+        torch.randint(0, 10, (2,)),
+        models.cross_entropy_loss,
+    )
 
 
 SUITE: dict[str, Callable[[bool], models.Case]] = {**models.SUITE, "densenet": _densenet}
@@ -114,8 +119,9 @@ def run_inference(case: models.Case, jit: Any) -> None:
             inputs = inputs_for(call, inputs, lambda: (fresh_like(case.x),))
             want = eager(*inputs)
             got = compiled(*inputs)
-            torch.testing.assert_close(case.compared(got), case.compared(want), **TOL,
-                                       msg=lambda m: f"call {call}: {m}")
+            torch.testing.assert_close(
+                case.compared(got), case.compared(want), **TOL, msg=lambda m: f"call {call}: {m}"
+            )
             if call == 0:
                 after_first = jit.counter.frame_count
     assert jit.counter.frame_count == after_first >= 1  # 99 calls from the cache: no recompile
@@ -132,8 +138,13 @@ def run_training(case: models.Case, jit: Any) -> None:
     opt_eager = torch.optim.SGD(eager.parameters(), lr=0.01)
     opt_compiled = torch.optim.SGD(module.parameters(), lr=0.01)
 
-    def step(fn: Callable[..., torch.Tensor], owner: nn.Module, opt: torch.optim.Optimizer, call: int,
-             inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
+    def step(
+        fn: Callable[..., torch.Tensor],
+        owner: nn.Module,
+        opt: torch.optim.Optimizer,
+        call: int,
+        inputs: tuple[torch.Tensor, ...],
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
         torch.manual_seed(call)  # dropout, where a model has it, draws the same masks on both sides
         opt.zero_grad(set_to_none=True)
         loss = fn(*inputs)

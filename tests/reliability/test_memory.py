@@ -2,6 +2,7 @@
 nothing behind (weak references to them, their code and the graphs handed to the backend all die, cache
 entries go, RSS plateaus), and framejit.reset() frees every cache entry and compiled graph.
 benchmarks/memory.py measures the same at 2,000 (figures in benchmarks/RESULTS.md)."""
+
 from __future__ import annotations
 
 import gc
@@ -44,8 +45,12 @@ def rss_mib() -> float:
 
 def framejit_state() -> dict[str, int]:
     with_entries = [c for c in list(cache._codes) if cache.entries(c)]  # (others are library code marked SKIP)
-    return {"codes": len(with_entries), "entries": sum(len(cache.entries(c)) for c in with_entries),
-            "frames": len(cache._frames), "watchers": len(cache._watchers)}
+    return {
+        "codes": len(with_entries),
+        "entries": sum(len(cache.entries(c)) for c in with_entries),
+        "frames": len(cache._frames),
+        "watchers": len(cache._watchers),
+    }
 
 
 SOURCE = """
@@ -92,11 +97,13 @@ def test_dropped_functions_with_their_own_code_and_globals_are_freed():
 def test_dropped_closures_free_what_they_captured():
     """Closures of one factory share a code object; what one captured must die with it, whichever closure of
     that code ran last."""
+
     def make(model: nn.Module) -> Callable:
         def step(x):
             y = model(x) + 1
             print("", end="")
             return y.sum()
+
         return step
 
     backend, x, refs = WeakGraphs(), torch.randn(4, 256), []

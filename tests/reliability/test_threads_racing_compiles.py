@@ -2,6 +2,7 @@
 (compiles racing with cache hits), with framejit.reset() called while they run, and with a different backend
 per thread. Results match eager, no thread is stuck (a deadlock fails the test instead of hanging it), no
 crash. Every function breaks its graph (a print), so continuations race too."""
+
 from __future__ import annotations
 
 import logging
@@ -29,8 +30,9 @@ def _interleave_often():
     sys.setswitchinterval(old)
 
 
-def run_threads(workers: list[Callable[[], None]], *, background: Callable[[threading.Event], None] | None = None
-                ) -> None:
+def run_threads(
+    workers: list[Callable[[], None]], *, background: Callable[[threading.Event], None] | None = None
+) -> None:
     """Run each worker on its own thread, all released at once; fail on an exception or a stuck thread."""
     errors: list[str] = []
     barrier = threading.Barrier(len(workers))
@@ -43,6 +45,7 @@ def run_threads(workers: list[Callable[[], None]], *, background: Callable[[thre
                 work()
             except BaseException as e:  # noqa: BLE001 - reported by the test
                 errors.append(f"thread {i}: {type(e).__name__}: {e}")
+
         return run
 
     threads = [threading.Thread(target=guarded(w, i), daemon=True) for i, w in enumerate(workers)]
@@ -146,10 +149,13 @@ def test_a_different_backend_on_each_thread(caplog, monkeypatch):
             for k in range(calls):
                 x = inputs[0 if backends[i] == "inductor" else k % 2]
                 assert same(compiled[i](x), shared(x)), f"backend {backends[i]!r}, call {k}"
+
         return run
 
     run_threads([work(i) for i in range(len(backends))] + [work(0), work(2)])
     # each counter its own graphs, at most two per shape (automatic dynamic shapes, whose sizes seen are per
     # code object, may make one compile cover both shapes)
-    assert all(2 <= c.frame_count <= 4 for c in counters), ([c.frame_count for c in counters], [
-        r.getMessage() for r in caplog.records if "Python" in r.getMessage() or "recompil" in r.getMessage()])
+    assert all(2 <= c.frame_count <= 4 for c in counters), (
+        [c.frame_count for c in counters],
+        [r.getMessage() for r in caplog.records if "Python" in r.getMessage() or "recompil" in r.getMessage()],
+    )

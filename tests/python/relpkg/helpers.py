@@ -1,4 +1,5 @@
 """Helpers that relpkg.model imports inside its functions."""
+
 import torch
 
 SCALE = 3
