@@ -37,6 +37,7 @@ static _PyFrameEvalFunction prev_eval;     /* foreign eval function to chain to,
 static _Thread_local _PyInterpreterFrame *chaining;
 static long n_hits, n_misses, n_guard_errors;
 static Py_ssize_t n_armed;  /* thread slots with a callback set */
+static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
 
 static NOINLINE PyObject *stack_overflow(PyThreadState *ts, _PyInterpreterFrame *frame, int throw_flag)
 {
@@ -98,7 +99,7 @@ static void uninstall(void)
  * eval-frame function installed CPython 3.11 stops inlining Python-to-Python
  * calls, and all the process's Python (the user's loop, the optimizer, a
  * backend compiling) runs up to 40% slower. */
-PyObject *swap_cb(ThreadSlot *slot, PyObject *cb)
+static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb)
 {
     PyObject *old = slot->cb;
     slot->cb = cb;
@@ -478,7 +479,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__hook(void)
 {
-    if (PyType_Ready(&SkipType) < 0 || tail_call_init() < 0 || thread_slot_init() < 0)
+    if (PyType_Ready(&SkipType) < 0 || tail_call_init() < 0 || thread_slot_init(swap_cb) < 0)
         return NULL;
     if (extra_index < 0 && (extra_index = _PyEval_RequestCodeExtraIndex(free_extra)) < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: no co_extra index left");

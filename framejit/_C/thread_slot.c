@@ -12,6 +12,7 @@
 
 Py_tss_t slot_tss = Py_tss_NEEDS_INIT;
 static PyObject *slot_key;  /* our key in the thread-state dict */
+static SwapCallback swap_off;  /* hook.c's swap_cb: turns a freed slot's callback off */
 
 static uintptr_t thread_stack_floor(void)
 {
@@ -34,7 +35,7 @@ static uintptr_t thread_stack_floor(void)
 static void slot_free(PyObject *capsule)
 {
     ThreadSlot *slot = PyCapsule_GetPointer(capsule, "framejit.slot");
-    PyObject *cb = swap_cb(slot, NULL);
+    PyObject *cb = swap_off(slot, NULL);
     spare_chunk_free(&slot->calls);
     spare_chunk_free(&slot->compiles);
     if (_PyThreadState_UncheckedGet() == slot->owner) {
@@ -90,8 +91,9 @@ ThreadSlot *get_slot(void)
     return slot;
 }
 
-int thread_slot_init(void)
+int thread_slot_init(SwapCallback swap)
 {
+    swap_off = swap;
     if (!PyThread_tss_is_created(&slot_tss) && PyThread_tss_create(&slot_tss) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: cannot create a TSS key");
         return -1;

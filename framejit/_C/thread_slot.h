@@ -31,13 +31,16 @@ extern Py_tss_t slot_tss;
 #define STACK_HERE() ((uintptr_t)0)  /* no check */
 #endif
 
-/* Creates the TSS key and the thread-state dict key; -1 with an error set on failure. */
-int thread_slot_init(void);
+/* Sets a slot's callback (steals `cb`, NULL for off) and returns the old one: hook.c's, which also installs or
+ * removes the frame hook. */
+typedef PyObject *(*SwapCallback)(ThreadSlot *slot, PyObject *cb);
+
+/* Creates the TSS key and the thread-state dict key; `swap` is called to switch a slot's callback off when the
+ * slot is freed. -1 with an error set on failure. */
+int thread_slot_init(SwapCallback swap);
 
 /* This thread state's slot, created on first use; NULL with an error set on failure. */
 ThreadSlot *get_slot(void);
 
-/* Sets a slot's callback (steals `cb`, NULL for off) and returns the old one (hook.c: it installs the hook). */
-PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
 
 #endif
