@@ -33,9 +33,8 @@ from framejit.variables.base import LazyArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import SuperVariable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import UserObjectVariable, has_custom_lookup, python_class_method
+from framejit.variables.user_object import python_class_method
 from framejit.weak_identity import WeakIdentityKeyDict
 
 _INSTRUCTIONS: "WeakIdentityKeyDict[types.CodeType, list[Inst]]" = WeakIdentityKeyDict()
@@ -237,13 +236,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         except (AttributeError, Unsupported) as e:
             if isinstance(e, Unsupported) and e.code != BreakCode.MISSING_ATTR:
                 raise
-            if isinstance(obj, UserObjectVariable) and has_custom_lookup(obj.python_type()):
-                # checked without running the user's lookup: not in the instance dict (the class is guarded)
-                self.output.guards.add(obj.attr_source("__dict__"), GuardKind.NO_KEY, name)
-            elif isinstance(obj, NNModuleVariable) and obj.guard_missing(self, name):
-                pass
-            elif obj.source is not None:  # the answer "missing" is guarded like any other read
-                self.output.guards.add(obj.source, GuardKind.NO_ATTR, name)
+            obj.guard_missing_attr(self, name)
             raise AttributeError(name) from e
 
     def store_attr(self, obj: Variable, name: str, value: Variable, generic: bool = False) -> None:

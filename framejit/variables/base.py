@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from framejit.contracts import Emitter, Tracer
+from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import Source
 
@@ -54,6 +54,11 @@ class Variable:
     def unpack(self, tx: Tracer) -> list["Variable"]:
         """The items this value yields when iterated or unpacked."""
         unsupported(f"iterating over {self}", BreakCode.ITER)
+
+    def guard_missing_attr(self, tx: Tracer, name: str) -> None:
+        """Guard that attribute `name`, found missing, stays missing (the answer is guarded like any other read)."""
+        if self.source is not None:
+            tx.output.guards.add(self.source, GuardKind.NO_ATTR, name)
 
     def truth(self, tx: Tracer) -> bool:
         """bool(value) decided at trace time (jumps, `not`, `and`/`or`)."""

@@ -104,22 +104,22 @@ class NNModuleVariable(Variable):
         bound = bound_class_attribute(tx, self, attr, None)
         return bound if bound is not None else self._wrap_attr(tx, name, getattr(mod, name))
 
-    def guard_missing(self, tx: Tracer, name: str) -> bool:
-        """Guard that `name` stays missing by where var_getattr looked (the instance dict, the parameter, buffer
-        and submodule dicts, each class's dict): a few C checks, where hasattr() would run nn.Module.__getattr__
-        to raise. False (not guarded) for a class with a lookup of its own."""
+    def guard_missing_attr(self, tx: Tracer, name: str) -> None:
+        """Guarded where var_getattr looked (the instance dict, the parameter, buffer and submodule dicts, each
+        class's dict): a few C checks, where hasattr() would run nn.Module.__getattr__ to raise. A class with a
+        lookup of its own is guarded by hasattr()."""
         cls = type(self.module)
         if (
             self.source is None
             or lookup_class_attr(cls, "__getattr__")[1] is not nn.Module.__getattr__
             or lookup_class_attr(cls, "__getattribute__")[1] is not object.__getattribute__
         ):
-            return False
+            super().guard_missing_attr(tx, name)
+            return
         for dict_name in ("__dict__", "_parameters", "_buffers", "_modules"):
             tx.output.guards.add(self._attr_source(dict_name), GuardKind.NO_KEY, name)
         for klass in cls.__mro__:
             tx.output.guards.add(AttrSource(ConstSource(klass), "__dict__"), GuardKind.NO_KEY, name)
-        return True
 
     def _wrap_attr(self, tx: Tracer, name: str, value: Any) -> Variable:
         source = self._attr_source(name)

@@ -260,6 +260,14 @@ class UserObjectVariable(Variable):
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return python_getattr(tx, self, name)
 
+    def guard_missing_attr(self, tx: Tracer, name: str) -> None:
+        """With a __getattribute__ written in Python, checked without running it: not in the instance dict (the
+        class is guarded)."""
+        if has_custom_lookup(self.python_type()):
+            tx.output.guards.add(self.attr_source("__dict__"), GuardKind.NO_KEY, name)
+        else:
+            super().guard_missing_attr(tx, name)
+
     def native_getattr(self, tx: Tracer, name: str) -> Variable:
         """A type written in C with its own lookup (code objects...): its getters only read."""
         cls = type(self.value)
