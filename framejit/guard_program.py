@@ -247,8 +247,9 @@ class ProgramBuilder:
         used: set[int] = set()
 
         def reg(source: Source) -> str:
-            used.add(self(source))
-            return f"r{self(source)}"
+            n = self(source)
+            used.add(n)
+            return f"r{n}"
 
         exprs = write(reg)
         params = ", ".join(f"r{n}" for n in sorted(used))

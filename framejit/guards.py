@@ -14,7 +14,6 @@ from typing import Any, Callable
 import torch
 
 from framejit import shapes
-from framejit._C import _tensor_guard
 from framejit.contracts import GUARDED_VALUE as X
 from framejit.contracts import Check, Guard, GuardKind
 from framejit.sources import ConstSource, LocalSource, Source, written_inline
@@ -36,10 +35,6 @@ def _storage_sharing(*tensors: torch.Tensor) -> tuple[int, ...]:
     return tuple(first.setdefault(key, i) if (key := _storage_key(t)) is not None else i for i, t in enumerate(tensors))
 
 
-def _all_distinct(*objects: Any) -> bool:
-    return len(set(map(id, objects))) == len(objects)
-
-
 def _storage_key(tensor: torch.Tensor) -> int | None:
     try:
         return _storage_id(tensor) if _has_storage(tensor) else None
@@ -53,7 +48,6 @@ def _autocast_state() -> tuple[Any, ...]:
 
 
 HELPERS: dict[str, Any] = {
-    "___check_tensors": _tensor_guard.check_tensors,
     "___dispatch_keys": _dispatch_keys,
     "___get_default_device": _get_default_device,
     "___is_grad_enabled": torch.is_grad_enabled,
@@ -62,9 +56,6 @@ HELPERS: dict[str, Any] = {
     "___any_autocast": torch._C._is_any_autocast_enabled,
     "___autocast_state": _autocast_state,
     "___storage_sharing": _storage_sharing,
-    "___all_distinct": _all_distinct,
-    "___modules_without_hooks": _tensor_guard.modules_without_hooks,
-    "___values_match": _tensor_guard.values_match,
     "___object_getattr": object.__getattribute__,
     "___dict_getitem": dict.__getitem__,
 }

@@ -14,9 +14,6 @@ def make_spec(
 ) -> CapsuleType:
     """The TENSOR_MATCH spec of these example tensors (every size and stride checked but the dynamic ones)."""
 
-def check_tensors(spec: CapsuleType, /, *tensors: Any) -> bool:
-    """Every tensor matches its example and shares storage with the same others."""
-
 def modules_without_hooks(flags: bytes, /, *modules: Any) -> bool:
     """NO_HOOKS of each module (flags: a byte each, 1: forward hook dicts too, 2: no instance `forward`)."""
 

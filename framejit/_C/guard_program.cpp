@@ -45,7 +45,7 @@ enum Op {
   SAME = 20,              // r[in] is r[regs[0]]
   NOT_SAME = 21,          // r[in] is not r[regs[0]]
   ALL_DISTINCT = 22,      // the r[regs] are distinct objects
-  TENSORS = 23,           // check_tensors(obj, *r[regs])
+  TENSORS = 23,           // TENSOR_MATCH and storage sharing of r[regs], against the spec obj
   VALUES = 24,            // values_match(obj, r[in])
   NO_HOOKS = 25,          // modules_without_hooks(obj, *r[regs])
   CALL_IS = 26,           // obj = (f, args, expected): f(*args) is expected
@@ -143,12 +143,23 @@ int call_check(const Instr& i) {
   return ok;
 }
 
-// The registers `regs` name, gathered for a call taking them in a row.
-struct Gathered {
-  Gathered(const std::vector<int>& regs, PyObject* const* r) : items(regs.size()) {
-    for (size_t k = 0; k < regs.size(); ++k) items[k] = r[regs[k]];
+// The registers `regs` name, gathered for a call taking them in a row (on the stack for up to kInline of them:
+// the tensor and module checks run on every call).
+class Gathered {
+ public:
+  Gathered(const std::vector<int>& regs, PyObject* const* r) : size_(regs.size()) {
+    if (size_ > kInline) heap_.resize(size_);
+    PyObject** items = data();
+    for (size_t k = 0; k < size_; ++k) items[k] = r[regs[k]];
   }
-  std::vector<PyObject*> items;
+  PyObject** data() { return size_ > kInline ? heap_.data() : inline_; }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInline = 128;
+  size_t size_;
+  PyObject* inline_[kInline];
+  std::vector<PyObject*> heap_;
 };
 
 int check(const Instr& i, PyObject* const* r) {
@@ -173,8 +184,8 @@ int check(const Instr& i, PyObject* const* r) {
       return n < 0 ? -1 : n == i.number;
     }
     case CODE_IS: {
-      PyObject* code = PyFunction_Check(value) ? Py_NewRef(PyFunction_GET_CODE(value))
-                                               : PyObject_GetAttr(value, code_name);
+      if (PyFunction_Check(value)) return PyFunction_GET_CODE(value) == i.obj;
+      PyObject* code = PyObject_GetAttr(value, code_name);
       if (code == nullptr) return -1;
       int same = code == i.obj;
       Py_DECREF(code);
@@ -203,20 +214,20 @@ int check(const Instr& i, PyObject* const* r) {
       return 1;
     case TENSORS: {
       Gathered g(i.regs, r);
-      return framejit::tensors_match(i.obj, g.items.data(), g.items.size());
+      return framejit::tensors_match(i.obj, g.data(), g.size());
     }
     case VALUES:
       return framejit::values_match(i.obj, value);
     case NO_HOOKS: {
       Gathered g(i.regs, r);
-      return framejit::modules_without_hooks(PyBytes_AS_STRING(i.obj), g.items.data(), g.items.size());
+      return framejit::modules_without_hooks(PyBytes_AS_STRING(i.obj), g.data(), g.size());
     }
     case CALL_IS:
     case CALL_EQUALS:
       return call_check(i);
     case PY_CHECK: {
       Gathered g(i.regs, r);
-      PyObject* result = PyObject_Vectorcall(i.obj, g.items.data(), g.items.size(), nullptr);
+      PyObject* result = PyObject_Vectorcall(i.obj, g.data(), g.size(), nullptr);
       if (result == nullptr) return -1;
       int truth = PyObject_IsTrue(result);
       Py_DECREF(result);

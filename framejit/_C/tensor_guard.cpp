@@ -1,13 +1,13 @@
-// TENSOR_MATCH in C++: one call checks every guarded tensor of a cache entry (and, below, NO_HOOKS: one call
-// for every module an entry calls; and the value guards on one object's attributes and items: one call each).
-// The Python guard function calls check_tensors(spec, t0, t1, ...); a spec is made once per
-// entry from the example tensors (make_spec). Readable per-tensor checks for failure
-// messages stay in Python (framejit/guards.py); this is only the fast path.
-// Which tensors share storage is checked too: the same ones as among the examples (STORAGE_SHARING).
+// The guard checks the guard program (guard_program.cpp) runs as single instructions: TENSOR_MATCH of every
+// guarded tensor of a cache entry against a spec made once from the example tensors (make_spec), storage sharing
+// included (STORAGE_SHARING); NO_HOOKS of every module an entry calls; and the value guards on one object's
+// attributes and items (make_value_spec). Readable checks for failure messages stay in Python
+// (framejit/guards.py); this is only the fast path.
 #include <Python.h>
-#include <torch/csrc/autograd/python_variable.h>
-#include "guard_checks.h"
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include "guard_checks.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -167,7 +167,7 @@ int tensors_match_spec(PyObject* capsule, PyObject* const* tensors, Py_ssize_t n
   auto spec = static_cast<Spec*>(PyCapsule_GetPointer(capsule, "framejit.TensorSpec"));
   if (spec == nullptr) return -1;
   if (static_cast<size_t>(n) != spec->size()) {
-    PyErr_SetString(PyExc_TypeError, "check_tensors: wrong number of tensors for this spec");
+    PyErr_SetString(PyExc_TypeError, "guard program: wrong number of tensors for this spec");
     return -1;
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
@@ -179,14 +179,6 @@ int tensors_match_spec(PyObject* capsule, PyObject* const* tensors, Py_ssize_t n
 PyObject* as_bool(int result) {
   if (result < 0) return nullptr;
   return Py_NewRef(result ? Py_True : Py_False);
-}
-
-PyObject* check_tensors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 1) {
-    PyErr_SetString(PyExc_TypeError, "check_tensors(spec, *tensors)");
-    return nullptr;
-  }
-  return as_bool(tensors_match_spec(args[0], args + 1, nargs - 1));
 }
 
 // NO_HOOKS of the modules an entry calls, in one call: for each module, its backward hook dicts are empty, and
@@ -359,9 +351,6 @@ PyObject* values_match(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef methods[] = {
     {"make_spec", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(make_spec)), METH_FASTCALL,
      "make_spec(list of example tensors, dynamic dims of each or None, dynamic strides of each or None) -> spec"},
-    {"check_tensors", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(check_tensors)),
-     METH_FASTCALL,
-     "check_tensors(spec, *tensors) -> bool: every tensor matches its example and shares storage with the same others"},
     {"modules_without_hooks", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(modules_without_hooks)),
      METH_FASTCALL,
      "modules_without_hooks(flags, *modules) -> bool: NO_HOOKS of each module (flags: a byte each, 1: forward hook "

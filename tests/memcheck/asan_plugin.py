@@ -30,10 +30,10 @@ _load("_hook")
 _load("_tensor_guard")
 _load("_tensor_state")
 
-import framejit.guards  # noqa: E402
+import framejit.guard_program  # noqa: E402
 import framejit.as_eager.rerun  # noqa: E402
 
-for _module in (framejit._C._hook, framejit.guards._tensor_guard, framejit.as_eager.rerun._tensor_state):
+for _module in (framejit._C._hook, framejit.guard_program._tensor_guard, framejit.as_eager.rerun._tensor_state):
     assert _module.__file__.startswith(LIB), f"{_module.__name__} is not the ASan build: {_module.__file__}"
 
 
