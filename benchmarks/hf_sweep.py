@@ -37,7 +37,8 @@ it is recorded as a crash and the rest of its batch goes on in a fresh subproces
 
 Writes DIR/hf_sweep.{csv,json,txt} (and DIR/hf_sweep.partial.jsonl as it goes; --resume keeps its rows) and prints the
 counts and a histogram of framejit's first break reason per model. --report-only rebuilds the report from the
-partial rows; --markdown FILE writes the Markdown summary (benchmarks/hf_sweep_results.md) from DIR/hf_sweep.json.
+partial rows; --markdown FILE writes the Markdown summary (benchmarks/hf_sweep_results.md) from DIR/hf_sweep.json, and the
+per-model rows beside it (FILE_per_model.md, FILE_not_built.md).
 
 This file is the command line and a worker's run of one model; beside it, hf_sweep_models.py builds the tiny models
 and their inputs, hf_sweep_batches.py runs the workers, hf_sweep_report.py writes the report.
@@ -389,8 +390,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.markdown:
         with open(os.path.join(args.out, "hf_sweep.json")) as f:
             data = json.load(f)
-        with open(args.markdown, "w") as f:
-            f.write(markdown(data, args.command))
+        for path, text in markdown(data, args.command, args.markdown.removesuffix(".md")).items():
+            with open(path, "w") as f:
+                f.write(text)
         return
     if args.report_only:
         with open(os.path.join(args.out, "hf_sweep.partial.jsonl")) as f:

@@ -165,8 +165,10 @@ def _commit() -> str:
         return "?"
 
 
-def markdown(data: dict[str, Any], command: str) -> str:
-    """benchmarks/hf_sweep_results.md from the JSON this script writes."""
+def markdown(data: dict[str, Any], command: str, stem: str) -> dict[str, str]:
+    """Markdown files by name, from the JSON this script writes: the summary (`stem`.md, e.g.
+    benchmarks/hf_sweep_results.md), and beside it the rows of the models built and of those not built (data, one
+    row per model, kept apart from the summary)."""
     import torch
     import transformers
 
@@ -266,10 +268,14 @@ def markdown(data: dict[str, Any], command: str) -> str:
             else:
                 detail = r.get("fj_error") or f"max abs err {r.get('fj_max_err')}"
             out.append(f"- {r['model']}: {cell(detail, 300)} (fj {r.get('fj_status')}, tc {r.get('tc_status')})")
-    out += [
-        "",
-        "## Per model (built)",
-        "",
+    names = {part: f"{os.path.basename(stem)}_{part}.md" for part in ("per_model", "not_built")}
+    out += ["", "Per-model rows: " + ", ".join(f"[{n}]({n})" for n in names.values()) + "."]
+    files, title = {f"{stem}.md": "\n".join(out) + "\n"}, out[0].removeprefix("# ")
+
+    def header(what: str) -> list[str]:
+        return [f"# {what}: {title}", "", f"Measured {date} on framejit {commit}, with `{command}`.", ""]
+
+    out = header("Per model (built)") + [
         "| model | fj graphs | fj breaks | fj status | tc graphs | tc status | first break reason |",
         "|---|---:|---:|---|---:|---|---|",
     ]
@@ -280,7 +286,9 @@ def markdown(data: dict[str, Any], command: str) -> str:
             f"| {r['model']} | {r.get('fj_graphs', '')} | {r.get('fj_breaks', '')} | {r.get('fj_status', '')} | "
             f"{r.get('tc_graphs', '')} | {r.get('tc_status', '')} | {first} |"
         )
+    files[os.path.join(os.path.dirname(stem), names["per_model"])] = "\n".join(out) + "\n"
     not_built = [r for r in rows if r.get("status") == "not built"]
-    out += ["", f"## Not built ({len(not_built)})", "", "| model | reason |", "|---|---|"]
+    out = header(f"Not built ({len(not_built)})") + ["| model | reason |", "|---|---|"]
     out += [f"| {r['model']} | {cell(r.get('reason'), 200)} |" for r in not_built]
-    return "\n".join(out) + "\n"
+    files[os.path.join(os.path.dirname(stem), names["not_built"])] = "\n".join(out) + "\n"
+    return files

@@ -10,7 +10,11 @@ from typing import Any, Callable, NamedTuple, Protocol
 import torch
 
 # The protocols below speak of values (variables.base.Variable) and sources (sources.Source). Both modules
-# import this one, so here they are named loosely rather than imported.
+# import this one, so here they are named loosely rather than imported. Protocols for them were tried: the
+# contracts run both ways (the value kinds call the tracer with values and sources, the tracer calls values
+# with itself), so each implementer's own narrower parameter types then fail the protocol (parameters are
+# contravariant), and a TYPE_CHECKING import would draw the circle tests/test_layering.py forbids. The layers
+# mypy checks import the real classes.
 Variable = Any
 Source = Any
 

@@ -208,3 +208,16 @@ def test_every_package_is_a_regular_package_importable_on_its_own():
     ):
         proc = subprocess.run([sys.executable, "-c", f"import {package}"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_no_file_of_the_package_tests_or_benchmarks_is_over_600_lines():
+    """Small modules: each file (code, docs and reports alike, generated or not) stays under 600 lines."""
+    repo = ROOT.parent
+    suffixes = {".py", ".md", ".c", ".cpp", ".h", ".pyi"}
+    long = [
+        (str(path.relative_to(repo)), n)
+        for folder in ("framejit", "tests", "benchmarks")
+        for path in (repo / folder).rglob("*")
+        if path.suffix in suffixes and (n := len(path.read_text(errors="replace").splitlines())) > 600
+    ]
+    assert long == []
