@@ -1,11 +1,8 @@
-"""Which code framejit captures (as a frame) or inlines (as a call): user code yes; stdlib, torch, framejit no."""
+"""Which code framejit captures (as a frame) or traces into (a call): user code, the standard library but for a
+short deny list, and torch's Python layers over its ops (modules, optimizers); not torch's internals nor its own."""
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import dataclasses
-import functools
 import importlib.util
 import inspect
 import os
@@ -23,12 +20,19 @@ _USER_STYLE_FILES = frozenset(
 )
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 TORCH_DISTRIBUTED_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
-_TORCH_TRACED_DIRS = tuple(
+# torch's pure-Python layers over its ops, traced like user code: modules, their utilities, optimizers (a compiled
+# `opt.step` is one graph) and distributions. Frames of the first three are captured only when handed to framejit.
+_TORCH_INLINED_DIRS = tuple(
     os.path.join(_TORCH_DIR, *sub) + os.sep for sub in (("nn", "modules"), ("nn", "utils"), ("backends", "mha"))
+)
+_TORCH_TRACED_DIRS = _TORCH_INLINED_DIRS + tuple(
+    os.path.join(_TORCH_DIR, sub) + os.sep for sub in ("optim", "distributions")
 )
 # torch files traced when user code calls into them (never captured as frames): the wrapper that
 # `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it
-_TORCH_TRACED_FILES = frozenset({os.path.join(_TORCH_DIR, "utils", "_contextlib.py")})
+_TORCH_TRACED_FILES = frozenset(
+    os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py")
+)
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
@@ -70,14 +74,42 @@ _THIRD_PARTY = tuple(
 )
 
 # Code torch and framejit generate (FX graphs, guards); other "<...>" files (exec'd user code) are captured.
-_GENERATED = ("<frozen", "<eval_with_key", "<framejit", "<torch_package")
+_GENERATED = ("<eval_with_key", "<framejit", "<torch_package")
 
-# Standard-library code that model code leans on, written in Python with no effects beyond its arguments:
-# traced when user code calls it (Mapping.get / __contains__, dataclasses.fields, functools helpers), though
-# never captured as a frame of its own.
-_TRACED_STDLIB = frozenset(
-    {"<frozen _collections_abc>", collections.__file__, dataclasses.__file__, functools.__file__, contextlib.__file__}
-)  # nullcontext(), suppress()...
+# The standard library is traced when user code calls it (typing.cast, functools.wraps, unittest's assertions,
+# dataclasses, enum...), but for these top-level modules, where tracing is wrong or cannot help; a call into one is
+# a graph break that names it and says why. Its frames are never captured on their own.
+_STDLIB_NOT_TRACED_WHY = (
+    (
+        "threading _threading_local queue concurrent multiprocessing asyncio selectors",
+        "threads, locks and queues: their state is shared with code outside the trace",
+    ),
+    (
+        "os posixpath genericpath ntpath stat io _pyio shutil tempfile pathlib glob socket subprocess signal site "
+        "sysconfig platform locale codecs encodings",
+        "the operating system, files and the interpreter's setup",
+    ),
+    ("importlib pkgutil zipimport runpy", "importing modules"),
+    ("logging", "logging: records go to handlers, which write outside the trace"),
+    ("warnings", "warnings: a registry and filters shared with code outside the trace"),
+    ("re sre_compile sre_parse sre_constants fnmatch", "regular expressions: a compile cache, matched in C"),
+    ("random", "the interpreter's global random generator: a draw is a side effect the graph would not replay"),
+    ("abc _py_abc weakref _weakrefset copyreg gc", "class registries and object lifetimes (weak references)"),
+    ("inspect dis opcode ast linecache tokenize traceback", "reading source, code objects and frames"),
+    ("pdb bdb cProfile profile trace timeit", "debuggers and profilers: they hook frames themselves"),
+)
+_STDLIB_NOT_TRACED = {module: why for modules, why in _STDLIB_NOT_TRACED_WHY for module in modules.split()}
+
+
+def _stdlib_module(filename: str) -> str | None:
+    """The top-level standard-library module a code file belongs to, or None if it is not the standard library."""
+    if filename.startswith("<frozen "):
+        return filename[len("<frozen ") : -1].split(".")[0]
+    if not filename.startswith(_STDLIB_DIRS) or "-packages" + os.sep in filename:
+        return None
+    first = os.path.relpath(filename, next(d for d in _STDLIB_DIRS if filename.startswith(d))).split(os.sep)[0]
+    return first.removesuffix(".py")
+
 
 # code objects captured even though their file is skipped (nn.Linear.forward of an optimized nn.Linear), each
 # for as long as the object that asked for it lives
@@ -92,12 +124,15 @@ def force_capture(code: types.CodeType, owner: Any) -> None:
 
 
 def _skipped_file(filename: str) -> str | None:
+    """Why calls into this file are not traced, or None."""
     if filename.startswith(_FRAMEJIT_DIR) and filename not in _USER_STYLE_FILES:
         return "framejit's own code"
     if filename.startswith(_TORCH_DIR) and not filename.startswith(_TORCH_TRACED_DIRS):
         return "torch internals"
-    if filename.startswith(_STDLIB_DIRS) and "site-packages" not in filename:
-        return "the standard library"
+    module = _stdlib_module(filename)
+    if module is not None:
+        reason = _STDLIB_NOT_TRACED.get(module)
+        return f"the standard library's {module} ({reason})" if reason else None
     if filename.startswith(_THIRD_PARTY):
         return "a library framejit does not trace"
     if filename.startswith(_GENERATED) or "torchinductor_" in filename:
@@ -115,13 +150,15 @@ def _refusal(code: types.CodeType) -> str | None:
         return "module or class body"
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return "generator or coroutine"
-    if code.co_filename.startswith(_TORCH_TRACED_DIRS):
+    if code.co_filename.startswith(_TORCH_INLINED_DIRS):
         return "torch internals (traced when called from user code)"
+    if _stdlib_module(code.co_filename) is not None:
+        return "the standard library (traced when called from user code)"
     return _skipped_file(code.co_filename)
 
 
 def inline_refusal(code: types.CodeType) -> str | None:
     """Why a call to `code` cannot be traced into, or None."""
-    if code.co_filename in _TRACED_STDLIB or code.co_filename in _TORCH_TRACED_FILES:
+    if code.co_filename in _TORCH_TRACED_FILES:
         return None
     return _skipped_file(code.co_filename)

@@ -64,12 +64,30 @@ def convert_frame_with_breaks(
         code.co_firstlineno,
         compiler.backend_name,
     )
+    unreadable: dict[str, Unsupported] = {}
+    while True:
+        try:
+            return convert_frame(fn, args, options, compiler, nopython=nopython, unreadable=unreadable)
+        except Unsupported as e:
+            if nopython:
+                raise
+            if e.unreadable_arg is None or e.unreadable_arg in unreadable:
+                break_at = e
+                break
+            unreadable[e.unreadable_arg] = e  # again, with that argument unread: its uses break
+    if break_at.break_index is None or (break_at.code == BreakCode.BUDGET and is_continuation(fn.__code__)):
+        _report_break(break_at, compiler, options)  # the whole frame runs as Python: said like any break
+        raise break_at
     try:
-        return convert_frame(fn, args, options, compiler, nopython=nopython)
-    except Unsupported as e:
-        if nopython or e.break_index is None or (e.code == BreakCode.BUDGET and is_continuation(fn.__code__)):
-            raise
-        return convert_frame(fn, args, options, compiler, break_at=e, nopython=nopython)
+        return convert_frame(fn, args, options, compiler, break_at=break_at, nopython=nopython, unreadable=unreadable)
+    except Unsupported as again:
+        whole = Unsupported(
+            f"{break_at.msg} (the frame runs as Python: {again.msg})",
+            code=break_at.code,
+            user_stack=break_at.user_stack,
+        )
+        _report_break(whole, compiler, options)
+        raise whole from None
 
 
 def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options) -> None:
@@ -89,6 +107,7 @@ def convert_frame(
     compiler: GraphCompiler,
     break_at: Unsupported | None = None,
     nopython: bool = False,
+    unreadable: dict[str, Unsupported] | None = None,
 ) -> CompiledFrame | None:
     """Trace `fn` called with `args`; None if the frame has nothing worth compiling (no graph ops).
     With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
@@ -136,7 +155,7 @@ def convert_frame(
 
     try:
         break_point = break_at.break_point() if break_at is not None else None
-        tx = root_translator(output, fn, args, break_point)
+        tx = root_translator(output, fn, args, break_point, unreadable)
         result = tx.run()
         if result is None:
             assert break_point is not None

@@ -173,6 +173,9 @@ class Unsupported(FramejitError):
         # no break within the frame that met it can keep Python's behaviour: that frame runs as Python (a frame
         # that called it inline breaks at the call instead)
         self.frame_runs_as_python = False
+        # an argument of the captured frame the trace could not read (its name): the trace starts over with it
+        # unread (variables.base.UnreadableArg), rather than keep what reading it half made
+        self.unreadable_arg: str | None = None
 
     def break_point(self) -> "BreakPoint":
         """Where the trace that met this stops when it runs again as a graph break."""

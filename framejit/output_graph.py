@@ -364,6 +364,9 @@ class OutputGraph:
             and n.target not in AUTOCAST_STATE_TARGETS
         )
 
+    def count_all_calls(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
     # -- finishing ---------------------------------------------------------------------------
     def emit_graph_call(
         self,
@@ -387,10 +390,16 @@ class OutputGraph:
         cg = PyCodegen(output_index, frozenset(tx.code.co_cellvars), root_cells)
         # a graph that only switches grad mode or autocast (a `with` block left in the trace) still runs: the
         # code after it expects the state it leaves
-        switches = any(
-            n.target is torch._C._set_grad_enabled or n.target in AUTOCAST_STATE_TARGETS for n in self.graph.nodes
-        )
-        if self.count_ops() or outputs or switches:
+        grad_switches = [n for n in self.graph.nodes if n.target is torch._C._set_grad_enabled]
+        switches = bool(grad_switches) or any(n.target in AUTOCAST_STATE_TARGETS for n in self.graph.nodes)
+        if not self.count_ops() and not outputs and switches and len(grad_switches) == self.count_all_calls():
+            # only grad mode switched: no graph to compile, the code sets the mode the trace left
+            cg.emit("PUSH_NULL")
+            cg.emit_const(torch._C._set_grad_enabled)
+            cg.emit_const(grad_switches[-1].args[0])
+            cg.call(1)
+            cg.emit("POP_TOP")
+        elif self.count_ops() or outputs or switches:
             entry_mode = self._entry_grad_mode()
             gm = torch.fx.GraphModule(self.root, self.graph)
             self.restore_global_state()  # the graph starts under the state the trace started in

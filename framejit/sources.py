@@ -220,6 +220,37 @@ class DictItemSource(DerivedSource):
 
 
 @dataclasses.dataclass(frozen=True)
+class DictListSource(DerivedSource):
+    """list(dict.keys(base)) or list(dict.values(base)): a dict's keys or values in order, for a dict whose keys
+    are objects compared by identity (a tensor, an instance), which no guard text or constant can name."""
+
+    part: str  # "keys" or "values"
+
+    def wrap(self, base: str) -> str:
+        return f"list(dict.{self.part}({base}))"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, _DICT_LISTS[self.part])
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(_DICT_LISTS[self.part])
+        self.base.reconstruct(cg)
+        cg.call(1)
+
+
+def _dict_keys_list(d: dict) -> list:
+    return list(dict.keys(d))
+
+
+def _dict_values_list(d: dict) -> list:
+    return list(dict.values(d))
+
+
+_DICT_LISTS = {"keys": _dict_keys_list, "values": _dict_values_list}
+
+
+@dataclasses.dataclass(frozen=True)
 class ReduceSource(DerivedSource):
     """base.__reduce__(): how an iterator a continuation receives says what it has left."""
 

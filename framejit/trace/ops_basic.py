@@ -8,7 +8,7 @@ from typing import Any
 
 from framejit.codeobj import Inst
 from framejit.contracts import GuardKind
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.trace.cells import CellVariable
 from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
@@ -50,7 +50,11 @@ class BasicOps(FrameState):
             unsupported(f"local variable {inst.argval!r} referenced before assignment", BreakCode.UNBOUND)
         value = self.symbolic_locals[inst.argval]
         if isinstance(value, LazyArg):
-            value = self.symbolic_locals[inst.argval] = value.realize(self)
+            try:
+                value = self.symbolic_locals[inst.argval] = value.realize(self)
+            except Unsupported as e:
+                e.unreadable_arg = inst.argval
+                raise
         self.push(value)
 
     @handles("STORE_FAST")

@@ -29,9 +29,9 @@ from framejit.trace.ops_call import CallOps, ReturnValue
 from framejit.trace.ops_data import DataOps
 from framejit.trace.ops_except import ExceptOps
 from framejit.trace.ops_flow import FlowOps
-from framejit.variables.base import LazyArg, Variable
+from framejit.variables.base import LazyArg, UnreadableArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
-from framejit.variables.callables import SuperVariable
+from framejit.variables.callables import NestedFunctionVariable, SuperVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
@@ -244,6 +244,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         if isinstance(obj, TensorVariable) and name == "requires_grad":
             obj.set_requires_grad(self, value)
             return
+        if isinstance(obj, NestedFunctionVariable):  # made in the trace: its attributes are the trace's own
+            obj.set_attr(name, value)
+            return
         if not generic:
             custom = python_class_method(self, obj, "__setattr__")
             if custom is not None:
@@ -293,16 +296,23 @@ def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Sour
 
 
 def root_translator(
-    output: TraceOutput, fn: types.FunctionType, args: tuple, break_point: BreakPoint | None = None
+    output: TraceOutput,
+    fn: types.FunctionType,
+    args: tuple,
+    break_point: BreakPoint | None = None,
+    unreadable: dict[str, Unsupported] | None = None,
 ) -> Translator:
     """The Translator for the captured frame: arguments become Variables with LocalSources; with `break_point`,
-    it stops there (a graph break)."""
+    it stops there (a graph break). The `unreadable` arguments (a trace before failed to read them, for that
+    reason) are not read: any use of them breaks."""
     code = fn.__code__
     tx = Translator(output, code, fn.__globals__, {}, {}, break_point=break_point)
     names = arg_slot_names(code)
     values = dict(zip(names, args))
     # arguments are wrapped (and guarded) when first read: an unused argument adds no guard
     tx.symbolic_locals = {name: LazyArg(value, LocalSource(name)) for name, value in values.items()}
+    for name, reason in (unreadable or {}).items():
+        tx.symbolic_locals[name] = UnreadableArg(LocalSource(name), reason.msg, reason.code)
     if passed_cells(code):  # start at RESUME: the Cells below stand for what the prologue does with them
         tx.ip = next(k for k, inst in enumerate(tx.instructions) if inst.opname == "RESUME")
     for name in own_cells(code):

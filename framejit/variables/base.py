@@ -135,6 +135,25 @@ class LazyArg(Variable):
         return tx.wrap(self.value, self.source)
 
 
+class UnreadableArg(Variable):
+    """An argument the trace cannot read as a value (a dict whose keys compare by value): loaded, stored and
+    passed on as it is (reloaded from its source), but any use of it is a graph break, with the reason reading
+    it gave, at the instruction that uses it (which can resume; the load cannot)."""
+
+    def __init__(self, source: Source | None, msg: str, code: BreakCode) -> None:
+        self.source = source
+        self.msg, self.code = msg, code
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        unsupported(self.msg, self.code)
+
+    python_type = as_python_constant = var_getattr = call = call_method = unpack = truth = _refuse
+    as_node_arg = as_fake = guard_missing_attr = _refuse
+
+    def __repr__(self) -> str:
+        return f"UnreadableArg({self.source.name() if self.source else '?'})"
+
+
 class NullVariable(Variable):
     """The NULL that PUSH_NULL and LOAD_GLOBAL/LOAD_METHOD put below a callable."""
 

@@ -65,6 +65,7 @@ from framejit.variables.torch_special import (
     is_constant_query,
     is_torch_op,
 )
+from framejit.variables.optimizer import OptimizerVariable
 from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
 
 
@@ -218,7 +219,7 @@ def _wrap_callable_or_object(tx: Tracer, value: Any, source: Source | None) -> V
     if source is None:
         unsupported(f"a {type(value).__name__} object made during the trace", BreakCode.OBJECT)
     _guard(tx, source, GuardKind.TYPE_MATCH, value)
-    return UserObjectVariable(value, source)
+    return (OptimizerVariable if isinstance(value, torch.optim.Optimizer) else UserObjectVariable)(value, source)
 
 
 def _has_traced_rule(value: Any) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import torch
 
 from framejit.contracts import Emitter, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable, is_literal
@@ -133,6 +133,8 @@ class NestedFunctionVariable(Variable):
         self.kwdefaults = kwdefaults
         self.closure = closure  # list of framejit.trace.cells.Cell
         self.annotations = annotations  # MAKE_FUNCTION's tuple (name, hint, name, hint, ...): kept for a rebuild
+        self.renamed: dict[str, Variable] = {}  # __name__, __module__... written in the trace (functools.wraps)
+        self.func_dict = DictVariable({})  # its __dict__: other attributes written in the trace (__wrapped__)
 
     def truth(self, tx: Tracer) -> bool:  # a function is true (it has no __bool__ or __len__)
         return True
@@ -152,9 +154,46 @@ class NestedFunctionVariable(Variable):
         )
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name in self.renamed:
+            return self.renamed[name]
+        if name == "__dict__":
+            return self.func_dict
+        if name in self.func_dict.items:
+            return self.func_dict.items[name]
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":  # the first constant when it is a string, as MAKE_FUNCTION sets it
+            consts = self.code.co_consts
+            return ConstantVariable(consts[0] if consts and isinstance(consts[0], str) else None)
+        if name == "__code__":
+            return tx.wrap(self.code, None)
+        if name == "__defaults__":
+            return TupleVariable(self.defaults) if self.defaults else ConstantVariable(None)
+        if name == "__kwdefaults__":
+            return DictVariable(dict(self.kwdefaults)) if self.kwdefaults else ConstantVariable(None)
+        if name == "__annotations__":
+            return self._annotations(tx)
+        if not hasattr(types.FunctionType, name):  # (a function's other attributes live in its __dict__)
+            raise_observed(AttributeError(f"'function' object has no attribute {name!r}"), BreakCode.MISSING_ATTR)
         return super().var_getattr(tx, name)
+
+    def set_attr(self, name: str, value: Variable) -> None:
+        """fn.name = value, for a function made in the trace: held until the function is rebuilt."""
+        if name in _FUNCTION_DUNDERS:
+            self.renamed[name] = value
+        elif hasattr(types.FunctionType, name):
+            unsupported(f"setting {name!r} on a function made in the trace", BreakCode.SIDE_EFFECT)
+        else:
+            self.func_dict.items[name] = value
+
+    def _annotations(self, tx: Tracer) -> Variable:
+        if "__annotations__" not in self.renamed:  # one dict, made once: reading it twice gives the same one
+            pairs = self.annotations.unpack(tx) if self.annotations is not None else []
+            names = [k.as_python_constant() for k in pairs[::2]]
+            self.renamed["__annotations__"] = DictVariable(dict(zip(names, pairs[1::2])))
+        return self.renamed["__annotations__"]
 
     def rebuild(self, cg: Emitter) -> None:
         """MAKE_FUNCTION for a function made during the trace, closing over the frame's own cells."""
@@ -183,9 +222,24 @@ class NestedFunctionVariable(Variable):
             flags |= 0x08
         cg.emit_const(self.code)
         cg.emit("MAKE_FUNCTION", flags)
+        for name, value in self.renamed.items():  # fn.name = value, fn staying on the stack
+            cg.load(value)
+            cg.emit("COPY", 2)
+            cg.emit("STORE_ATTR", name)
+        if self.func_dict.items:  # fn.__dict__.update(d)
+            cg.emit("COPY", 1)
+            cg.emit("LOAD_ATTR", "__dict__")
+            cg.emit("LOAD_METHOD", "update")
+            cg.load(self.func_dict)
+            cg.call(1)
+            cg.emit("POP_TOP")
 
     def __repr__(self) -> str:
         return f"NestedFunctionVariable({self.qualname})"
+
+
+# a function's own attributes that functools.update_wrapper copies (the rest of what it copies is __dict__)
+_FUNCTION_DUNDERS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__annotations__"})
 
 
 class NewCellVariable(Variable):

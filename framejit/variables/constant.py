@@ -214,6 +214,10 @@ class ObjectVariable(KnownValueVariable):
             return made
         if isinstance(self.value, type) and self.source is not None and constructible(self.value):
             return construct(tx, self, args, kwargs)
+        meta_call = type(self.value).__call__ if isinstance(self.value, type) else None
+        if isinstance(meta_call, types.FunctionType) and self.source is not None:  # a metaclass's own (Enum's)
+            call_source = AttrSource(AttrSource(self.source, "__class__"), "__call__")
+            return tx.wrap(meta_call, call_source).call(tx, [self, *args], kwargs)
         if isinstance(self.value, weakref.ReferenceType) and self.source is not None and not args and not kwargs:
             return tx.wrap(self.value(), WeakrefCallSource(self.source))  # guarded like any read
         return call_python_object(tx, self.value, args, kwargs)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, ClassVar, Sequence
 
+import torch
+
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
-from framejit.sources import AttrSource, DictItemSource, ItemSource
+from framejit.sources import AttrSource, DictItemSource, DictListSource, ItemSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key, key_variable
 from framejit.variables.containers import IteratorVariable, TupleVariable, _born, bound_method
@@ -57,6 +59,36 @@ def _plain(key: Any) -> Any:
     return key.obj if isinstance(key, IdentityKey) else key
 
 
+def _identity_hashed(key: Any) -> bool:
+    """Whether a dict finds `key` by identity alone: a tensor, or an object of a class without __hash__/__eq__."""
+    cls = type(key)
+    if isinstance(key, torch.Tensor):
+        return cls.__hash__ is torch.Tensor.__hash__
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
+def _read_identity_keyed(tx: Tracer, value: dict, source: Any) -> dict[Any, Variable]:
+    """The items of a real dict with keys compared by identity (an optimizer's state, keyed by parameter): each key
+    and value read by position (no guard can name such a key), the keys guarded in order, each by identity or
+    value."""
+    if not all(is_constant_key(k) or _identity_hashed(k) for k in value):
+        unsupported("a dict with keys that are neither constants nor compared by identity", BreakCode.DICT_KEY)
+    if source is None:
+        unsupported("a dict with non-constant keys, from nowhere the guards can read", BreakCode.DICT_KEY)
+    tx.output.guards.add(source, GuardKind.LEN_MATCH, value)
+    keys, values = DictListSource(source, "keys"), DictListSource(source, "values")
+    items: dict[Any, Variable] = {}
+    for i, (k, v) in enumerate(dict.items(value)):
+        if is_constant_key(k):
+            tx.output.guards.add(ItemSource(keys, i), GuardKind.EQUALS, k)
+            key: Any = k
+        else:
+            tx.output.guards.add(ItemSource(keys, i), GuardKind.ID_MATCH, k)
+            key = IdentityKey(k, tx.wrap(k, ItemSource(keys, i)))
+        items[key] = tx.wrap(v, ItemSource(values, i))
+    return items
+
+
 class DictVariable(Variable):
     """A dict whose keys are Python constants (str, int, ...) or IdentityKeys, values Variables."""
 
@@ -80,20 +112,17 @@ class DictVariable(Variable):
     @classmethod
     def read(cls, tx: Tracer, value: dict, source: Any) -> "DictVariable":
         """A real dict read from `source`: its keys guarded (they must be constants), each value wrapped."""
-        if not all(is_constant_key(k) for k in value):
-            unsupported("a dict with non-constant keys", BreakCode.DICT_KEY)
-        if source is not None:
-            tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
         factory = None
         if isinstance(value, collections.defaultdict):
             factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory") if source else None)
-        item = ItemSource if type(value).__getitem__ is dict.__getitem__ else DictItemSource  # past a Python one
-        return cls(
-            {k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()},
-            source,
-            type(value),
-            default_factory=factory,
-        )
+        if all(is_constant_key(k) for k in value):
+            if source is not None:
+                tx.output.guards.add(source, GuardKind.DICT_KEYS, value)
+            item = ItemSource if type(value).__getitem__ is dict.__getitem__ else DictItemSource  # past a Python one
+            items = {k: tx.wrap(v, item(source, k) if source else None) for k, v in value.items()}
+        else:
+            items = _read_identity_keyed(tx, value, source)
+        return cls(items, source, type(value), default_factory=factory)
 
     def python_type(self) -> type:
         return self.py_type

@@ -59,6 +59,7 @@ META_METHODS = frozenset(
     }
 )
 # Attributes that are tensors computed from the tensor: graph ops.
+_SCALED_PRODUCTS = frozenset({"addcdiv", "addcdiv_", "addcmul", "addcmul_"})
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Reading data out of a tensor needs its value: a data-dependent graph break.
 _DATA_METHODS = frozenset(
@@ -149,7 +150,7 @@ class TensorVariable(Variable):
         if name in _TENSOR_ATTRS:
             return tx.output.call_graph_op(tx, "call_function", builtins.getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
-            unsupported("reading .grad of a tensor inside a graph", BreakCode.TENSOR_ATTR)
+            return self._grad(tx)
         if name == "is_leaf":
             return ConstantVariable(self._is_leaf(tx))
         if name == "__class__":  # its type (guarded with the tensor), not a method: callable() is true of classes
@@ -159,6 +160,14 @@ class TensorVariable(Variable):
         if not hasattr(torch.Tensor, name):
             unsupported(f"'Tensor' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
         unsupported(f"tensor attribute {name!r}", BreakCode.TENSOR_ATTR)
+
+    def _grad(self, tx: Tracer) -> Variable:
+        """A graph input's .grad is read from the real tensor, as another input (None guarded as None): no backward
+        runs inside a graph to change it. A tensor the graph makes has no .grad the graph could know."""
+        if self.node.op != "placeholder" or self.source is None:
+            unsupported("reading .grad of a tensor the graph computes", BreakCode.TENSOR_ATTR)
+        real = next(i.value for i in tx.output.inputs if i.node is self.node)
+        return tx.wrap(real.grad, AttrSource(self.source, "grad"))
 
     def _is_leaf(self, tx: Tracer) -> bool:
         """A graph input's is the real tensor's, guarded (a later call may pass one an op computed); a value the
@@ -191,6 +200,15 @@ class TensorVariable(Variable):
             # on a tensor the graph makes: as `t.requires_grad = flag`; it returns t
             self.set_requires_grad(tx, args[0] if args else kwargs.get("requires_grad", ConstantVariable(True)))
             return self
+        value = kwargs.get("value")
+        if name in _SCALED_PRODUCTS and isinstance(value, TensorVariable) and len(args) == 2 and len(kwargs) == 1:
+            # the scale as a 0-d tensor (an optimizer's step size under compile): its Scalar would be read as a
+            # Python number; the same sum, in tensor ops
+            combine = torch.div if name.startswith("addcdiv") else torch.mul
+            product = tx.output.call_graph_op(tx, "call_function", combine, list(args), {})
+            scaled = tx.output.call_graph_op(tx, "call_function", torch.mul, [product, value], {})
+            total = "add_" if name.endswith("_") else "add"
+            return tx.output.call_graph_op(tx, "call_method", total, [self, scaled], {})
         if name in ("__getitem__", "__setitem__"):
             from framejit.variables.operators import call_operator
 

@@ -77,6 +77,7 @@ _CONSTANT_QUERIES = _GUARDED_EVERYWHERE | {
     "is_inference_mode_enabled",
     "get_num_threads",
     "get_float32_matmul_precision",
+    "_get_privateuse1_backend_name",  # which devices the optimizers' foreach/fused kernels support
 }
 # Usage telemetry (nn.Module.__init__ logs "python.nn_module"): nothing a graph computes depends on it, so a
 # module built inside the trace skips it.

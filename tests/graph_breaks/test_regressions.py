@@ -46,3 +46,46 @@ def test_zero_argument_super_after_a_break():
     assert same(compiled(x), model(x))
     assert same(compiled(x), model(x))
     assert cnt.frame_count == 2  # before the break, and the continuation (self and a module live across it)
+
+
+def test_a_frame_that_must_run_whole_as_python_reports_why():
+    """A break framejit cannot resume after (inside a `for` over an iterator it cannot read) leaves the frame to
+    Python: explain() and FRAMEJIT_LOGS=breaks say so, with the reason, rather than nothing at all."""
+    import threading
+
+    lock = threading.Lock()
+
+    def loop_over_a_callable_iterator(x):
+        for _ in iter(lock.locked, True):
+            x = x + 1
+            break
+        return x
+
+    reasons = [r.reason for r in framejit.explain(loop_over_a_callable_iterator)(torch.ones(2)).break_reasons]
+    assert any("the frame runs as Python: cannot resume" in r for r in reasons), reasons
+
+
+def test_an_argument_the_trace_cannot_read_breaks_where_it_is_used():
+    """The break is at the use (which resumes), not at the load of the argument (which cannot): the rest of the
+    frame is still a graph."""
+
+    class ByValue:
+        def __eq__(self, other):
+            return isinstance(other, ByValue)
+
+        def __hash__(self):
+            return 1
+
+    key = ByValue()
+
+    def f(x, table):
+        y = x.sin()
+        return y * table[key]
+
+    x, table = torch.randn(3), {key: 2.0}
+    explained = framejit.explain(f)(x, table)
+    assert explained.graph_count == 2
+    assert [r.reason for r in explained.break_reasons] == [
+        "a dict with keys that are neither constants nor compared by identity"
+    ]
+    assert torch.equal(framejit.compile(f, backend="eager")(x, table), f(x, table))
