@@ -30,7 +30,7 @@ from framejit.exc import (
     Unsupported,
     fullgraph_error,
 )
-from framejit.graph_break import clear_resume_codes
+from framejit.break_resume import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.tracebacks import add_user_line_note
 
