@@ -10,6 +10,7 @@ from framejit.api import OptimizedModule, compile, disable, optimize, optimize_a
 from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
+from framejit.markers import graph_break, is_compiling
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
 from framejit.portable import save_onnx, save_torchscript
 from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
@@ -29,6 +30,8 @@ __all__ = [
     "exc",
     "explain",
     "export",
+    "graph_break",
+    "is_compiling",
     "list_backends",
     "lookup_backend",
     "mark_dynamic",

@@ -54,9 +54,18 @@ _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
     ("torch.compiler", "is_dynamo_compiling"): True,
     ("torch.compiler", "is_exporting"): False,
     ("torch._utils", "is_compiling"): True,
+    ("framejit.markers", "is_compiling"): True,
     # other tracers framejit is not
     ("torch.fx._symbolic_trace", "is_fx_tracing"): False,
     ("torch.onnx", "is_in_onnx_export"): False,
+}
+
+
+# functions whose call is a graph break the user asked for, by (module, qualname) -> how the reason names them:
+# recognised by name so that torch._dynamo is never imported (torch's optimizers call its graph_break())
+_GRAPH_BREAK_REQUESTS: dict[tuple[str, str], str] = {
+    ("framejit.markers", "graph_break"): "framejit.graph_break()",
+    ("torch._dynamo.decorators", "graph_break"): "torch._dynamo.graph_break()",
 }
 
 
@@ -121,6 +130,14 @@ def compile_query_answer(fn: Any) -> tuple[bool, Any]:
         return False, None
     key = (fn.__module__, getattr(fn, "__qualname__", ""))
     return (True, _COMPILE_QUERIES[key]) if key in _COMPILE_QUERIES else (False, None)
+
+
+def graph_break_request(fn: Any) -> str | None:
+    """How a break reason names `fn` when a call of it is a requested graph break (framejit.graph_break,
+    torch._dynamo.graph_break), else None."""
+    if not callable(fn) or not isinstance(getattr(fn, "__module__", None), str):
+        return None
+    return _GRAPH_BREAK_REQUESTS.get((fn.__module__, getattr(fn, "__qualname__", "")))
 
 
 def is_disabled(fn: Any) -> bool:

@@ -48,6 +48,7 @@ from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (
     ConstantResultVariable,
     DisallowedVariable,
+    GraphBreakRequestVariable,
     TorchVariable,
     UserFunctionVariable,
     UserMethodVariable,
@@ -333,6 +334,12 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: policy.is_disallowed(v),
         guard=None,
         make=lambda tx, v, s: DisallowedVariable(v),
+    ),
+    WrapRule(
+        kind="graph break request",
+        matches=lambda v, s: policy.graph_break_request(v) is not None,
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: GraphBreakRequestVariable(v, policy.graph_break_request(v) or ""),
     ),
     WrapRule(
         kind="constant result",

@@ -406,6 +406,20 @@ class DisallowedVariable(Variable):
         unsupported(f"call to {name}, marked {self.reason}", BreakCode.DISALLOWED)
 
 
+class GraphBreakRequestVariable(DisallowedVariable):
+    """framejit.graph_break / torch._dynamo.graph_break: a call is a graph break whose reason names it (and its
+    message); the call then runs as Python, where it does nothing."""
+
+    def __init__(self, fn: Any, name: str) -> None:
+        super().__init__(fn)
+        self.name = name
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        msg = next(iter([*args, *kwargs.values()]), None)
+        text = msg.as_python_constant() if msg is not None and msg.is_python_constant() else ""
+        unsupported(f"graph break requested: {self.name} called{f' ({text})' if text else ''}", BreakCode.USER_BREAK)
+
+
 class ConstantResultVariable(Variable):
     """A function under assume_constant_result: called now, its result becomes a constant. With `answer`, the
     call is not made and `answer` is the result (torch.compiler.is_compiling() while framejit traces)."""
