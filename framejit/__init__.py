@@ -13,6 +13,7 @@ from framejit.export import export
 from framejit.markers import graph_break, is_compiling
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
 from framejit.portable import save_onnx, save_torchscript
+from framejit.stance import set_stance
 from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
@@ -44,5 +45,6 @@ __all__ = [
     "run",
     "save_onnx",
     "save_torchscript",
+    "set_stance",
     "testing",
 ]

@@ -237,6 +237,10 @@ class CacheLimitExceeded(FramejitError):
     """A code object recompiled more than config.cache_size_limit times."""
 
 
+class RecompileError(FramejitError):
+    """A frame would be recompiled while framejit.set_stance("fail_on_recompile") is in force."""
+
+
 class InternalError(FramejitError):
     """A bug in framejit met while tracing; the frame runs as plain Python instead."""
 
