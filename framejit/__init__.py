@@ -11,7 +11,7 @@ from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
 from framejit.markers import graph_break, is_compiling
-from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph
+from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph, substitute_in_graph
 from framejit.portable import save_onnx, save_torchscript
 from framejit.stance import set_stance
 from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
@@ -46,5 +46,6 @@ __all__ = [
     "save_onnx",
     "save_torchscript",
     "set_stance",
+    "substitute_in_graph",
     "testing",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import torch
 
 from framejit.contracts import Emitter, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
 from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable, is_literal
@@ -418,6 +418,33 @@ class GraphBreakRequestVariable(DisallowedVariable):
         msg = next(iter([*args, *kwargs.values()]), None)
         text = msg.as_python_constant() if msg is not None and msg.is_python_constant() else ""
         unsupported(f"graph break requested: {self.name} called{f' ({text})' if text else ''}", BreakCode.USER_BREAK)
+
+
+class SubstitutedVariable(Variable):
+    """A function with a polyfill (framejit.substitute_in_graph): a call inlines the polyfill, or, where it may be
+    folded and every argument is a constant, calls the original now."""
+
+    def __init__(self, fn: Any, substitute: Any) -> None:
+        self.fn = fn
+        self.substitute = substitute
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        values = [*args, *kwargs.values()]
+        if self.substitute.fold and all(v.is_python_constant() for v in values):
+            consts = [a.as_python_constant() for a in args]
+            try:
+                result = self.substitute.original(*consts, **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as e:  # raised where the code called it, as eager does
+                raise_observed(e)
+            return _constant(tx, result)
+        polyfill = self.substitute.polyfill
+        return tx.wrap(polyfill, ConstSource(polyfill)).call(tx, args, kwargs)
 
 
 class ConstantResultVariable(Variable):
