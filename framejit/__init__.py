@@ -14,7 +14,7 @@ from framejit.markers import graph_break, is_compiling
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph, substitute_in_graph
 from framejit.portable import save_onnx, save_torchscript
 from framejit.stance import set_stance
-from framejit.shapes import Dim, mark_dynamic, mark_static, maybe_mark_dynamic
+from framejit.shapes import Dim, mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
 
@@ -37,6 +37,7 @@ __all__ = [
     "lookup_backend",
     "mark_dynamic",
     "mark_static",
+    "mark_unbacked",
     "maybe_mark_dynamic",
     "optimize",
     "optimize_assert",
