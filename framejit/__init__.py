@@ -6,7 +6,16 @@ exc, testing.
 
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
 from framejit import backends, config, exc, logs, testing
-from framejit.api import OptimizedModule, compile, disable, optimize, optimize_assert, reset, run
+from framejit.api import (
+    OptimizedModule,
+    compile,
+    compile_in_place,
+    disable,
+    optimize,
+    optimize_assert,
+    reset,
+    run,
+)
 from framejit.backends import list_backends, lookup_backend, register_backend
 from framejit.explain import explain
 from framejit.export import export
@@ -25,6 +34,7 @@ __all__ = [
     "assume_constant_result",
     "backends",
     "compile",
+    "compile_in_place",
     "config",
     "disable",
     "disallow_in_graph",

@@ -6,6 +6,8 @@ import functools
 import os
 from typing import Any, Callable
 
+from torch import nn
+
 from framejit import eval_frame, logs
 from framejit.backends.registry import backend_name, lookup_backend
 
@@ -58,8 +60,38 @@ def compile(
         )
     if not callable(model):
         raise TypeError(f"framejit.compile expects a function or nn.Module, got {type(model).__name__}")
+    ctx = _compile_context(fullgraph, dynamic, backend, mode, options, disable)
+    return model if ctx is None else ctx(model)
+
+
+def compile_in_place(
+    module: nn.Module,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: Any = "inductor",
+    mode: str | None = None,
+    options: dict | None = None,
+    disable: bool = False,
+) -> nn.Module:
+    """torch's `module.compile(...)` for framejit: calls of `module` run compiled from now on, and `module` stays
+    the same object (no OptimizedModule wrapper: its state_dict keys are unchanged). As nn.Module.compile does, it
+    sets the module's `_compiled_call_impl`, which nn.Module.__call__ calls when set (None undoes it). Returns
+    `module`."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"framejit.compile_in_place expects an nn.Module, got {type(module).__name__}")
+    ctx = _compile_context(fullgraph, dynamic, backend, mode, options, disable)
+    if ctx is not None:
+        module._compiled_call_impl = eval_frame.module_call(module, module._call_impl, ctx, module)
+    return module
+
+
+def _compile_context(
+    fullgraph: bool, dynamic: bool | None, backend: Any, mode: str | None, options: dict | None, disable: bool
+) -> Any:
+    """The context compile() applies; None where compiling is off (disable=True, FRAMEJIT_DISABLE=1)."""
     if disable or _disabled_by_environment():
-        return model
+        return None
     logs.sections()
     compiler = lookup_backend(backend)
     if options is not None and not isinstance(options, dict):
@@ -72,7 +104,7 @@ def compile(
             check(mode, options)
         compiler = functools.partial(compiler, mode=mode, options=options)
     name = backend if isinstance(backend, str) else backend_name(compiler)
-    return eval_frame.make_context(compiler, name, nopython=fullgraph, dynamic=dynamic)(model)
+    return eval_frame.make_context(compiler, name, nopython=fullgraph, dynamic=dynamic)
 
 
 def run(fn: Any = None) -> Any:

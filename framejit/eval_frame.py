@@ -383,11 +383,7 @@ class OptimizedModule(nn.Module):
     def __init__(self, mod: nn.Module, ctx: _Context) -> None:
         super().__init__()
         self._orig_mod = mod
-        policy.mark_compiled_module(mod)
-        forward = getattr(type(mod).forward, "__code__", None)
-        if forward is not None:
-            capture_policy.force_capture(forward, self)  # e.g. optimize(nn.Linear(...)): capture its forward
-        self.forward = ctx.wrap(mod.__call__, forward)
+        self.forward = module_call(mod, mod.__call__, ctx, self)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -397,6 +393,16 @@ class OptimizedModule(nn.Module):
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
+
+
+def module_call(mod: nn.Module, call: Callable, ctx: _Context, owner: Any) -> Callable:
+    """`call` (a call of `mod`) run under `ctx`: the frame handed over is `mod`'s forward, captured while `owner`
+    lives even where its file is refused (optimize(nn.Linear(...)) captures Linear.forward)."""
+    policy.mark_compiled_module(mod)
+    forward = getattr(type(mod).forward, "__code__", None)
+    if forward is not None:
+        capture_policy.force_capture(forward, owner)
+    return ctx.wrap(call, forward)
 
 
 def _code_of(fn: Any) -> types.CodeType | None:
