@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from typing import Any, Callable
 
 from torch import nn
 
 from framejit import eval_frame, logs
 from framejit.backends.registry import backend_name, lookup_backend
+from framejit.exc import FramejitWarning
 
 
 def optimize(
@@ -96,15 +98,35 @@ def _compile_context(
     compiler = lookup_backend(backend)
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"framejit.compile: options must be a dict of backend options, got {type(options).__name__}")
-    if mode is not None or options:
-        if not getattr(compiler, "accepts_mode_and_options", False):
-            raise ValueError(f"backend {backend!r} does not take mode/options")
+    if mode == "default" and not getattr(compiler, "accepts_mode_and_options", False):
+        mode = None  # torch.compile passes no mode for "default"
+    if (mode is not None or options) and not getattr(compiler, "accepts_mode_and_options", False):
+        _warn_ignored(backend, mode, options)  # as torch.compile, whose backends log and ignore them
+    elif mode is not None or options:
         check = getattr(compiler, "check_mode_and_options", None)
         if check is not None:  # an unknown mode or option fails here, as torch.compile's do, not at the first call
             check(mode, options)
         compiler = functools.partial(compiler, mode=mode, options=options)
     name = backend if isinstance(backend, str) else backend_name(compiler)
     return eval_frame.make_context(compiler, name, nopython=fullgraph, dynamic=dynamic)
+
+
+_warned_ignored: set[tuple[str, str]] = set()
+
+
+def _warn_ignored(backend: Any, mode: str | None, options: dict | None) -> None:
+    """Once per backend and what it ignores: a backend that takes no mode/options compiles without them."""
+    name = backend if isinstance(backend, str) else backend_name(backend)
+    ignored = ", ".join(f"{k}={v!r}" for k, v in (("mode", mode), ("options", options)) if v)
+    if (name, ignored) in _warned_ignored:
+        return
+    _warned_ignored.add((name, ignored))
+    warnings.warn(
+        f"framejit.compile: backend {name!r} takes no mode or options; ignoring {ignored} (the inductor backend "
+        f"takes them)",
+        FramejitWarning,
+        stacklevel=eval_frame.user_stacklevel(),
+    )
 
 
 def run(fn: Any = None) -> Any:
