@@ -1,11 +1,12 @@
 """framejit: a PEP 523 JIT that captures PyTorch programs into FX graphs and compiles them.
 
-See docs/api.md for the contract: optimize / compile / run / disable / reset, explain / export, backends, config,
-exc, testing.
+See docs/api.md for the contract: optimize / compile / compile_in_place / run / disable / reset, graph_break /
+is_compiling / set_stance / substitute_in_graph, explain / export, backends, config, exc, testing, and compiler
+(torch.compiler's names).
 """
 
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
-from framejit import backends, config, exc, logs, testing
+from framejit import backends, compiler, config, exc, logs, testing
 from framejit.api import (
     OptimizedModule,
     compile,
@@ -22,8 +23,8 @@ from framejit.export import export
 from framejit.markers import graph_break, is_compiling
 from framejit.policy import allow_in_graph, assume_constant_result, disallow_in_graph, substitute_in_graph
 from framejit.portable import save_onnx, save_torchscript
-from framejit.stance import set_stance
 from framejit.shapes import Dim, mark_dynamic, mark_static, mark_unbacked, maybe_mark_dynamic
+from framejit.stance import set_stance
 
 logs.sections()  # FRAMEJIT_LOGS naming a section that does not exist is an error, as TORCH_LOGS is for torch
 
@@ -35,6 +36,7 @@ __all__ = [
     "backends",
     "compile",
     "compile_in_place",
+    "compiler",
     "config",
     "disable",
     "disallow_in_graph",
