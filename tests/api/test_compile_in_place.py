@@ -10,6 +10,8 @@ from torch import nn
 import framejit
 from framejit.testing import CompileCounter, same
 
+from tests.helpers import torch_compile_side_by_side
+
 
 def _mlp():
     return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
@@ -57,10 +59,10 @@ def test_the_same_state_dict_and_graph_count_as_torchs_module_compile():
     theirs.load_state_dict(ours.state_dict())
     a, b = CompileCounter(), torch._dynamo.testing.CompileCounter()
     framejit.compile_in_place(ours, backend=a)
-    theirs.compile(backend=b)
     x = torch.randn(2, 3)
-    assert same(ours(x), theirs(x))
-    torch._dynamo.reset()
+    with torch_compile_side_by_side():
+        theirs.compile(backend=b)
+        assert same(ours(x), theirs(x))
     assert list(ours.state_dict()) == list(theirs.state_dict()) == ["lin.weight", "lin.bias"]
     assert a.frame_count == b.frame_count == 1
 

@@ -12,7 +12,7 @@ import torch
 import framejit
 from framejit.testing import CompileCounter, same
 
-from tests.helpers import line_of
+from tests.helpers import line_of, torch_compile_side_by_side
 
 
 def _split(x):
@@ -100,8 +100,8 @@ def test_torch_dynamo_graph_break_is_the_same_break():
     x = torch.randn(4)
     cnt, theirs = CompileCounter(), CompileCounter()
     assert same(framejit.optimize(cnt)(fn)(x), x.sin().cos())
-    assert same(torch.compile(fn, backend=theirs)(x), x.sin().cos())
-    torch._dynamo.reset()
+    with torch_compile_side_by_side():
+        assert same(torch.compile(fn, backend=theirs)(x), x.sin().cos())
     assert cnt.frame_count == theirs.frame_count == 2
     (reason,) = framejit.explain(fn)(x).break_reasons
     assert "torch._dynamo.graph_break() called" in reason.reason

@@ -9,7 +9,7 @@ import framejit
 from framejit.shapes import is_symbolic
 from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
-from tests.helpers import line_of
+from tests.helpers import line_of, torch_compile_side_by_side
 
 
 def _reduce(x, w):
@@ -50,11 +50,11 @@ def test_a_size_of_one_at_the_first_compile_is_not_specialised():
 def test_same_graph_count_as_torch_compile():
     ours, theirs = CompileCounter(), CompileCounter()
     w = torch.randn(3)
-    for n in (1, 0, 6):
-        x = _marked(n, 3)
-        torch._dynamo.decorators.mark_unbacked(x, 0)
-        assert same(framejit.optimize(ours)(_reduce)(x, w), torch.compile(_reduce, backend=theirs)(x, w))
-    torch._dynamo.reset()
+    with torch_compile_side_by_side():
+        for n in (1, 0, 6):
+            x = _marked(n, 3)
+            torch._dynamo.decorators.mark_unbacked(x, 0)
+            assert same(framejit.optimize(ours)(_reduce)(x, w), torch.compile(_reduce, backend=theirs)(x, w))
     assert ours.frame_count == theirs.frame_count == 1
 
 
