@@ -30,7 +30,7 @@ from torch import nn
 
 import framejit
 from framejit import cache
-from framejit.graph_break import _RESUME_CODES
+from framejit.break_resume import _RESUME_CODES
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

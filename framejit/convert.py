@@ -24,7 +24,7 @@ from framejit.codeobj import (
 from framejit.config import Options
 from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
-from framejit.graph_break import finish_at_break
+from framejit.break_resume import finish_at_break
 from framejit.guard_program import compile_guard_fn
 from framejit.output_graph import OutputGraph
 from framejit.shapes import TraceShapes

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from framejit import cache, capture_policy, config, logs, policy, shapes
+from framejit import cache, capture_policy, config, logs, policy, shapes, stance
 from framejit._C import _hook
 from framejit.codeobj import arg_slot_names, is_continuation
 from framejit.contracts import GuardFailure
@@ -27,10 +27,11 @@ from framejit.exc import (
     FramejitError,
     InternalError,
     NothingCompiledWarning,
+    RecompileError,
     Unsupported,
     fullgraph_error,
 )
-from framejit.graph_break import clear_resume_codes
+from framejit.break_resume import clear_resume_codes
 from framejit.guards import explain_failure
 from framejit.tracebacks import add_user_line_note
 
@@ -110,9 +111,25 @@ class FrameCallback:
                         return cache.replacement_function(entry, fn)
                 except Exception:  # as in C: a guard that raises is a miss
                     pass
+            if existing and stance.current().stance != "default":
+                return self._refuse_recompile(fn, args)
             if existing and not self._recompile_allowed(fn, args):
                 return None
             return self._compile(fn, args, bool(existing))
+
+    def _refuse_recompile(self, fn: types.FunctionType, args: tuple) -> None:
+        """set_stance("eager_on_recompile"): run the frame as Python (its entries still serve later calls);
+        set_stance("fail_on_recompile"): raise, saying which guard missed."""
+        code = fn.__code__
+        if stance.current().stance == "eager_on_recompile":
+            log.info("framejit runs %s as Python instead of recompiling it (set_stance)", frame_label(code))
+            return None
+        frames = cache.compiled_frames(code, self)
+        failed = frames and explain_failure(list(frames[0].guards), frames[0].constants, fn, arg_slot_names(code), args)
+        why = f": {failed[1]}" if failed else ""
+        raise RecompileError(
+            f"framejit would recompile {frame_label(code)}, which set_stance('fail_on_recompile') forbids{why}"
+        )
 
     def _recompile_allowed(self, fn: types.FunctionType, args: tuple) -> bool:
         """Report why the entries missed (guard_fail_fn, logs); False once the cache size limit is reached."""
@@ -296,7 +313,7 @@ class _Context:
         prior = getattr(self._local, "prior", None)
         if prior is None:
             prior = self._local.prior = []
-        prior.append(_hook.set_callback(self.callback))
+        prior.append(_hook.set_callback(None if stance.FORCE_EAGER[0] else self.callback))
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
@@ -325,9 +342,13 @@ class _Context:
         callback, call = self.callback, _hook.call_with_callback
         unchecked = [isinstance(callback, FrameCallback) and entry is not None]
 
+        force_eager = stance.FORCE_EAGER
+
         @functools.wraps(fn)
         def framejit_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:  # (free in CPython 3.11 unless it raises)
+                if force_eager[0]:  # set_stance("force_eager"): fn and what it calls run as Python
+                    return call(None, fn, *args, **kwargs)
                 if unchecked[0]:  # (the call itself stays here: a frame of ours would deepen the user's stack)
                     unchecked[0] = False
                     graphs = _before_first_call(entry, callback)
@@ -362,11 +383,7 @@ class OptimizedModule(nn.Module):
     def __init__(self, mod: nn.Module, ctx: _Context) -> None:
         super().__init__()
         self._orig_mod = mod
-        policy.mark_compiled_module(mod)
-        forward = getattr(type(mod).forward, "__code__", None)
-        if forward is not None:
-            capture_policy.force_capture(forward, self)  # e.g. optimize(nn.Linear(...)): capture its forward
-        self.forward = ctx.wrap(mod.__call__, forward)
+        self.forward = module_call(mod, mod.__call__, ctx, self)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -376,6 +393,16 @@ class OptimizedModule(nn.Module):
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
+
+
+def module_call(mod: nn.Module, call: Callable, ctx: _Context, owner: Any) -> Callable:
+    """`call` (a call of `mod`) run under `ctx`: the frame handed over is `mod`'s forward, captured while `owner`
+    lives even where its file is refused (optimize(nn.Linear(...)) captures Linear.forward)."""
+    policy.mark_compiled_module(mod)
+    forward = getattr(type(mod).forward, "__code__", None)
+    if forward is not None:
+        capture_policy.force_capture(forward, owner)
+    return ctx.wrap(call, forward)
 
 
 def _code_of(fn: Any) -> types.CodeType | None:

@@ -49,6 +49,11 @@ class BreakCode(enum.StrEnum):
         "disallowed",
         "The function is marked disallow_in_graph or framejit.disable; call it outside the compiled function.",
     )
+    USER_BREAK = (
+        "user_break",
+        "The code asks for a graph break here (framejit.graph_break() or torch._dynamo.graph_break()); remove "
+        "the call to capture one graph.",
+    )
     SKIPPED_FILE = (
         "skipped_file",
         "framejit does not trace into this library's code; call it outside the "
@@ -233,6 +238,10 @@ class BackendOutputError(FramejitError):
 
 class CacheLimitExceeded(FramejitError):
     """A code object recompiled more than config.cache_size_limit times."""
+
+
+class RecompileError(FramejitError):
+    """A frame would be recompiled while framejit.set_stance("fail_on_recompile") is in force."""
 
 
 class InternalError(FramejitError):

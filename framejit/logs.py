@@ -14,22 +14,39 @@ import torch
 log = logging.getLogger("framejit")
 
 SECTIONS = ("bytecode", "guards", "graph", "breaks", "recompiles")
+# TORCH_LOGS names for framejit's sections (guards, recompiles and bytecode are spelt alike)
+ALIASES = {"graph_breaks": "breaks", "graph_code": "graph"}
+# TORCH_LOGS's component names: the `framejit` logger's level, "+name" DEBUG, "-name" ERROR, plain INFO
+LEVEL_NAMES = ("dynamo", "framejit")
 _parsed: dict[str, frozenset[str]] = {}
 _applied_level = [logging.WARNING]  # the config.log_level last given to the logger (the default touches nothing)
 
 
 def sections() -> frozenset[str]:
-    """The sections FRAMEJIT_LOGS names (comma-separated); a name that is not a section is an error."""
+    """The sections FRAMEJIT_LOGS names (comma-separated, TORCH_LOGS names accepted); a name that is neither a
+    section nor a level is an error. A level name sets the `framejit` logger's level."""
     text = os.environ.get("FRAMEJIT_LOGS", "")
     if text not in _parsed:
-        wanted = frozenset(s.strip().lstrip("+") for s in text.split(",") if s.strip())
+        wanted, level = set(), None
+        for item in (s.strip() for s in text.split(",") if s.strip()):
+            name = item.lstrip("+-")
+            if name in LEVEL_NAMES:
+                level = logging.DEBUG if item[0] == "+" else logging.ERROR if item[0] == "-" else logging.INFO
+            elif not item.startswith("-"):
+                wanted.add(ALIASES.get(name, name))
+            else:
+                wanted.add(item)
         unknown = sorted(wanted - {*SECTIONS, "all"})
         if unknown:
             raise ValueError(
                 f"FRAMEJIT_LOGS names unknown section(s) {', '.join(map(repr, unknown))}; "
-                f"valid sections: {', '.join(SECTIONS)}, all"
+                f"valid sections: {', '.join(SECTIONS)}, all; TORCH_LOGS names: "
+                f"{', '.join(f'{k} ({v})' for k, v in ALIASES.items())}; levels: "
+                f"{', '.join(LEVEL_NAMES)} (INFO), +{LEVEL_NAMES[0]} (DEBUG), -{LEVEL_NAMES[0]} (ERROR)"
             )
-        _parsed[text] = wanted
+        if level is not None:
+            _set_level(level)
+        _parsed[text] = frozenset(wanted)
     return _parsed[text]
 
 
@@ -48,6 +65,11 @@ def apply_level(level: int) -> None:
     if level == _applied_level[0]:
         return
     _applied_level[0] = level
+    _set_level(level)
+
+
+def _set_level(level: int) -> None:
+    """The `framejit` logger's level; below WARNING with a handler to stderr if no logger would show it."""
     log.setLevel(level)
     if level < logging.WARNING and not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler()

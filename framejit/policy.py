@@ -6,6 +6,10 @@ registering a function never keeps it alive.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import types
 import weakref
 from typing import Any, Callable, TypeVar
 
@@ -54,9 +58,18 @@ _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
     ("torch.compiler", "is_dynamo_compiling"): True,
     ("torch.compiler", "is_exporting"): False,
     ("torch._utils", "is_compiling"): True,
+    ("framejit.markers", "is_compiling"): True,
     # other tracers framejit is not
     ("torch.fx._symbolic_trace", "is_fx_tracing"): False,
     ("torch.onnx", "is_in_onnx_export"): False,
+}
+
+
+# functions whose call is a graph break the user asked for, by (module, qualname) -> how the reason names them:
+# recognised by name so that torch._dynamo is never imported (torch's optimizers call its graph_break())
+_GRAPH_BREAK_REQUESTS: dict[tuple[str, str], str] = {
+    ("framejit.markers", "graph_break"): "framejit.graph_break()",
+    ("torch._dynamo.decorators", "graph_break"): "torch._dynamo.graph_break()",
 }
 
 
@@ -86,6 +99,82 @@ def assume_constant_result(fn: F) -> F:
     """Call fn at trace time and treat its result as a constant baked into the graph."""
     _constant_result.add(_unwrap(fn))
     return fn
+
+
+@dataclasses.dataclass(frozen=True)
+class Substitute:
+    """substitute_in_graph: the trace inlines `polyfill` where code calls `original` (or the decorated function);
+    with `fold`, a call whose arguments are all constants calls `original` at trace time instead."""
+
+    original: Any
+    polyfill: types.FunctionType
+    fold: bool
+
+
+_substitutes: dict[int, Substitute] = {}  # by id of the original and of the function the decorator returns
+
+
+def substitute_in_graph(
+    original_fn: Callable[..., Any], *, can_constant_fold_through: bool = False, skip_signature_check: bool = False
+) -> Callable[[F], F]:
+    """Register a Python polyfill that traces trace in place of `original_fn` (usually a C function), as
+    torch.compiler.substitute_in_graph. The decorator returns a function that calls `original_fn` when called
+    eagerly; the polyfill itself runs only in traces."""
+    if not callable(original_fn) or isinstance(original_fn, type):
+        raise TypeError(f"substitute_in_graph expects a function, got {type(original_fn)!r}")
+
+    def register(polyfill: F) -> F:
+        if not isinstance(polyfill, types.FunctionType):
+            raise TypeError(f"@substitute_in_graph(...) expects a Python function, got {type(polyfill)!r}")
+        if not skip_signature_check:
+            _check_same_signature(original_fn, polyfill)
+        if id(original_fn) in _substitutes:
+            raise ValueError(
+                f"{original_fn!r} already has a polyfill: {_substitutes[id(original_fn)].polyfill.__qualname__}"
+            )
+
+        @functools.wraps(polyfill)
+        def substituted(*args: Any, **kwargs: Any) -> Any:
+            return original_fn(*args, **kwargs)
+
+        entry = Substitute(original_fn, polyfill, can_constant_fold_through)
+        _substitutes[id(original_fn)] = _substitutes[id(substituted)] = entry
+        substituted.__framejit_original__ = original_fn  # type: ignore[attr-defined]
+        substituted.__framejit_polyfill__ = polyfill  # type: ignore[attr-defined]
+        return substituted  # type: ignore[return-value]
+
+    return register
+
+
+def _check_same_signature(original: Any, polyfill: types.FunctionType) -> None:
+    """Parameter names, keyword-only names and defaults must agree (annotations and the names of *args/**kwargs
+    do not matter; either side taking (*args, **kwargs) fits anything), as torch checks them."""
+    try:
+        theirs = inspect.signature(original)
+    except ValueError:  # a C function without a text signature: nothing to compare
+        return
+    ours = inspect.signature(polyfill)
+
+    def ident(sig: inspect.Signature) -> tuple:
+        params = sig.parameters.values()
+        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        return (
+            tuple(p.name for p in params if p.kind not in (*variadic, inspect.Parameter.KEYWORD_ONLY)),
+            {p.name for p in params if p.kind == inspect.Parameter.KEYWORD_ONLY},
+            {p.name: p.default for p in params if p.kind not in variadic},
+        )
+
+    wildcard = ident(inspect.signature(lambda *args, **kwargs: None))
+    if ident(theirs) != ident(ours) and wildcard not in (ident(theirs), ident(ours)):
+        raise TypeError(f"Signature mismatch between {original!r} and {polyfill.__qualname__}: {theirs} != {ours}")
+
+
+def substitute_for(fn: Any) -> Substitute | None:
+    """The polyfill registered for `fn` (an original or the function substitute_in_graph returned), if any."""
+    entry = _substitutes.get(id(fn))
+    if entry is None or not (fn is entry.original or getattr(fn, "__framejit_original__", None) is entry.original):
+        return None  # (an id of a function that died, reused)
+    return entry
 
 
 def _torch_trace_constants() -> None:
@@ -121,6 +210,14 @@ def compile_query_answer(fn: Any) -> tuple[bool, Any]:
         return False, None
     key = (fn.__module__, getattr(fn, "__qualname__", ""))
     return (True, _COMPILE_QUERIES[key]) if key in _COMPILE_QUERIES else (False, None)
+
+
+def graph_break_request(fn: Any) -> str | None:
+    """How a break reason names `fn` when a call of it is a requested graph break (framejit.graph_break,
+    torch._dynamo.graph_break), else None."""
+    if not callable(fn) or not isinstance(getattr(fn, "__module__", None), str):
+        return None
+    return _GRAPH_BREAK_REQUESTS.get((fn.__module__, getattr(fn, "__qualname__", "")))
 
 
 def is_disabled(fn: Any) -> bool:

@@ -23,6 +23,7 @@ _SEEN_SIZES: "WeakIdentityKeyDict[Any, dict[str, tuple[int | None, ...]]]" = Wea
 _DYNAMIC_ATTR = "_framejit_dynamic_dims"  # mark_dynamic: {dim: (min, max)}
 _MAYBE_DYNAMIC_ATTR = "_framejit_maybe_dynamic_dims"
 _STATIC_ATTR = "_framejit_static_dims"
+_UNBACKED_ATTR = "_framejit_unbacked_dims"  # mark_unbacked: {dim}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,12 +74,17 @@ class TraceShapes:
         # of equal size share one symbol (a square image's height and width), guarded equal, which keeps the
         # symbolic arithmetic of view ops (Swin's windows) far simpler
         marked = getattr(value, _DYNAMIC_ATTR, {})
+        unbacked = getattr(value, _UNBACKED_ATTR, set())
         sizes = [
-            (DimDynamic.DYNAMIC if d in marked else DimDynamic.DUCK) if d in dims else DimDynamic.STATIC
+            (DimDynamic.UNBACKED if d in unbacked else DimDynamic.DYNAMIC if d in marked else DimDynamic.DUCK)
+            if d in dims
+            else DimDynamic.STATIC
             for d in range(value.dim())
         ]
         context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
-        fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
+        # an unbacked input size is bound by the input itself, not by the first op that meets it
+        with self.env.ignore_fresh_unbacked_symbols() if unbacked else contextlib.nullcontext():
+            fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
         for d, (low, high) in getattr(value, _DYNAMIC_ATTR, {}).items():  # mark_dynamic: a promise, with a range
             if d in dims:
@@ -108,7 +114,8 @@ class TraceShapes:
             marked |= set(range(value.dim()))
         elif self.dynamic is None and self.code is not None and not is_module_state:
             marked |= self._changed(source.name(), tuple(value.shape))
-        return frozenset(d for d in marked if d not in static and value.size(d) > 1)
+        unbacked = getattr(value, _UNBACKED_ATTR, set())  # symbolic whatever the size, 0 and 1 included
+        return frozenset(d for d in marked | unbacked if d not in static and (value.size(d) > 1 or d in unbacked))
 
     def _changed(self, name: str, now: tuple[int, ...]) -> set[int]:
         """Automatic dynamic: the dims of the input at `name` whose size (`now`) differs from the one an earlier
@@ -306,7 +313,7 @@ def named_dims(args: tuple, kwargs: dict, spec: Any, arg_names: list[str]) -> di
 
 def unmark(tensors: list[torch.Tensor]) -> None:
     for t in tensors:
-        for attr in (_DYNAMIC_ATTR, _MAYBE_DYNAMIC_ATTR, _STATIC_ATTR):
+        for attr in (_DYNAMIC_ATTR, _MAYBE_DYNAMIC_ATTR, _STATIC_ATTR, _UNBACKED_ATTR):
             if hasattr(t, attr):
                 delattr(t, attr)
 
@@ -318,6 +325,12 @@ def mark_dynamic(t: torch.Tensor, dim: int | list[int], *, min: int | None = Non
     for d in dims:
         marks[d] = (min, max)
     setattr(t, _DYNAMIC_ATTR, marks)
+
+
+def mark_unbacked(t: torch.Tensor, index: int | list[int]) -> None:
+    """Make these dims of `t` unbacked in every compile that reads `t`: symbolic from the first compile with no
+    size known to the trace (not even 0 or 1), so nothing specialises on it and no size recompiles."""
+    setattr(t, _UNBACKED_ATTR, set(getattr(t, _UNBACKED_ATTR, set())) | set(_dims(t, index, "mark_unbacked")))
 
 
 def maybe_mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:

@@ -272,6 +272,23 @@ class LoggingContext:
 
 
 @contextlib.contextmanager
+def torch_compile_side_by_side() -> Iterator[None]:
+    """A block that runs torch.compile next to framejit: afterwards torch._dynamo's cache is reset and the wrapper
+    torch.compile puts on nn.Module.__init__ for the whole process (TorchDynamo tags modules made in forward) is
+    taken off again, since later tests build modules inside framejit's traces."""
+    module_cls = torch.nn.Module
+    patched = {name: module_cls.__dict__[name] for name in ("__init__", "__setstate__")}
+    try:
+        yield
+    finally:
+        torch._dynamo.reset()  # (imported by torch.compile)
+        for name, method in patched.items():
+            setattr(module_cls, name, method)
+        if "___needs_generation_tag_patch" in module_cls.__dict__:
+            delattr(module_cls, "___needs_generation_tag_patch")
+
+
+@contextlib.contextmanager
 def logged(name: str) -> Iterator[list[logging.LogRecord]]:
     """The records the logger `name` handles while the block runs (its own handler: torch's loggers do not
     propagate to the root logger that pytest's caplog watches)."""

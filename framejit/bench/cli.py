@@ -10,6 +10,7 @@ import sys
 
 import torch
 
+from framejit.backends import list_backends
 from framejit.bench import models
 from framejit.bench.report import print_report, write_files
 from framejit.bench.runner import BenchOptions, run_suite
@@ -85,13 +86,20 @@ def options_from(args: argparse.Namespace) -> BenchOptions:
     unknown = [m for m in chosen if m not in suite]
     if unknown:
         raise SystemExit(f"framejit bench: unknown model(s) {', '.join(unknown)}; choose from {', '.join(suite)}")
+    backends = _names(args.backend) or ["inductor"]
+    known = list_backends(exclude_tags=())
+    unknown_backends = [b for b in backends if b not in known]
+    if unknown_backends:  # a usage error before any model runs, not a table of failed rows
+        raise SystemExit(
+            f"framejit bench: unknown backend(s) {', '.join(unknown_backends)}; known backends: {', '.join(known)}"
+        )
     modes = _names([args.modes])
     if not modes or any(m not in MODES for m in modes):
         raise SystemExit(f"framejit bench: --modes takes {' and/or '.join(MODES)}, got {args.modes!r}")
     return BenchOptions(
         models=chosen,
         modes=modes,
-        backends=_names(args.backend) or ["inductor"],
+        backends=backends,
         compare_torch=args.compare_torch,
         iters=args.iters if args.iters is not None else (3 if args.quick else 20),
         warmup=args.warmup if args.warmup is not None else (1 if args.quick else 3),

@@ -19,7 +19,7 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 
 
 # resume code -> (the code it continues, {offset in the resume code: offset in that code}, label). The code it
-# continues is held weakly: it holds its continuations (graph_break._RESUME_CODES), and a strong reference back
+# continues is held weakly: it holds its continuations (break_resume._RESUME_CODES), and a strong reference back
 # would keep both alive for good, whatever dies.
 _ORIGINS: "WeakIdentityKeyDict[types.CodeType, tuple[weakref.ref, dict[int, int], str]]" = WeakIdentityKeyDict()
 

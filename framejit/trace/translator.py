@@ -8,6 +8,8 @@ import traceback
 import types
 from typing import Any
 
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
 from framejit import capture_policy
 from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
@@ -89,6 +91,12 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                     raise self._located(e)
             except Unsupported as e:
                 raise self._located(e)
+            except GuardOnDataDependentSymNode as e:  # a branch or a number needs an unbacked size's value
+                what = (
+                    str(e).split("(unhinted")[0].removeprefix("Could not guard on data-dependent expression").rstrip()
+                )
+                msg = f"the code needs the value of{what}, which depends on an unbacked size (data-dependent)"
+                raise self._located(Unsupported(msg, code=BreakCode.DATA_DEPENDENT)) from e
             except (AttributeError, KeyError, IndexError, TypeError, ValueError, NameError) as e:
                 raise self._located(
                     Unsupported(f"{type(e).__name__} while tracing: {e}", code=BreakCode.PYTHON_ERROR)

@@ -48,6 +48,8 @@ from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (
     ConstantResultVariable,
     DisallowedVariable,
+    GraphBreakRequestVariable,
+    SubstitutedVariable,
     TorchVariable,
     UserFunctionVariable,
     UserMethodVariable,
@@ -334,6 +336,18 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: policy.is_disallowed(v),
         guard=None,
         make=lambda tx, v, s: DisallowedVariable(v),
+    ),
+    WrapRule(
+        kind="graph break request",
+        matches=lambda v, s: policy.graph_break_request(v) is not None,
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: GraphBreakRequestVariable(v, policy.graph_break_request(v) or ""),
+    ),
+    WrapRule(
+        kind="substituted in graph",
+        matches=lambda v, s: policy.substitute_for(v) is not None,
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: SubstitutedVariable(v, policy.substitute_for(v)),
     ),
     WrapRule(
         kind="constant result",

@@ -460,6 +460,47 @@ class DisallowedVariable(Variable):
         unsupported(f"call to {name}, marked {self.reason}", BreakCode.DISALLOWED)
 
 
+class GraphBreakRequestVariable(DisallowedVariable):
+    """framejit.graph_break / torch._dynamo.graph_break: a call is a graph break whose reason names it (and its
+    message); the call then runs as Python, where it does nothing."""
+
+    def __init__(self, fn: Any, name: str) -> None:
+        super().__init__(fn)
+        self.name = name
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        msg = next(iter([*args, *kwargs.values()]), None)
+        text = msg.as_python_constant() if msg is not None and msg.is_python_constant() else ""
+        unsupported(f"graph break requested: {self.name} called{f' ({text})' if text else ''}", BreakCode.USER_BREAK)
+
+
+class SubstitutedVariable(Variable):
+    """A function with a polyfill (framejit.substitute_in_graph): a call inlines the polyfill, or, where it may be
+    folded and every argument is a constant, calls the original now."""
+
+    def __init__(self, fn: Any, substitute: Any) -> None:
+        self.fn = fn
+        self.substitute = substitute
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        values = [*args, *kwargs.values()]
+        if self.substitute.fold and all(v.is_python_constant() for v in values):
+            consts = [a.as_python_constant() for a in args]
+            try:
+                result = self.substitute.original(*consts, **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as e:  # raised where the code called it, as eager does
+                raise_observed(e)
+            return _constant(tx, result)
+        polyfill = self.substitute.polyfill
+        return tx.wrap(polyfill, ConstSource(polyfill)).call(tx, args, kwargs)
+
+
 class ConstantResultVariable(Variable):
     """A function under assume_constant_result: called now, its result becomes a constant. With `answer`, the
     call is not made and `answer` is the result (torch.compiler.is_compiling() while framejit traces)."""

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import framejit
-from framejit import eval_frame, graph_break
+from framejit import break_resume, eval_frame
 from framejit._C import _hook
 from framejit.testing import CompileCounter
 
@@ -148,7 +148,7 @@ def test_corpus_continuation_captured(name, source):
     instructions = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
     calls = [k for k, i in enumerate(instructions) if i.opname == "CALL" and i.positions.lineno == brk_line]
     after = instructions[calls[0] + 1].offset
-    resumes = [c for (offset, _, _), c in graph_break._RESUME_CODES.get(code, {}).items() if offset == after]
+    resumes = [c for (offset, _, _), c in break_resume._RESUME_CODES.get(code, {}).items() if offset == after]
     assert resumes, f"no continuation was made after brk() (offset {after}); the frame ran as Python"
     for resume in resumes:
         # a continuation inside a loop is compiled once per loop position (the rest of the loop is

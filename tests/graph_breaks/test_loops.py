@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import framejit
-from framejit import graph_break
+from framejit import break_resume
 
 from tests.graph_breaks.harness import brk, differential, observe_events
 from tests.helpers import targets
@@ -156,7 +156,7 @@ def test_long_loop_with_break_does_not_recurse():
 def test_loop_break_reuses_one_continuation():
     code = loop_while_brk.__code__
     differential(loop_while_brk, (torch.randn(3), 6), observe=observe_events)
-    assert len(graph_break._RESUME_CODES.get(code, {})) == 1, "every iteration resumes at the same place"
+    assert len(break_resume._RESUME_CODES.get(code, {})) == 1, "every iteration resumes at the same place"
 
 
 def _writes_into_rows(x):

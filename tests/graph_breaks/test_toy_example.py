@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import framejit
-from framejit import graph_break
+from framejit import break_resume
 from framejit.codeobj import code_label
 from framejit.testing import CompileCounter, EagerAndRecordGraphs
 
@@ -381,7 +381,7 @@ def test_continuations_are_reused():
     for _ in range(60):
         a, b = torch.randn(10), torch.randn(10)
         assert_equal(f(a, b), toy_example(a, b))
-    resumes = graph_break._RESUME_CODES.get(code, {})
+    resumes = break_resume._RESUME_CODES.get(code, {})
     assert len(resumes) == 2
     assert cnt.frame_count == 3
     # one continuation at the instruction after the jump (the taken branch), one at the jump's target
@@ -395,4 +395,4 @@ def test_continuations_are_reused():
     assert {int(n.split("_")[4]) for n in names} == offsets, "the name carries the offset it resumes at"
     framejit.reset()  # a new compile after reset builds no new continuation code for the same keys
     framejit.optimize(CompileCounter())(toy_example)(torch.randn(10), torch.randn(10))
-    assert len(graph_break._RESUME_CODES.get(code, {})) == 2
+    assert len(break_resume._RESUME_CODES.get(code, {})) == 2

@@ -99,10 +99,10 @@ def test_unknown_mode_or_options_fail_at_compile():
         line = line_of_next_call()
         framejit.compile(add, backend="inductor", options=["max_autotune"])
     raised_at_this_call(info, line)
-    with pytest.raises(ValueError, match="backend 'eager' does not take mode/options") as info:
+    with pytest.warns(framejit.exc.FramejitWarning, match="backend 'eager' takes no mode or options") as record:
         line = line_of_next_call()
         framejit.compile(add, backend="eager", mode="reduce-overhead")
-    raised_at_this_call(info, line)
+    assert [(os.path.abspath(w.filename), w.lineno) for w in record] == [(HERE, line)]
 
 
 def test_bad_framejit_logs_section(monkeypatch):
