@@ -3,9 +3,10 @@ the frame again as Python where the graph raises (`as_eager/rerun.py`)."""
 
 from __future__ import annotations
 
+import contextlib
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from bytecode import CellVar, Instr, Label, TryBegin, TryEnd
 
@@ -42,6 +43,29 @@ class PyCodegen:
         self.temps: list[str] = []
         self._built: dict[int, str] = {}
         self._pinned: dict[int, str] = {}  # id(var) -> the temporary its source was loaded into (pin)
+        self._shared: dict[str, str] | None = None  # while loading a graph's inputs: expensive loads, by name
+
+    @contextlib.contextmanager
+    def sharing_loads(self) -> Iterator[None]:
+        """Within: a load that asks to be shared (`shared`) is made once, into a temporary; no user code runs
+        between the loads (a graph's inputs), so what they read cannot change."""
+        self._shared = {}
+        try:
+            yield
+        finally:
+            self._shared = None
+
+    def shared(self, key: str, emit: Callable[[], None]) -> None:
+        """Emit `emit`'s load, or, within sharing_loads, reload what it loaded the first time."""
+        if self._shared is None:
+            emit()
+        elif key in self._shared:
+            self.emit("LOAD_FAST", self._shared[key])
+        else:
+            emit()
+            self.emit("COPY", 1)
+            self._shared[key] = self.new_temp()
+            self.emit("STORE_FAST", self._shared[key])
 
     def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
         if opname in ("LOAD_DEREF", "STORE_DEREF", "LOAD_CLOSURE") and isinstance(arg, str):

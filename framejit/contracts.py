@@ -302,6 +302,9 @@ class Emitter(Protocol):
 
     def emit_const(self, value: Any) -> None: ...
 
+    def shared(self, key: str, emit: Callable[[], None]) -> None:
+        """Emit `emit`'s load, made once where loads are shared (a graph's inputs)."""
+
     def call(self, nargs: int, kw_names: tuple[str, ...] = ()) -> None: ...
 
     def load(self, var: Variable) -> None:

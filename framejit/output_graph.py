@@ -418,15 +418,17 @@ class OutputGraph:
                 graph_fn = _requiring_grad(graph_fn, detached)
             written = inputs_written(self.graph, unversioned)
             if written:
-                graph_fn = checking_writes(graph_fn, written, unversioned)
+                numel = sum(self.inputs[i].value.numel() for i in written)
+                graph_fn = checking_writes(graph_fn, written, unversioned, numel)
             # the graph runs with capture off: what it calls (allow_in_graph functions) is not compiled again
             start = len(cg.instructions)
             cg.emit("PUSH_NULL")
             cg.emit_const(_hook.call_with_callback)
             cg.emit_const(None)
             cg.emit_const(graph_fn)
-            for graph_input in self.inputs:
-                graph_input.source.reconstruct(cg)
+            with cg.sharing_loads():
+                for graph_input in self.inputs:
+                    graph_input.source.reconstruct(cg)
             cg.call(len(self.inputs) + 2)
             cg.emit("STORE_FAST", GRAPH_OUT)
             if written is not None:

@@ -233,10 +233,13 @@ class DictListSource(DerivedSource):
         return program.call(self.base, _DICT_LISTS[self.part])
 
     def reconstruct(self, cg: Emitter) -> None:
-        cg.emit("PUSH_NULL")
-        cg.emit_const(_DICT_LISTS[self.part])
-        self.base.reconstruct(cg)
-        cg.call(1)
+        def load() -> None:
+            cg.emit("PUSH_NULL")
+            cg.emit_const(_DICT_LISTS[self.part])
+            self.base.reconstruct(cg)
+            cg.call(1)
+
+        cg.shared(self.name(), load)  # one list for all the values a graph reads of it
 
 
 def _dict_keys_list(d: dict) -> list:

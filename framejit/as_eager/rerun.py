@@ -93,10 +93,13 @@ def keeping_versions(graph_fn: Callable[..., Any], positions: frozenset[int]) ->
 # inputs the graph writes into that are copied before each call (so that a failed call can be undone) when this
 # small: a BatchNorm's statistics and `num_batches_tracked`, counters, small state
 _SNAPSHOT_NUMEL = 16384
+# ...and the most elements all the written inputs may have together: a graph that writes more (an optimizer step
+# over a model's parameters and state) is not copied at every call, and an exception it raises is not undone
+_SNAPSHOT_TOTAL = 65536
 
 
 def checking_writes(
-    graph_fn: Callable[..., Any], positions: list[int], unversioned: frozenset[int]
+    graph_fn: Callable[..., Any], positions: list[int], unversioned: frozenset[int], numel: int = 0
 ) -> Callable[..., Any]:
     """`graph_fn`, undoing what it wrote into its inputs at `positions` if it raises: small inputs outside
     autograd (buffers; parameters under no_grad) are copied before the call and put back; small inputs autograd
@@ -109,7 +112,10 @@ def checking_writes(
 
     The copies of dense CPU tensors are one C++ call (`_C/tensor_state.cpp`: the bytes of all of them, and every
     input's version); others (another device, a tensor subclass) take `_foreach_copy_` into buffers kept per
-    thread."""
+    thread. Where the written inputs have more than _SNAPSHOT_TOTAL elements in all (`numel`, when compiled),
+    nothing is copied: an exception is marked as having written them."""
+    if numel > _SNAPSHOT_TOTAL:
+        return _marking_writes(graph_fn)
     kept = threading.local()
 
     def run(*args: Any) -> Any:
@@ -132,6 +138,17 @@ def checking_writes(
             for k in changed:
                 if snapshot.has(k):
                     snapshot.put_back(k)
+            raise
+
+    return run
+
+
+def _marking_writes(graph_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        try:
+            return graph_fn(*args)
+        except Exception as e:
+            e._framejit_wrote_inputs = True
             raise
 
     return run

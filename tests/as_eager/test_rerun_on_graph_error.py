@@ -370,3 +370,28 @@ def test_what_a_graph_wrote_before_it_raised_is_put_back_whatever_its_layout(mak
     assert not getattr(raised.value, "_framejit_wrote_inputs", False)  # all put back: the frame may run again
     torch.testing.assert_close((state, other), before, rtol=0, atol=0)
     assert state._version > 0  # a put-back moves the version as eager's copy_ would
+
+
+def _writes_many_small_inputs(tensors, idx):
+    for t in tensors:
+        t.add_(1)
+    LOG.append("in")
+    return tensors[0][idx]
+
+
+def test_a_graph_writing_more_than_the_snapshot_budget_is_not_copied_nor_run_again():
+    """Small inputs each, but more than _SNAPSHOT_TOTAL elements in all (an optimizer step's parameters and state):
+    not copied at every call, so an exception after the writes is eager's, with the writes done once."""
+    from framejit.as_eager.rerun import _SNAPSHOT_NUMEL, _SNAPSHOT_TOTAL
+
+    n = _SNAPSHOT_TOTAL // _SNAPSHOT_NUMEL + 1
+    LOG[:] = []
+    tensors, eager = [torch.zeros(_SNAPSHOT_NUMEL) for _ in range(n)], [torch.zeros(_SNAPSHOT_NUMEL) for _ in range(n)]
+    compiled = framejit.compile(_writes_many_small_inputs, backend="eager")
+    compiled(tensors, torch.tensor([0]))
+    _writes_many_small_inputs(eager, torch.tensor([0]))
+    for ts in (eager, tensors):
+        with pytest.raises(IndexError):
+            (_writes_many_small_inputs if ts is eager else compiled)(ts, torch.tensor([_SNAPSHOT_NUMEL]))
+    assert all(torch.equal(a, b) for a, b in zip(tensors, eager))  # added twice in all, as in eager
+    assert LOG == ["in", "in", "in"]  # the compiled frame's failing call did not run again as Python
