@@ -24,7 +24,12 @@ accumulated_cache_size_limit: int = 256  # compiled entries per code object for 
 suppress_errors: bool = False  # backend failures warn and fall back instead of raising
 warn_on_fallback: bool = True  # warn (exc.BackendFallbackWarning) when a backend runs a graph as its torch ops
 inline_depth_limit: int = 32  # nested user-function inlining depth before Unsupported
-instruction_budget: int = 100_000  # symbolic instructions per compiled frame (inlined calls included)
+instruction_budget: int = 1_000_000  # symbolic instructions per compiled frame (inlined calls included): a
+#   Python loop is unrolled into the graph up to it (about 3 s of tracing), then runs as Python
+capture_scalar_outputs: bool = False  # `.item()` (and tolist) stays in the graph as an unbacked symbol instead of
+#   a graph break, as torch.compile's setting of that name (always so under fullgraph=True)
+capture_dynamic_output_shape_ops: bool = False  # nonzero, masked_select, unique... stay in the graph with an
+#   unbacked size instead of a graph break (always so under fullgraph=True)
 
 _NAMES = (
     "debug",
@@ -39,6 +44,8 @@ _NAMES = (
     "warn_on_fallback",
     "inline_depth_limit",
     "instruction_budget",
+    "capture_scalar_outputs",
+    "capture_dynamic_output_shape_ops",
 )
 
 
@@ -55,6 +62,8 @@ class Options:
     warn_on_fallback: bool
     inline_depth_limit: int
     instruction_budget: int
+    capture_scalar_outputs: bool
+    capture_dynamic_output_shape_ops: bool
     dynamic_shapes: bool
     automatic_dynamic_shapes: bool
 

@@ -113,7 +113,14 @@ def convert_frame(
     With `break_at` (how a first trace failed), the trace stops before that instruction: a graph break."""
     code = fn.__code__
     output = OutputGraph(
-        fn.__globals__, options, TraceShapes(options.dynamic(compiler.dynamic), code, data_dependent=nopython)
+        fn.__globals__,
+        options,
+        TraceShapes(
+            options.dynamic(compiler.dynamic),
+            code,
+            scalar_outputs=nopython or options.capture_scalar_outputs,
+            dynamic_output_shapes=nopython or options.capture_dynamic_output_shape_ops,
+        ),
     )
     graph_names: list[str] = []
     graph_fates: list[fate.GraphFate] = []

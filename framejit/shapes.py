@@ -45,13 +45,15 @@ class _TokenSource(TorchSource):
 class TraceShapes:
     """The shape environment of one trace and its symbolic inputs."""
 
-    def __init__(self, dynamic: bool | None, code: Any, data_dependent: bool = False) -> None:
+    def __init__(
+        self, dynamic: bool | None, code: Any, scalar_outputs: bool = False, dynamic_output_shapes: bool = False
+    ) -> None:
         self.dynamic = dynamic
         self.code = code
         # Ops whose output size depends on data (nonzero, masking, unique) and numbers read out of tensors get
-        # unbacked symbols only when the graph must be whole (fullgraph, export); elsewhere they are graph breaks
-        # (fake execution raises), as in torch.compile by default.
-        self.env = ShapeEnv(allow_dynamic_output_shape_ops=data_dependent, allow_scalar_outputs=data_dependent)
+        # unbacked symbols when the graph must be whole (fullgraph, export) or the settings ask for them; elsewhere
+        # they are graph breaks (fake execution raises), as in torch.compile by default.
+        self.env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes, allow_scalar_outputs=scalar_outputs)
         self.fake_mode = FakeTensorMode(shape_env=self.env)
         self.tokens: dict[str, Source] = {}  # token -> the input's source
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []

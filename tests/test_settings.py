@@ -11,7 +11,7 @@ import torch
 
 import framejit
 from framejit import logs
-from framejit.testing import CompileCounter, same
+from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
 
 def with_break(x):
@@ -143,3 +143,46 @@ def test_misspelt_framejit_logs_fails_at_import():
     proc = subprocess.run([sys.executable, "-c", "import framejit"], env=env, capture_output=True, text=True)
     assert proc.returncode != 0
     assert "unknown section(s) 'recompile'" in proc.stderr and "recompiles" in proc.stderr
+
+
+def _scaled_by_its_sum(x):
+    n = x.sum().item()
+    return x * n + 1
+
+
+def _positives(x):
+    return torch.nonzero(x > 0).float().sum() + x.sum()
+
+
+@pytest.mark.parametrize(
+    ("fn", "setting"),
+    [(_scaled_by_its_sum, "capture_scalar_outputs"), (_positives, "capture_dynamic_output_shape_ops")],
+)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_data_dependent_values_stay_in_the_graph_where_the_setting_asks(fn, setting, backend):
+    x = torch.randn(6)
+    assert framejit.explain(fn)(x).break_reasons  # by default: a graph break, as torch.compile's
+    counter = CompileCounterWithBackend(backend)
+    with framejit.config.patch(**{setting: True}):
+        compiled = framejit.compile(fn, backend=counter)
+        for _ in range(3):
+            x = torch.randn(6)
+            torch.testing.assert_close(compiled(x), fn(x))
+        assert framejit.explain(fn)(x).break_reasons == []
+    assert counter.frame_count == 1  # one graph, for every value
+
+
+@pytest.mark.slow
+def test_the_default_budget_takes_a_loop_of_ten_thousand_iterations():
+    """Over 100,000 instructions (the old budget): one graph, as torch.compile unrolls it."""
+
+    def loop(x, n):
+        total = x
+        for i in range(n):
+            total = total + i
+        return total
+
+    counter = CompileCounter()
+    x = torch.randn(2)
+    assert same(framejit.compile(loop, backend=counter)(x, 12_000), loop(x, 12_000))
+    assert counter.frame_count == 1
