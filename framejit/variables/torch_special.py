@@ -15,7 +15,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.op_effects import in_place_name, op_name
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import ListVariable
+from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.tensor import META_METHODS, TensorVariable
 
 
@@ -291,7 +291,44 @@ def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[
             return tx.output.call_graph_op(tx, "call_function", torch.zeros, [ConstantVariable(0)], int64)
         scalars = [tx.output.call_graph_op(tx, "call_function", torch.scalar_tensor, [s], int64) for s in sizes]
         return tx.output.call_graph_op(tx, "call_function", torch.stack, [ListVariable(scalars)], {})
+    if fn in (torch.tensor, torch.as_tensor) and args and _holds_symbolic(tx, args[0]):
+        return _tensor_of_symbolic(tx, args[0], kwargs)
     return tx.output.call_graph_op(tx, "call_function", fn, args, kwargs)
+
+
+def _holds_symbolic(tx: Tracer, data: Variable) -> bool:
+    from framejit.variables.symbolic import SymbolicVariable
+
+    if isinstance(data, SymbolicVariable):
+        return True
+    return isinstance(data, (ListVariable, TupleVariable)) and any(_holds_symbolic(tx, v) for v in data.items)
+
+
+def _tensor_of_symbolic(tx: Tracer, data: Variable, kwargs: dict[str, Variable]) -> Variable:
+    """torch.tensor(data) of symbolic numbers (`torch.tensor([t])` of a timestep that changes every call): each
+    number a 0-d tensor, stacked, in the dtype eager infers (int64 for ints, the default dtype for floats), as
+    fake execution of torch.tensor would fix each number to its value."""
+    if set(kwargs) - {"dtype", "device"}:
+        unsupported(f"torch.tensor of symbolic numbers with {sorted(kwargs)}", BreakCode.GRAPH_ARG)
+
+    def leaves(v: Variable) -> list[Variable]:
+        return [x for item in v.items for x in leaves(item)] if isinstance(v, (ListVariable, TupleVariable)) else [v]
+
+    dtype = kwargs.get("dtype")
+    if dtype is None or dtype.as_python_constant() is None:
+        floating = any(issubclass(v.python_type(), float) for v in leaves(data))
+        dtype = ConstantVariable(torch.get_default_dtype() if floating else torch.int64)
+    options = {"dtype": dtype, **({"device": kwargs["device"]} if "device" in kwargs else {})}
+
+    def build(v: Variable) -> Variable:
+        if isinstance(v, (ListVariable, TupleVariable)):
+            if not v.items:
+                unsupported("torch.tensor of an empty list among symbolic numbers", BreakCode.GRAPH_ARG)
+            parts = ListVariable([build(item) for item in v.items])
+            return tx.output.call_graph_op(tx, "call_function", torch.stack, [parts], {})
+        return tx.output.call_graph_op(tx, "call_function", torch.scalar_tensor, [v], options)
+
+    return build(data)
 
 
 def _assert_all(tx: Tracer, cond: TensorVariable) -> Variable:
