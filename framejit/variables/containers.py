@@ -240,10 +240,27 @@ class SetVariable(Variable):
             return ConstantVariable(args[0].as_python_constant() in self.values)
         if name == "__len__":
             return ConstantVariable(len(self.values))
-        if name in ("add", "discard", "remove", "update", "clear"):
-            if self.source is not None or self.py_type is frozenset:
-                unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
-            tx.output.side_effects.note_write(self.born)
+        if name in (
+            "add",
+            "discard",
+            "remove",
+            "update",
+            "clear",
+            "pop",
+            "difference_update",
+            "intersection_update",
+            "symmetric_difference_update",
+        ):
+            if self.py_type is frozenset:
+                unsupported(f"'frozenset' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
+            if name == "remove" and args and args[0].as_python_constant() not in self.values:
+                raise_observed(KeyError(args[0].as_python_constant()), BreakCode.CONTAINER_METHOD)
+            if name == "pop":
+                if not self.values:
+                    raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
+                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
+            # one from outside: its new contents are put in it after the graph (clear, then update)
+            tx.output.side_effects.mutated_container(self)
             if name == "update":
                 for arg in args:
                     self.values.update(v.as_python_constant() for v in arg.unpack(tx))
@@ -252,6 +269,9 @@ class SetVariable(Variable):
             return ConstantVariable(None)
         result = getattr(self.as_python_constant(), name)(*const_args(args, f"set.{name}"))
         return tx.wrap_constant(result)
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        clear_and_update(cg, self, temp)
 
     def rebuild(self, cg: Emitter) -> None:
         if self.py_type is frozenset:
@@ -400,6 +420,17 @@ def _advanced_iterator(iterable: Any, position: int) -> Any:
     iterator = iter(iterable)
     iterator.__setstate__(position)
     return iterator
+
+
+def clear_and_update(cg: Emitter, var: Variable, temp: str) -> None:
+    """source.clear(); source.update(temp): a dict or set from outside given the contents the trace left in it."""
+    for method, args in (("clear", ()), ("update", (temp,))):
+        cg.load_source(var)
+        cg.emit("LOAD_METHOD", method)
+        for arg in args:
+            cg.emit("LOAD_FAST", arg)
+        cg.call(len(args))
+        cg.emit("POP_TOP")
 
 
 def bound_method(obj: Variable, name: str) -> "BoundMethod":

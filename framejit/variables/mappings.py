@@ -16,7 +16,7 @@ from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, DictItemSource, DictListSource, ItemSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key, key_variable
-from framejit.variables.containers import IteratorVariable, TupleVariable, _born, bound_method
+from framejit.variables.containers import IteratorVariable, TupleVariable, _born, bound_method, clear_and_update
 
 
 _COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
@@ -154,13 +154,7 @@ class DictVariable(Variable):
             cg.call(2 if self.default_factory is not None else 1)
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
-        for method, args in (("clear", ()), ("update", (temp,))):  # source.clear(); source.update(temp)
-            cg.load_source(self)
-            cg.emit("LOAD_METHOD", method)
-            for arg in args:
-                cg.emit("LOAD_FAST", arg)
-            cg.call(len(args))
-            cg.emit("POP_TOP")
+        clear_and_update(cg, self, temp)
 
     def is_python_constant(self) -> bool:
         return all(v.is_python_constant() and not isinstance(k, IdentityKey) for k, v in self.items.items())

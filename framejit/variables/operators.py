@@ -16,7 +16,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, TupleVariable, BaseListVariable
-from framejit.variables.mappings import DictVariable
+from framejit.variables.mappings import DictVariable, DictViewVariable
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.symbolic import SymbolicVariable, numpy_result_type
 from framejit.variables.tensor import TensorVariable
@@ -96,6 +96,8 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
                 return tx.wrap_constant(numpy_type(result.as_python_constant()))
         return result
     args = [_as_tuple_variable(a) for a in args]  # `() + (h,)`: a constant tuple grown by traced items
+    if fn in _SET_LIKE and any(isinstance(a, DictViewVariable) and a.kind != "values" for a in args):
+        args = [_view_as_set(tx, a) for a in args]  # keys and items views compare and combine as sets
     shared = _container_operator(tx, fn, args)
     if shared is not None:
         return shared
@@ -252,9 +254,30 @@ def _sequence_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable])
         return ConstantVariable(not a.truth(tx))
     if fn in (operator.eq, operator.ne) and b is not None:
         same = _same_object(tx, a, b)
-        if same is not None and not isinstance(a, (BaseListVariable, DictVariable)):
+        # two objects are unequal by identity only where neither type has an __eq__ of its own
+        if same is not None and (same or _eq_is_identity(a) and _eq_is_identity(b)):
             return ConstantVariable(same if fn is operator.eq else not same)
     unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", BreakCode.OPERATOR)
+
+
+def _eq_is_identity(value: Variable) -> bool:
+    return lookup_class_attr(value.python_type(), "__eq__")[1] is object.__eq__
+
+
+_SET_LIKE = frozenset(
+    {operator.and_, operator.or_, operator.sub, operator.xor, operator.eq, operator.ne}
+    | {operator.lt, operator.le, operator.gt, operator.ge}
+)
+
+
+def _view_as_set(tx: Tracer, value: Variable) -> Variable:
+    """A keys or items view as the set of constants it holds (what its set operators see); others unchanged."""
+    if not isinstance(value, DictViewVariable) or value.kind == "values":
+        return value
+    items = value.unpack(tx)
+    if not all(v.is_python_constant() for v in items):
+        unsupported(f"set operators on a dict_{value.kind} view of non-constant items", BreakCode.OPERATOR)
+    return SetVariable(items)
 
 
 def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
