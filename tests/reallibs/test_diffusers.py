@@ -18,7 +18,6 @@ from tests.reallibs.compare import (
     import_or_skip,
     run_framejit,
     run_torch_compile,
-    worse_than_torch_compile,
 )
 from tests.reliability.many_calls import CALLS, inputs_for, one_thread  # noqa: F401 (a fixture)
 
@@ -27,14 +26,7 @@ diffusers = import_or_skip("diffusers")
 STEPS = 3
 TOL = {"rtol": 1e-4, "atol": 1e-5}
 # graphs after each of the 3 denoising steps
-UNET_LOOP_GRAPHS = {"framejit": [1, 2, 3], "torch.compile": [1, 2, 2]}
-UNET_LOOP_GAP = (
-    "timesteps 666, 333, 0 reach the UNet's frame (diffusers' apply_lora_scale wrapper(self, *args, **kwargs)) as "
-    "L['args'][1]; framejit's recompile at step 2 (\"L['args'][1]: value changed to 333\") makes it a graph input "
-    "but still guards it by value, so step 3 recompiles (\"L['args'][1]: value changed to 0 (failed "
-    "`L['args'][1] == 333`)\", which framejit misreports as a NameError on the guard of a dict keyed by "
-    "torch.float64); framejit.explain: one graph, no break. torch.compile's symbolic int holds"
-)
+UNET_LOOP_GRAPHS = {"framejit": [1, 2, 2], "torch.compile": [1, 2, 2]}  # the timestep is symbolic from step 2
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +116,6 @@ def test_unet_denoising_loop_matches_eager():
 
 
 @pytest.mark.slow
-@worse_than_torch_compile(UNET_LOOP_GAP)
 def test_unet_denoising_loop_graphs_against_torch_compile():
     unet = tiny_unet()
     want = [step(unet) for step in denoising_steps()]
@@ -173,7 +164,8 @@ def test_vae_graphs_against_torch_compile():
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_unet_called_100_times_with_the_loop_s_timesteps():
-    """The three timesteps of the loop, over and over: three graphs (see UNET_LOOP_GAP), then none."""
+    """The three timesteps of the loop, over and over: two graphs (the timestep symbolic from the second), then
+    none."""
     unet = tiny_unet()
     scheduler = diffusers.DDIMScheduler(num_train_timesteps=1000)
     scheduler.set_timesteps(STEPS)
@@ -191,7 +183,7 @@ def test_unet_called_100_times_with_the_loop_s_timesteps():
             torch.testing.assert_close(got, want, **TOL, msg=lambda m: f"call {call}: {m}")
             if call == len(timesteps) - 1:
                 warm = counter.frame_count
-    assert counter.frame_count == warm == len(timesteps)
+    assert counter.frame_count == warm == UNET_LOOP_GRAPHS["framejit"][-1]
 
 
 @pytest.mark.slow
