@@ -364,7 +364,13 @@ def explain_failure(
     closure = {name: cell for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())}
     closure.update((name, cell) for name, cell in zip(argnames, args) if name in passed_cells(fn.__code__))
     ns = dict(
-        HELPERS, **constants, L=dict(zip(argnames, args)), G=fn.__globals__, C=_CellContents(closure), M=_ModuleDicts()
+        HELPERS,
+        **constants,
+        L=dict(zip(argnames, args)),
+        G=fn.__globals__,
+        C=_CellContents(closure),
+        M=_ModuleDicts(),
+        torch=torch,  # (a key written `torch.float64` in a name)
     )
     for guard in guards:
         for check, text in zip(guard.checks, guard.code_list, strict=True):
@@ -372,7 +378,9 @@ def explain_failure(
                 actual = eval(check.over(guard.name), ns)
                 expected = eval(check.expected.name(), ns) if isinstance(check.expected, Source) else check.expected
                 ok = bool(_HOLDS[check.op](actual, expected))
-            except Exception as e:  # a missing name or attribute is a failed guard
+            except (NameError, SyntaxError):  # a name written for reading (a key's repr), not for evaluating
+                break
+            except Exception as e:  # a missing attribute or key is a failed guard
                 return guard, f"{guard.name or guard.kind}: {type(e).__name__}: {e}"
             if not ok:
                 return guard, _describe(guard, check, text, actual, ns)

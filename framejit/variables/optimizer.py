@@ -49,13 +49,10 @@ class _EagerInitGroup(Variable):
         self.opt = opt
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        opt = self.opt.value
-        if id(opt.state) not in tx.output.wrapped_by_id:  # else the trace holds the state as it read it
-            try:
-                return _run_eagerly(tx, self.opt, args, kwargs)
-            except _CannotRunEagerly:
-                pass
-        return UserObjectVariable.var_getattr(self.opt, tx, "_init_group").call(tx, args, kwargs)
+        try:
+            return _run_eagerly(tx, self.opt, args, kwargs)
+        except _CannotRunEagerly:
+            return UserObjectVariable.var_getattr(self.opt, tx, "_init_group").call(tx, args, kwargs)
 
 
 def _run_eagerly(tx: Tracer, var: OptimizerVariable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -78,6 +75,18 @@ def _run_eagerly(tx: Tracer, var: OptimizerVariable, args: Sequence[Variable], k
 
     real_args = [real(a) for a in args]
     real_kwargs = {k: real(v) for k, v in kwargs.items()}
+    if id(opt.state) in tx.output.wrapped_by_id:
+        # the trace holds the state as it read it: only a group whose state is all there (made by the first
+        # call, below) runs for real, which then only fills the lists
+        group = real_args[0] if real_args else None
+        params = group.get("params", ()) if isinstance(group, dict) else ()
+        if kwargs or any(p.grad is not None and not opt.state.get(p) for p in params):
+            raise _CannotRunEagerly
+    elif not kwargs and all(isinstance(a, list) for a in real_args[1:]):
+        # the first: every group's state is made now, so the state the trace reads is the one every step sees
+        for group in opt.param_groups:
+            if group is not real_args[0]:
+                opt._init_group(group, *[[] for _ in real_args[1:]])
     result = opt._init_group(*real_args, **real_kwargs)
     # what it put in the lists, as the trace knows them: parameters, their grads, the state it read or made
     tx.wrap(opt.state, AttrSource(var.source, "state"))

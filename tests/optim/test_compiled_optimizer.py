@@ -130,3 +130,24 @@ def test_a_compiled_step_under_aot_eager_equals_eager():
     _train(model, opt, framejit.compile(opt.step, backend="aot_eager"))
     for got, expected in zip(model.parameters(), eager_model.parameters()):
         torch.testing.assert_close(got, expected, **CLOSE)
+
+
+def test_two_parameter_groups_are_one_graph_from_the_first_step():
+    """The first step makes every group's state before the trace reads it: no recompile at the second step."""
+
+    def make():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+        decay = [p for n, p in model.named_parameters() if n.endswith("weight")]
+        rest = [p for n, p in model.named_parameters() if not n.endswith("weight")]
+        groups = [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}]
+        return model, torch.optim.AdamW(groups, lr=0.01)
+
+    eager_model, eager_opt = make()
+    model, opt = make()
+    counter = CompileCounter()
+    _train(eager_model, eager_opt, eager_opt.step)
+    _train(model, opt, framejit.compile(opt.step, backend=counter))
+    assert counter.frame_count == 1
+    for got, expected in zip(model.parameters(), eager_model.parameters()):
+        torch.testing.assert_close(got, expected, **CLOSE)
