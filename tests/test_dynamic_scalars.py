@@ -31,3 +31,14 @@ def test_a_tensor_made_of_a_changing_int_compiles_twice_at_most(make):
         got, expected = compiled(torch.ones(2, 2), t), step(torch.ones(2, 2), t)
         assert torch.equal(got, expected) and got.dtype == expected.dtype
     assert counter.frame_count == 2  # the first value, then one graph for every value (as torch.compile)
+
+
+def test_an_int_passed_through_star_args_becomes_symbolic_after_it_changes():
+    def f(x, *args):
+        return x + args[0] * args[1]
+
+    counter = CompileCounter()
+    compiled = framejit.compile(f, backend=counter)
+    for t in (999, 666, 333, 5):
+        assert torch.equal(compiled(torch.ones(2), t, 2), f(torch.ones(2), t, 2))
+    assert counter.frame_count == 2  # as torch.compile: the first value, then one graph for all

@@ -82,7 +82,7 @@ class CallOps(FrameState):
         value = self.pop()
         if self.code.co_flags & inspect.CO_GENERATOR:  # the caller gets what it yielded; `yield from` what it returned
             returned, value = value, IteratorVariable(self.generated)
-            value.returned = returned
+            value.returned, value.from_generator = returned, True
         raise ReturnValue(value)
 
     @handles("RETURN_GENERATOR")

@@ -141,6 +141,25 @@ _PROFILER_CONTEXTS = (
 )
 
 
+def _is_torch_compiles_module_init(value: types.FunctionType) -> bool:
+    code = value.__code__
+    return (
+        code.co_name == "patched_init"
+        and code.co_filename.endswith(os.path.join("torch", "_dynamo", "mutation_guard.py"))
+        and "init" in code.co_freevars
+    )
+
+
+def _ints_of_an_argument(value: Any, source: Source | None) -> bool:
+    """A tuple argument holding ints (`*args` with a timestep): read item by item, so that an int that changes
+    between calls becomes symbolic like any int argument, rather than the tuple being guarded whole."""
+    return (
+        type(value) is tuple
+        and isinstance(source, LocalSource)
+        and any(type(v) is int or is_numpy_integer(v) for v in value)
+    )
+
+
 def _through_attribute(source: Source) -> bool:
     while isinstance(source, DerivedSource):
         if isinstance(source, (AttrSource, GenericAttrSource)):
@@ -180,7 +199,7 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         symbolic = tx.output.add_int_input(source, value, automatic_only=_through_attribute(source))
         if symbolic is not None:
             return symbolic
-    if is_literal(value):
+    if is_literal(value) and not _ints_of_an_argument(value, source):
         singleton = value is None or isinstance(value, (bool, type(Ellipsis)))
         _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)
         return ConstantVariable(value, source)
@@ -275,6 +294,15 @@ def _wrap_function(tx: Tracer, value: types.FunctionType, source: Source | None)
     if hasattr(value, "_framejit_orig"):  # optimize()/run() of a function called in a trace: this compile
         _guard(tx, source, GuardKind.ID_MATCH, value)  # takes what it wraps (the outermost context wins)
         return wrap_value(tx, value._framejit_orig, AttrSource(source, "_framejit_orig") if source else None)
+    if _is_torch_compiles_module_init(value):
+        # once torch.compile has run, TorchDynamo's wrapper of nn.Module.__init__ (it tags the module for its own
+        # bookkeeping, then calls the original): the trace calls the original, from the wrapper's closure
+        _guard(tx, source, GuardKind.ID_MATCH, value)
+        index = value.__code__.co_freevars.index("init")
+        cell = ItemSource(AttrSource(source, "__closure__"), index) if source else None
+        return wrap_value(
+            tx, value.__closure__[index].cell_contents, AttrSource(cell, "cell_contents") if cell else None
+        )
     if getattr(value, "__script_if_tracing_wrapper", False):  # @torch.jit.script_if_tracing outside a jit
         _guard(tx, source, GuardKind.ID_MATCH, value)  # trace calls the function it wraps
         return wrap_value(tx, value.__original_fn, AttrSource(source, "__original_fn") if source else None)

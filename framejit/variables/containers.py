@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -316,6 +317,7 @@ class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
     returned: Variable | None = None  # an inlined generator's return value (`x = yield from gen`)
+    from_generator = False  # what an inlined generator yielded: it is a generator to the program
 
     rebuilt_once = True
 
@@ -362,7 +364,7 @@ class IteratorVariable(Variable):
         return [] if self._exhausted else self._all()[self._next :]
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return types.GeneratorType if self.from_generator else type(iter(()))
 
     def children(self) -> list[Variable]:
         return list(self.items)
@@ -391,13 +393,23 @@ class IteratorVariable(Variable):
         self._next += 1
         return items[self._next - 1]
 
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if name == "__next__" or self.from_generator and name in ("send", "close", "throw"):
+            return BoundMethod(self, name)
+        return super().var_getattr(tx, name)
+
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__next__":
             item = self.next()
             if item is None:
                 unsupported("StopIteration from next()", BreakCode.ITER)
             return item
-        unsupported(f"iterator.{name}", BreakCode.ITER)
+        if self.from_generator and name == "send" and len(args) == 1 and args[0].as_python_constant() is None:
+            return self.call_method(tx, "__next__", [], {})  # send(None) is next()
+        if self.from_generator and name == "close" and not args:
+            self._exhausted = True  # (a generator with effects is never run ahead: closing one only stops it)
+            return ConstantVariable(None)
+        unsupported(f"{'generator' if self.from_generator else 'iterator'}.{name}", BreakCode.ITER)
 
     def rebuild(self, cg: Emitter) -> None:
         if self.live is not None and self.exhausted:
@@ -409,10 +421,20 @@ class IteratorVariable(Variable):
             cg.emit_const(self.position)
             cg.call(2)
         else:
+            if self.from_generator:  # a generator over what it has left to yield (close, send, throw work)
+                cg.emit("PUSH_NULL")
+                cg.emit_const(_generator_over)
             for item in self.items:
                 cg.load(item)
             cg.emit("BUILD_TUPLE", len(self.items))
-            cg.emit("GET_ITER")
+            if self.from_generator:
+                cg.call(1)
+            else:
+                cg.emit("GET_ITER")
+
+
+def _generator_over(items: tuple) -> Any:
+    yield from items
 
 
 def _advanced_iterator(iterable: Any, position: int) -> Any:

@@ -2,6 +2,9 @@
 expressions are), `yield from` included; one that writes state that existed before it is a graph break, since
 Python would run it lazily, interleaved with its consumer."""
 
+import types
+
+import pytest
 import torch
 
 import framejit
@@ -62,3 +65,40 @@ def test_a_generator_with_side_effects_breaks_and_matches_eager():
     got = framejit.optimize("eager")(fn)(x)
     assert log == want_log == [0, "consumer", 1, "consumer", 2, "consumer"]
     assert all(same(a, b) for a, b in zip(got, want))
+
+
+def _counting():
+    yield 1
+    yield 2
+    yield 3
+
+
+def closes_its_generator(x):
+    it = _counting()
+    first = next(it)
+    it.close()
+    return x + first + sum(it)  # a closed generator yields nothing more
+
+
+def sends_none(x):
+    it = _counting()
+    next(it)
+    return x + it.send(None)
+
+
+@pytest.mark.parametrize("fn", [closes_its_generator, sends_none])
+def test_generator_methods_on_a_generator_made_in_the_trace(fn):
+    assert same(framejit.compile(fn, backend="eager")(torch.ones(2)), fn(torch.ones(2)))
+    assert framejit.explain(fn)(torch.ones(2)).break_reasons == []
+
+
+def test_a_generator_alive_across_a_break_is_still_a_generator():
+    def f(x):
+        it = _counting()
+        next(it)
+        print("a break")
+        is_generator = isinstance(it, types.GeneratorType)
+        it.close()
+        return x + is_generator + len(list(it))
+
+    assert same(framejit.compile(f, backend="eager")(torch.ones(2)), f(torch.ones(2)))

@@ -84,3 +84,26 @@ def test_guards_and_reloads_do_not_run_the_subclass_getitem():
     LOOKUPS.clear()
     torch.testing.assert_close(compiled(x), fn(x))  # compiled: the lookup is replayed once, as in eager
     assert LOOKUPS == ["scaled", "scaled"]
+
+
+def test_a_module_made_in_the_trace_after_torch_compile_ran_in_the_process():
+    """torch.compile wraps nn.Module.__init__ for the whole process: the trace calls the original it wraps."""
+    from tests.helpers import torch_compile_side_by_side
+
+    class Scale(torch.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+
+        def forward(self, x):
+            return x * self.k
+
+    def f(x):
+        return Scale(3)(x) + 1
+
+    with torch_compile_side_by_side():
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+        assert torch.nn.Module.__init__.__name__ == "patched_init"
+        explained = framejit.explain(f)(torch.ones(2))
+        assert (explained.graph_count, explained.break_reasons) == (1, [])
+        assert torch.equal(framejit.compile(f, backend="eager")(torch.ones(2)), torch.full((2,), 4.0))
