@@ -29,6 +29,7 @@ class FrameState:
     current: Inst | None
     kw_names: tuple[str, ...]  # KW_NAMES' names, for the CALL that follows
     generated: list[Variable]  # values yielded by an inlined generator expression
+    handling: int | None  # root frame: the index of the raise whose exception a handler is handling
 
     # -- stack ----------------------------------------------------------------------------
     def push(self, value: Variable) -> None:

@@ -137,6 +137,8 @@ class CallOps(FrameState):
 
     @handles("POP_EXCEPT")
     def POP_EXCEPT(self, inst: Inst) -> None:
+        if self.parent is None:
+            self.handling = None  # the handler is done
         saved = self.pop()
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)

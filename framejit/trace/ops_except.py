@@ -44,11 +44,13 @@ class ExceptOps(FrameState):
 
     def route_exception(self, e: ObservedException) -> bool:
         """Jump to the handler covering the current instruction, as CPython's unwinding does; False if none."""
-        if self.parent is None or self.current is None:
+        if self.current is None or self.parent is None and self.handling is not None:
             return False
         entry = exception_entry_at(exception_table(self.code), self.current.offset)
         if entry is None:
             return False
+        if self.parent is None:
+            self.handling = self.ip - 1  # until the handler is done (POP_EXCEPT)
         del self.stack[entry.depth :]
         if entry.lasti:
             self.push(ConstantVariable(self.current.offset))

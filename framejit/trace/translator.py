@@ -79,6 +79,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         self.kw_names: tuple[str, ...] = ()
         self.generated: list[Variable] = []  # values yielded by an inlined generator expression
         self.break_point = break_point  # root frame only: where to stop (a graph break)
+        # root frame only: the raise whose exception a handler of this frame is handling (its instruction index);
+        # a break while handling it is made at that raise instead (the handler then runs as Python)
+        self.handling: int | None = None
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
@@ -88,9 +91,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 return self._run_until_return()
             except ObservedException as e:
                 if not self.route_exception(e):  # else: go on at the handler
-                    raise self._located(e)
+                    raise self._at_the_handled_raise(e) if self.handling is not None else self._located(e)
             except Unsupported as e:
-                raise self._located(e)
+                raise self._at_the_handled_raise(e) if self.handling is not None else self._located(e)
             except GuardOnDataDependentSymNode as e:  # a branch or a number needs an unbacked size's value
                 what = (
                     str(e).split("(unhinted")[0].removeprefix("Could not guard on data-dependent expression").rstrip()
@@ -129,6 +132,15 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 fn(self, inst)
         except ReturnValue as ret:
             return ret.value
+
+    def _at_the_handled_raise(self, e: Unsupported) -> Unsupported:
+        """A break met while the root frame handles an exception it raised and caught in the trace: made at that
+        raise, so that Python raises it and runs the handler (a handler's code, in a continuation, could not
+        re-raise it)."""
+        assert self.handling is not None
+        e.user_stack = e.user_stack or self.user_stack()
+        e.break_index, e.break_budget = self.handling, None
+        return e
 
     def _located(self, e: Unsupported) -> Unsupported:
         """`e` with the user's stack (of the innermost frame) and, in the captured frame, the failing instruction."""

@@ -180,9 +180,9 @@ def test_raise_and_catch_in_compiled_function():
         return y + 1
 
     cnt = differential(fn, (torch.randn(3), []), repeat=2)
-    assert cnt.frame_count >= 1
+    assert cnt.frame_count == 1  # raised and caught in the trace: one graph (the log writes replayed after it)
     out = framejit.explain(fn)(torch.randn(3), [])
-    assert out.graph_break_count >= 1
+    assert out.graph_break_count == 0
 
 
 def test_del_attribute_breaks():

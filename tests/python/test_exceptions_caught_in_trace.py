@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import framejit
-from framejit.testing import CompileCounter
+from framejit.testing import CompileCounter, same
 from tests.helpers import run_fullgraph
 
 TABLE = {"relu": torch.relu, "tanh": torch.tanh}
@@ -129,3 +129,71 @@ def test_an_exception_nobody_catches_is_still_a_graph_break():
         framejit.optimize(cnt)(fn)(x)
     with pytest.raises(framejit.exc.Unsupported, match="KeyError"):
         framejit.optimize(CompileCounter(), nopython=True)(fn)(x)
+
+
+# -- in the captured frame itself ------------------------------------------------------------
+
+
+def caught_in_the_frame(x):
+    try:
+        y = x + 1
+        raise ValueError("boom")
+    except ValueError as e:
+        y = y * len(str(e))
+    return y.sin()
+
+
+def caught_in_a_loop(x):
+    total = x
+    for i in range(4):
+        try:
+            if i % 2:
+                raise KeyError(i)
+            total = total + i
+        except KeyError:
+            total = total * 2
+    return total
+
+
+def breaks_inside_the_handler(x, log):
+    try:
+        y = x + 1
+        raise ValueError("boom")
+    except ValueError as e:
+        print("handled", e)  # a break while handling: Python raises it again and runs this handler
+        log.append(str(e))
+        y = y * 2
+    return y + 1
+
+
+def re_raises_from_the_handler(x):
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        x = x + 1
+        raise
+
+
+@pytest.mark.parametrize("fn", [caught_in_the_frame, caught_in_a_loop])
+def test_an_exception_raised_and_caught_in_the_captured_frame_is_one_graph(fn):
+    counter = CompileCounter()
+    compiled = framejit.compile(fn, backend=counter)
+    x = torch.randn(3)
+    assert same(compiled(x), fn(x))
+    assert counter.frame_count == 1
+    assert framejit.explain(fn)(x).break_reasons == []
+
+
+def test_a_break_inside_the_handler_of_the_captured_frame_runs_it_as_python(capsys):
+    log, expected_log = [], []
+    x = torch.randn(3)
+    assert same(
+        framejit.compile(breaks_inside_the_handler, backend="eager")(x, log), breaks_inside_the_handler(x, expected_log)
+    )
+    assert log == expected_log == ["boom"]
+    assert capsys.readouterr().out == "handled boom\nhandled boom\n"
+
+
+def test_a_bare_raise_in_the_handler_of_the_captured_frame_raises_as_in_eager():
+    with pytest.raises(ValueError, match="boom"):
+        framejit.compile(re_raises_from_the_handler, backend="eager")(torch.ones(1))
