@@ -30,6 +30,14 @@ class FrameState:
     kw_names: tuple[str, ...]  # KW_NAMES' names, for the CALL that follows
     generated: list[Variable]  # values yielded by an inlined generator expression
     handling: int | None  # root frame: the index of the raise whose exception a handler is handling
+    handled: list[Variable]  # root frame: the exceptions handlers are handling (PUSH_EXC_INFO to POP_EXCEPT)
+
+    def handled_exceptions(self) -> list[Variable]:
+        """The exceptions being handled, innermost last: one list for the trace, as CPython keeps one per thread."""
+        frame = self
+        while frame.parent is not None:
+            frame = frame.parent
+        return frame.handled
 
     # -- stack ----------------------------------------------------------------------------
     def push(self, value: Variable) -> None:

@@ -129,6 +129,7 @@ class CallOps(FrameState):
         exc = self.pop()
         self.push(ExcInfoVariable(exc))
         self.push(exc)
+        self.handled_exceptions().append(exc)  # what a bare `raise` raises until POP_EXCEPT
 
     @handles("CHECK_EXC_MATCH")
     def CHECK_EXC_MATCH(self, inst: Inst) -> None:
@@ -137,8 +138,11 @@ class CallOps(FrameState):
 
     @handles("POP_EXCEPT")
     def POP_EXCEPT(self, inst: Inst) -> None:
-        if self.parent is None:
-            self.handling = None  # the handler is done
+        handled = self.handled_exceptions()
+        if handled:
+            handled.pop()
+        if self.parent is None and not handled:
+            self.handling = None  # the outermost handler is done
         saved = self.pop()
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)

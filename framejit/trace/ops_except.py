@@ -1,4 +1,4 @@
-"""Exceptions inside inlined frames: `raise`, re-raise, and the jump to the handler a try block names."""
+"""Exceptions in the trace: `raise`, re-raise, and the jump to the handler a try block names."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable, ObjectVariable
+from framejit.variables.user_object import UserObjectVariable
 
 
 def _raised(value: Variable) -> BaseException | None:
-    """The exception `raise value` raises when value is an exception class or instance known now."""
-    if not isinstance(value, (ConstantVariable, ObjectVariable)):
+    """The exception `raise value` raises when value is an exception class or instance known now (made in the
+    trace, or an instance passed in)."""
+    if not isinstance(value, (ConstantVariable, ObjectVariable, UserObjectVariable)):
         return None
     exc = value.value
     if isinstance(exc, type) and issubclass(exc, BaseException):
@@ -27,7 +29,11 @@ class ExceptOps(FrameState):
     @handles("RAISE_VARARGS")
     def RAISE_VARARGS(self, inst: Inst) -> None:
         args = self.popn(inst.oparg)
-        exc = _raised(args[0]) if args else None
+        if not args:  # a bare raise: the exception being handled, if the trace raised it
+            handled = self.handled_exceptions()
+            exc = _raised(handled[-1]) if handled else None
+        else:
+            exc = _raised(args[0])
         if exc is None:
             unsupported("raise of an exception not known at trace time (or a bare raise)", BreakCode.EXCEPTION)
         if len(args) == 2:
@@ -44,13 +50,13 @@ class ExceptOps(FrameState):
 
     def route_exception(self, e: ObservedException) -> bool:
         """Jump to the handler covering the current instruction, as CPython's unwinding does; False if none."""
-        if self.current is None or self.parent is None and self.handling is not None:
+        if self.current is None:
             return False
         entry = exception_entry_at(exception_table(self.code), self.current.offset)
         if entry is None:
             return False
-        if self.parent is None:
-            self.handling = self.ip - 1  # until the handler is done (POP_EXCEPT)
+        if self.parent is None and self.handling is None:
+            self.handling = self.ip - 1  # until the outermost handler is done (POP_EXCEPT)
         del self.stack[entry.depth :]
         if entry.lasti:
             self.push(ConstantVariable(self.current.offset))

@@ -82,6 +82,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         # root frame only: the raise whose exception a handler of this frame is handling (its instruction index);
         # a break while handling it is made at that raise instead (the handler then runs as Python)
         self.handling: int | None = None
+        self.handled: list[Variable] = []
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:

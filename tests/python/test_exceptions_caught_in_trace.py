@@ -197,3 +197,31 @@ def test_a_break_inside_the_handler_of_the_captured_frame_runs_it_as_python(caps
 def test_a_bare_raise_in_the_handler_of_the_captured_frame_raises_as_in_eager():
     with pytest.raises(ValueError, match="boom"):
         framejit.compile(re_raises_from_the_handler, backend="eager")(torch.ones(1))
+
+
+def re_raises_and_catches(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        try:
+            raise  # the exception being handled
+        except KeyError as again:
+            return x + len(str(again))
+
+
+def raises_what_it_was_given(x, error):
+    try:
+        raise error
+    except ValueError as e:
+        return x * len(e.args)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"), [(re_raises_and_catches, ()), (raises_what_it_was_given, (ValueError("a", "b"),))]
+)
+def test_a_bare_raise_and_a_raise_of_an_argument_are_caught_in_one_graph(fn, args):
+    counter = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.compile(fn, backend=counter)(x, *args), fn(x, *args))
+    assert counter.frame_count == 1
+    assert framejit.explain(fn)(x, *args).break_reasons == []
