@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit.contracts import GuardKind, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
@@ -323,7 +323,7 @@ def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     if item is None:
         if len(args) > 1:
             return args[1]
-        unsupported("StopIteration from next()", BreakCode.ITER)
+        raise_observed(StopIteration(), BreakCode.ITER)  # a `try` in the trace may catch it
     return item
 
 

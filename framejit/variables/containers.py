@@ -401,8 +401,8 @@ class IteratorVariable(Variable):
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__next__":
             item = self.next()
-            if item is None:
-                unsupported("StopIteration from next()", BreakCode.ITER)
+            if item is None:  # a `try` in the trace may catch it (contextlib's __exit__ does)
+                raise_observed(StopIteration(), BreakCode.ITER)
             return item
         if self.from_generator and name == "send" and len(args) == 1 and args[0].as_python_constant() is None:
             return self.call_method(tx, "__next__", [], {})  # send(None) is next()

@@ -3,6 +3,7 @@ both methods are traced, the normal exit calls __exit__(None, None, None)."""
 
 import contextlib
 
+import pytest
 import torch
 
 import framejit
@@ -69,3 +70,35 @@ def test_profiler_ranges_inside_compiled_code_do_nothing_and_the_graph_stays_who
     x = torch.randn(3)
     assert same(framejit.optimize(cnt, nopython=True)(_ranged)(x), _ranged(x))
     assert (cnt.frame_count, cnt.op_count) == (1, 2)
+
+
+@contextlib.contextmanager
+def _scaled(factor):
+    yield factor * 2
+
+
+def uses_a_generator_context_manager(x):
+    manager = _scaled(3)
+    with manager as factor:
+        y = x * factor
+    return y + 1
+
+
+def next_past_the_end_is_caught(x):
+    it = iter([1])
+    next(it)
+    try:
+        next(it)
+    except StopIteration:
+        x = x + 1
+    return x
+
+
+@pytest.mark.parametrize("fn", [uses_a_generator_context_manager, next_past_the_end_is_caught])
+def test_stop_iteration_caught_in_the_trace_keeps_one_graph(fn):
+    """contextlib's __exit__ catches the StopIteration its generator ends with: the block stays in the graph."""
+    counter = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.compile(fn, backend=counter)(x), fn(x))
+    assert counter.frame_count == 1
+    assert framejit.explain(fn)(x).break_reasons == []
