@@ -24,15 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
 
 import framejit  # noqa: E402
-
-
-class GraphCounter:
-    def __init__(self) -> None:
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> torch.fx.GraphModule:
-        self.graphs += 1
-        return gm
+from benchmarks.hf_capture_time import GraphCounter  # noqa: E402
 
 
 def tiny_llama(layers: int) -> torch.nn.Module:

@@ -241,6 +241,7 @@ def test_cold_rows_start_without_memos_of_an_earlier_compile():
         assert FakeTensorMode.cache_info().size == 0
 
 
+@pytest.mark.slow  # (30 s: the fast tier has the HF zoo's own tests)
 def test_hf_suite_runs_transformers_models_in_one_graph(tmp_path):
     assert (
         main(
