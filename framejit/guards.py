@@ -58,6 +58,9 @@ HELPERS: dict[str, Any] = {
     "___storage_sharing": _storage_sharing,
     "___object_getattr": object.__getattribute__,
     "___dict_getitem": dict.__getitem__,
+    # what the shape environment's guards name when printed as Python (a float symbol's `math.isnan(...)`)
+    "math": math,
+    "torch": torch,
 }
 
 
@@ -370,7 +373,6 @@ def explain_failure(
         G=fn.__globals__,
         C=_CellContents(closure),
         M=_ModuleDicts(),
-        torch=torch,  # (a key written `torch.float64` in a name)
     )
     for guard in guards:
         for check, text in zip(guard.checks, guard.code_list, strict=True):

@@ -22,7 +22,8 @@ from torch.utils import _pytree as pytree
 
 from framejit._C import _hook
 from framejit.as_eager import behaving_as_eager
-from framejit.as_eager.rerun import checking_writes, inputs_written, unversioned_inputs
+from framejit.as_eager.output_views import requiring_grad
+from framejit.as_eager.rerun import checking_writes, inputs_written, restoring_grad_mode, unversioned_inputs
 from framejit.as_eager.saved_versions import saves_behind_copy_slices
 from framejit.codegen import PyCodegen, emit_rerun_on_error
 from framejit.codeobj import GRAPH_OUT, own_cells
@@ -155,6 +156,19 @@ class OutputGraph:
         )
         self.guards.add(source, GuardKind.TYPE_MATCH, value)
         return SymbolicVariable(node, symbol, source, numpy_type)
+
+    def add_float_input(self, source: Source, value: float) -> Variable | None:
+        """A Python float argument made symbolic once it changed between compiles: a graph input whose value is
+        passed in at each call. None while it stays a constant."""
+        symbol = self.shapes.symbolic_float(value, source)
+        if symbol is None:
+            return None
+        node = self._placeholder(source)
+        node.meta["example_value"] = symbol
+        node.meta["framejit_source"] = source.name()
+        self.inputs.append(GraphInput(source, value, node, example=symbol))
+        self.guards.add(source, GuardKind.TYPE_MATCH, value)
+        return SymbolicVariable(node, symbol, source)
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
         node = self._placeholder(source)
@@ -413,9 +427,9 @@ class OutputGraph:
             with torch.set_grad_enabled(self.initial_grad_mode if entry_mode is None else entry_mode):
                 graph_fn = behaving_as_eager(graph_fn, gm, example_inputs, unversioned)
             if switches:
-                graph_fn = _restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
+                graph_fn = restoring_grad_mode(graph_fn, self.initial_grad_mode, entry_mode)
             if detached:
-                graph_fn = _requiring_grad(graph_fn, detached)
+                graph_fn = requiring_grad(graph_fn, detached)
             written = inputs_written(self.graph, unversioned)
             if written:
                 numel = sum(self.inputs[i].value.numel() for i in written)
@@ -532,35 +546,6 @@ class OutputGraph:
             if not graph_input.node.users:
                 self.graph.erase_node(graph_input.node)
                 self.inputs.remove(graph_input)
-
-
-def _restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None) -> Callable:
-    """`graph_fn`, run in `entry_mode` (if not None), putting grad mode back to `mode`, as the trace started, if
-    it raises: a graph that switches grad mode (a no_grad block inside it) and fails within the switch must not
-    leave it switched, as eager's `with` block would not."""
-
-    def run(*args: Any) -> Any:
-        if entry_mode is not None:
-            torch._C._set_grad_enabled(entry_mode)
-        try:
-            return graph_fn(*args)
-        except BaseException:
-            torch._C._set_grad_enabled(mode)
-            raise
-
-    return run
-
-
-def _requiring_grad(graph_fn: Callable, positions: list[int]) -> Callable:
-    """`graph_fn`, its outputs at `positions` (detached in the graph) made leaves that require grad."""
-
-    def run(*args: Any) -> Any:
-        outputs = graph_fn(*args)
-        for i in positions:
-            outputs[i].requires_grad_()
-        return outputs
-
-    return run
 
 
 def _is_module_state(value: torch.Tensor, source: Source) -> bool:

@@ -166,6 +166,23 @@ class TraceShapes:
         self._symbolic.append((symbol, token))
         return symbol
 
+    def symbolic_float(self, value: float, source: Source) -> torch.SymFloat | None:
+        """A SymFloat for a Python float argument once its value changed between compiles (torch.compile's
+        automatic dynamic floats: a learning rate or a timestep that changes every call compiles twice, not at
+        every call). Never under dynamic=False; not NaN or infinities (guarded by value)."""
+        if self.dynamic is False or self.code is None or value != value or value in (float("inf"), float("-inf")):
+            return None
+        if not self._changed(source.name(), (value,)):
+            return None
+        token = self._token(source)
+        symbol = self.env.create_symfloatnode(
+            self.env.create_unspecified_symbol(value, source=token, dynamic_dim=DimDynamic.DYNAMIC),
+            hint=value,
+            source=token,
+        )
+        self._symbolic.append((symbol, token))
+        return symbol
+
     def backend_context(self) -> Any:
         """Where the backend compiles: a tracing context that hands AOTAutograd and inductor the trace's fake
         mode, so that they fakify the real example inputs to the fakes the trace used (the mode memoises each

@@ -42,3 +42,37 @@ def test_an_int_passed_through_star_args_becomes_symbolic_after_it_changes():
     for t in (999, 666, 333, 5):
         assert torch.equal(compiled(torch.ones(2), t, 2), f(torch.ones(2), t, 2))
     assert counter.frame_count == 2  # as torch.compile: the first value, then one graph for all
+
+
+def _scaled(x, s):
+    y = x * s + 1
+    if s > 0:  # a guard on the symbol: a negative value compiles again
+        y = y + s * 2
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_float_argument_that_changes_is_symbolic_from_the_second_compile(backend):
+    from framejit.testing import CompileCounterWithBackend
+
+    code = _scaled.__code__.replace()  # a code object of its own: no compile of another test seen before
+    fn = type(_scaled)(code, _scaled.__globals__)
+    counter = CompileCounterWithBackend(backend)
+    compiled = framejit.compile(fn, backend=counter)
+    for s in (0.5, 1.5, 2.5, 3.25):
+        x = torch.randn(3, requires_grad=backend != "eager")
+        torch.testing.assert_close(compiled(x, s), fn(x, s))
+    assert counter.frame_count == 2  # as torch.compile: 0.5, then one graph for every positive value
+    torch.testing.assert_close(compiled(torch.ones(3), -1.0), fn(torch.ones(3), -1.0))
+    assert counter.frame_count == 3  # the branch's guard `s > 0` failed
+
+
+def test_nan_and_infinities_stay_constants():
+    def f(x, s):
+        return x + s
+
+    counter = CompileCounter()
+    compiled = framejit.compile(f, backend=counter)
+    for s in (1.0, 2.0, float("inf"), float("nan")):
+        got, expected = compiled(torch.zeros(1), s), f(torch.zeros(1), s)
+        torch.testing.assert_close(got, expected, equal_nan=True)

@@ -279,3 +279,15 @@ def _repeated_computations(graph: torch.fx.Graph) -> list[tuple[int, int]]:
             if earlier != position and out[earlier] is not node:
                 pairs.append((earlier, position))
     return pairs
+
+
+def requiring_grad(graph_fn: Callable, positions: list[int]) -> Callable:
+    """`graph_fn`, its outputs at `positions` (detached in the graph) made leaves that require grad."""
+
+    def run(*args: Any) -> Any:
+        outputs = graph_fn(*args)
+        for i in positions:
+            outputs[i].requires_grad_()
+        return outputs
+
+    return run

@@ -263,3 +263,20 @@ def run_as_python(
         graph_error,
     )
     return result
+
+
+def restoring_grad_mode(graph_fn: Callable, mode: bool, entry_mode: bool | None) -> Callable:
+    """`graph_fn`, run in `entry_mode` (if not None), putting grad mode back to `mode`, as the trace started, if
+    it raises: a graph that switches grad mode (a no_grad block inside it) and fails within the switch must not
+    leave it switched, as eager's `with` block would not."""
+
+    def run(*args: Any) -> Any:
+        if entry_mode is not None:
+            torch._C._set_grad_enabled(entry_mode)
+        try:
+            return graph_fn(*args)
+        except BaseException:
+            torch._C._set_grad_enabled(mode)
+            raise
+
+    return run

@@ -199,6 +199,10 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         symbolic = tx.output.add_int_input(source, value, automatic_only=_through_attribute(source))
         if symbolic is not None:
             return symbolic
+    if type(value) is float and isinstance(source, LocalSource):  # an argument: symbolic once it changed
+        symbolic = tx.output.add_float_input(source, value)
+        if symbolic is not None:
+            return symbolic
     if is_literal(value) and not _ints_of_an_argument(value, source):
         singleton = value is None or isinstance(value, (bool, type(Ellipsis)))
         _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)
