@@ -67,7 +67,8 @@ class SideEffects:
         self.write_log.append(born)
 
     def checkpoint(self) -> tuple[int, int]:
-        return len(self.write_log), birth_mark()
+        # (the mark is past the last container made: that one is older than what comes next)
+        return len(self.write_log), birth_mark() + 1
 
     def wrote_older_state(self, checkpoint: tuple[int, int], tensors: bool = True) -> bool:
         """Whether a write since `checkpoint` touched something that existed before it (a visible side effect);
