@@ -11,6 +11,7 @@ from framejit import fate
 from framejit.as_eager.input_writes import EAGER_HISTORY, autograd_needs_eager_ops
 from framejit.as_eager.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.as_eager.unused_grads import output_dependencies
+from framejit.contracts import OPAQUE_EFFECTS_META
 from framejit.op_effects import (
     AUTOCAST_STATE_TARGETS,
     RANDOM_OP,
@@ -60,7 +61,11 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
         if node.op == "placeholder":
             inputs_memory.add(node_storage(node))
         elif node.op in ("call_function", "call_method", "call_module") and node.target is not SET_GRAD:
-            if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node.target)):
+            if (
+                node.target in AUTOCAST_STATE_TARGETS
+                or RANDOM_OP.fullmatch(op_name(node.target))
+                or OPAQUE_EFFECTS_META in node.meta
+            ):
                 return None
             if writes_into_first_argument(node) and (
                 "out" in node.kwargs or not isinstance(node.args[0], torch.fx.Node)
