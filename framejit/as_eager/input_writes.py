@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 
-from framejit.contracts import AUTOGRAD_FUNCTION_REFUSAL_META
 from framejit.op_effects import (
     BATCH_NORM_STATS,
     batch_norm_stats_written,
@@ -68,22 +67,8 @@ def why_aot_cannot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str |
     """Why a graph must run as its torch ops rather than through AOTAutograd (the fate's reason), or None."""
     if autograd_needs_eager_ops(gm, example_inputs):
         return EAGER_HISTORY
-    if (why := custom_function_refusal(gm)) is not None:
-        return why
     if view_of_aliased_written_inputs(gm):
         return VIEW_OF_ALIASED_WRITTEN_INPUTS
-    return None
-
-
-def custom_function_refusal(gm: torch.fx.GraphModule) -> str | None:
-    """Why AOTAutograd must not trace through a torch.autograd.Function this training graph calls (its backward
-    has Python side effects, gives None gradients...: variables/autograd_speculation.py), or None. The graph
-    then runs as its torch ops: the Function's own apply, forward and backward, as in eager."""
-    if not torch.is_grad_enabled():
-        return None
-    for node in gm.graph.nodes:
-        if AUTOGRAD_FUNCTION_REFUSAL_META in node.meta:
-            return str(node.meta[AUTOGRAD_FUNCTION_REFUSAL_META])
     return None
 
 

@@ -77,13 +77,16 @@ class _Gate(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, received: set[int], outputs: frozenset[int]) -> torch.Tensor:
         ctx.received, ctx.outputs = received, outputs
+        # no gradient at all reaches it where the graph's node gives none (a torch.autograd.Function's backward
+        # returning None, run as its torch ops): it passes None on, not zeros
+        ctx.set_materialize_grads(False)
         # the same storage and version counter, and not a view: a view made in a custom Function may not be
         # written in place (nor may its base), where eager's input may
         return x.detach()
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
-        return (grad if not ctx.received.isdisjoint(ctx.outputs) else None), None, None
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[torch.Tensor | None, None, None]:
+        return (grad if grad is not None and not ctx.received.isdisjoint(ctx.outputs) else None), None, None
 
 
 def gating_unused_grads(

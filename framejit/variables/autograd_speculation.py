@@ -9,7 +9,7 @@ returns an object holding tensors is a graph break, since the call cannot be a g
 finds what AOTAutograd, which traces forward and backward once into its own graph, would get wrong: Python side
 effects and data-dependent code in backward, a None gradient (AOTAutograd gives zeros), set_materialize_grads(False)
 (AOTAutograd materializes), gradient strides read (AOTAutograd's are contiguous), writes into inputs. A training
-graph holding such a call runs as its torch ops (`as_eager.custom_functions`).
+graph runs such a call, and what feeds it, as its torch ops (`as_eager/custom_functions.py`).
 """
 
 from __future__ import annotations

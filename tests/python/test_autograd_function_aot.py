@@ -39,9 +39,38 @@ def test_a_none_gradient_stays_none(backend):
 
     inputs = [torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)]
     assert compiled_and_eager_grads(fn, backend, inputs).frame_count == 1
-    if backend == "aot_eager":
+    if backend == "aot_eager":  # the call runs as its torch ops; the sin after it compiles
         fate = _fate(fn, backend, *inputs)
-        assert fate.startswith("runs as torch ops") and "no gradient for its input 1" in fate
+        assert fate.startswith("1 part(s) compiled by aot_eager, 1 run as torch ops: the backward of")
+        assert "no gradient for its input 1" in fate
+
+
+class TwoOutputsOneGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b, a + b
+
+    @staticmethod
+    def backward(ctx, grad_prod, grad_sum):
+        a, b = ctx.saved_tensors
+        return grad_prod * b + grad_sum, None
+
+
+def test_what_comes_after_the_calls_aotautograd_must_not_trace_compiles():
+    """The graph is cut after the last such call: what comes before runs as torch ops with the calls (a call may
+    give an argument no gradient: a compiled node computing it would give zeros), what comes after compiles."""
+
+    def fn(x, y):
+        a = x.sin()
+        p, q = TwoOutputsOneGradient.apply(a, y * 2)
+        r = NoGradForSecond.apply(p.cos() + q * a, y)
+        return (r * x).tanh()
+
+    inputs = [torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)]
+    compiled_and_eager_grads(fn, "aot_eager", inputs)
+    fate = _fate(fn, "aot_eager", *inputs)
+    assert fate.startswith("1 part(s) compiled by aot_eager, 1 run as torch ops")
 
 
 class Unmaterialized(torch.autograd.Function):
@@ -328,3 +357,33 @@ def test_a_forward_drawing_random_numbers_draws_eagers(backend):
     expected = fn(x, 3)
     torch.manual_seed(1)
     assert_equal(framejit.compile(fn, backend=backend)(clone(x), 3), expected)
+
+
+class ReturnsItsInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class ReturnsAView(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)[1:]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.cat([grad.new_zeros(1), grad * 3]).view(2, 2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_function_returning_its_input_or_a_view_of_it(backend):
+    def fn(x):
+        y = ReturnsItsInput.apply(x)
+        z = ReturnsAView.apply(x * 1)
+        return (y.cos() if y is x else y.sin()) + z.sum(), z._is_view()
+
+    compiled_and_eager_grads(fn, backend, [torch.randn(2, 2, requires_grad=True)], loss=lambda out: out[0].sum())
