@@ -49,10 +49,10 @@ def parts_around_refused_functions(graph: torch.fx.Graph, parts: list[Part] | No
     The graph's order is its data flow's, so the rest reads only what comes before it. Whatever feeds such a call
     runs as torch ops with it: the call's backward may give None for an argument (eager then runs none of the
     ops that computed it), where a compiled node computing that argument would give its inputs zeros. A graph
-    that must stay whole (autocast state, random numbers, a write into an input or with `out=`) is not cut."""
-    whole = [set(computed)] if parts is None else parts
+    that must stay whole (autocast state, random numbers, a write into an input or with `out=`) is one part."""
     if not _cuttable(graph):
-        return whole
+        return [set(computed)]
+    whole = [set(computed)] if parts is None else parts
     order = {node: i for i, node in enumerate(graph.nodes)}
     calls = [n for n in computed if n.op == "call_function" and AUTOGRAD_FUNCTION_REFUSAL_META in n.meta]
     taken = [n for c in calls for n in c.users if n.target is operator.getitem]

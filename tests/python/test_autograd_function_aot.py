@@ -387,3 +387,19 @@ def test_a_function_returning_its_input_or_a_view_of_it(backend):
         return (y.cos() if y is x else y.sin()) + z.sum(), z._is_view()
 
     compiled_and_eager_grads(fn, backend, [torch.randn(2, 2, requires_grad=True)], loss=lambda out: out[0].sum())
+
+
+def test_a_graph_that_must_stay_whole_runs_as_torch_ops_with_such_a_call():
+    """A graph drawing random numbers is not cut: all of it runs as torch ops, in eager's order of draws."""
+
+    def fn(x, y):
+        return torch.nn.functional.dropout(NoGradForSecond.apply(x.sin(), y * 2), 0.5).cos()
+
+    inputs = [torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)]
+    torch.manual_seed(0)
+    expected = fn(*inputs)
+    torch.manual_seed(0)
+    actual = framejit.compile(fn, backend="aot_eager")(*clone(inputs))
+    assert_equal(actual, expected)
+    torch.manual_seed(0)
+    assert _fate(fn, "aot_eager", *inputs).startswith("runs as torch ops, not compiled by aot_eager: the backward")
