@@ -33,6 +33,13 @@ _TORCH_TRACED_DIRS = _TORCH_INLINED_DIRS + tuple(
 _TORCH_TRACED_FILES = frozenset(
     os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py")
 )
+# torch functions traced when user code calls them, in files that are not: the wrappers `torch.amp.custom_fwd` and
+# `custom_bwd` put around an autograd.Function's forward and backward (they set and read ctx attributes, cast the
+# inputs and enter autocast), and the one `once_differentiable` puts around a backward (it runs it under no_grad)
+_TORCH_TRACED_FUNCTIONS = frozenset(
+    [(os.path.join(_TORCH_DIR, "amp", "autocast_mode.py"), n) for n in ("decorate_fwd", "decorate_bwd", "_cast")]
+    + [(os.path.join(_TORCH_DIR, "autograd", "function.py"), "wrapper")]
+)
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
@@ -159,6 +166,6 @@ def _refusal(code: types.CodeType) -> str | None:
 
 def inline_refusal(code: types.CodeType) -> str | None:
     """Why a call to `code` cannot be traced into, or None."""
-    if code.co_filename in _TORCH_TRACED_FILES:
+    if code.co_filename in _TORCH_TRACED_FILES or (code.co_filename, code.co_name) in _TORCH_TRACED_FUNCTIONS:
         return None
     return _skipped_file(code.co_filename)

@@ -61,6 +61,16 @@ MODULE_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", 
 # partitioner may save it for backward at no cost)
 MODULE_STATE_META = "framejit_module_state"
 
+# the meta key of a node calling a torch.autograd.Function's real apply (the Function's name): only its tensor
+# arguments are the Function's inputs (a tensor in a list it gets carries no gradient back)
+AUTOGRAD_FUNCTION_APPLY_META = "framejit_autograd_function_apply"
+# the meta key of a node whose target draws random numbers or writes into tensors from before it though its name
+# does not say so (a torch.autograd.Function's apply): a graph holding one never runs twice (as_eager/rerun.py)
+OPAQUE_EFFECTS_META = "framejit_opaque_effects"
+# the meta key of a node calling a torch.autograd.Function's real apply in a training graph, when AOTAutograd must
+# not trace through it: why (variables/autograd_speculation.py; the graph then runs as its torch ops)
+AUTOGRAD_FUNCTION_REFUSAL_META = "framejit_autograd_function_refusal"
+
 
 @dataclasses.dataclass(frozen=True)
 class Check:
@@ -173,7 +183,7 @@ class WriteLog(Protocol):
 
     def checkpoint(self) -> tuple[int, int]: ...
 
-    def wrote_older_state(self, checkpoint: tuple[int, int]) -> bool: ...
+    def wrote_older_state(self, checkpoint: tuple[int, int], tensors: bool = True) -> bool: ...
 
     def mutated_container(self, var: Variable) -> None: ...
 
@@ -198,6 +208,14 @@ class WriteLog(Protocol):
     def restore_exc_info(self, saved: Variable) -> None: ...
 
     def track_iterator(self, iterator: Variable) -> None: ...
+
+    def speculation(self) -> Any: ...
+
+    def forgettable_since(self, mark: Any) -> bool: ...
+
+    def reported_since(self, mark: Any) -> bool: ...
+
+    def forget_since(self, mark: Any) -> None: ...
 
 
 class TraceOutput(Protocol):

@@ -119,8 +119,8 @@ class BreakCode(enum.StrEnum):
     GRAD_MODE = "grad_mode"
     AUTOGRAD_FUNCTION = (
         "autograd_function",
-        "The forward of this torch.autograd.Function must run on fake tensors "
-        "(tensor ops only: no .item(), .tolist(), numpy); move the data-dependent part out of it, or "
+        "The forward of this torch.autograd.Function must be traceable: tensor ops on tensor and constant "
+        "arguments (no .item(), .tolist(), numpy), returning tensors and constants; move the rest out of it, or "
         "call the Function outside the compiled function.",
     )
     AUTOCAST = "autocast"

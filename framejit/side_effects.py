@@ -22,6 +22,17 @@ class AttrWrite(NamedTuple):
     generic: bool  # object.__setattr__ (the class's own __setattr__, traced, asked for it): replayed the same way
 
 
+class Speculation(NamedTuple):
+    """What SideEffects.speculation noted: the log's extent before a speculative read."""
+
+    checkpoint: tuple[int, int]
+    container_births: int
+    writes: tuple[dict, ...]  # containers, attrs, globals, cells, closure_cells
+    exc_info: Variable | None
+    calls: int
+    iterators: list[tuple[Any, int]]
+
+
 _ABSENT = object()
 TENSOR_WRITE = -2  # the birth mark an in-place op of the graph logs: a write into some tensor, older or not
 
@@ -41,6 +52,9 @@ class SideEffects:
         self.exc_info: Variable | None = None  # POP_EXCEPT of a handler entered before this frame
         self.iterators: list[Any] = []  # IteratorVariables over real iterators: advanced as far as the trace did
         self.calls: list[Any] = []  # warnings and log calls (variables/reports.py), replayed first, in order
+        # the birth mark of every container mutated in place (-1: one from outside): such a write changes the
+        # container's Variable itself, so a speculative read (`speculation`) cannot take it back
+        self.container_births: list[int] = []
 
     def is_empty(self) -> bool:
         return not (
@@ -67,7 +81,8 @@ class SideEffects:
         self.write_log.append(born)
 
     def checkpoint(self) -> tuple[int, int]:
-        return len(self.write_log), birth_mark()
+        # (the mark is past the last container made: that one is older than what comes next)
+        return len(self.write_log), birth_mark() + 1
 
     def wrote_older_state(self, checkpoint: tuple[int, int], tensors: bool = True) -> bool:
         """Whether a write since `checkpoint` touched something that existed before it (a visible side effect);
@@ -75,13 +90,48 @@ class SideEffects:
         start, mark = checkpoint
         return any(born < mark and (tensors or born != TENSOR_WRITE) for born in self.write_log[start:])
 
+    def speculation(self) -> "Speculation":
+        """The log as it is now, for a speculative read of code (an autograd.Function's backward) whose writes
+        are then forgotten (`forget_since`)."""
+        return Speculation(
+            self.checkpoint(),
+            len(self.container_births),
+            (dict(self.containers), dict(self.attrs), dict(self.globals), dict(self.cells), dict(self.closure_cells)),
+            self.exc_info,
+            len(self.calls),
+            [(it, it.consumed) for it in self.iterators],
+        )
+
+    def forgettable_since(self, mark: "Speculation") -> bool:
+        """Whether every write since `mark` can be forgotten: none changed a container the trace had before it
+        in place, nor advanced an iterator (those change Variables the rest of the trace reads)."""
+        born_before = mark.checkpoint[1]
+        return all(born >= born_before for born in self.container_births[mark.container_births :]) and all(
+            it.consumed == consumed for it, consumed in mark.iterators
+        )
+
+    def reported_since(self, mark: "Speculation") -> bool:
+        """Whether a warning or log call was recorded since `mark`."""
+        return len(self.calls) > mark.calls
+
+    def forget_since(self, mark: "Speculation") -> None:
+        """Forget the writes made since `mark` (which `forgettable_since` allowed)."""
+        del self.write_log[mark.checkpoint[0] :]
+        del self.container_births[mark.container_births :]
+        del self.calls[mark.calls :]
+        del self.iterators[len(mark.iterators) :]
+        self.containers, self.attrs, self.globals, self.cells, self.closure_cells = (dict(d) for d in mark.writes)
+        self.exc_info = mark.exc_info
+
     def restore_exc_info(self, saved: Variable) -> None:
         self.exc_info = saved
         self.note_write()
 
     def mutated_container(self, var: Variable) -> None:
         # a container read from outside the frame existed before any checkpoint, whenever the trace first read it
-        self.note_write(-1 if var.source is not None else getattr(var, "born", -1))
+        born = -1 if var.source is not None else getattr(var, "born", -1)
+        self.note_write(born)
+        self.container_births.append(born)
         if var.source is not None:
             self.containers[id(var)] = var
 

@@ -307,3 +307,22 @@ def fast_share(values, fast) -> list:
     """`values` as test parameters, those not in `fast` marked slow: the fast loop runs a representative share of
     a long matrix, CI runs all of it."""
     return [v if v in fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
+
+
+def compiled_and_eager_grads(fn, backend, inputs, loss=lambda out: out.sum(), fullgraph=False):
+    """fn run eagerly and compiled with `backend` (a name or a compiler) on copies of `inputs`, then `loss` of
+    each result backpropagated. Asserts the results and every input's .grad (None included) are eager's; returns
+    the CompileCounterWithBackend (or CompileCounter for a compiler)."""
+    eager_in, compiled_in = clone(inputs), clone(inputs)
+    expected = fn(*eager_in)
+    cnt = CompileCounterWithBackend(backend) if isinstance(backend, str) else backend
+    actual = framejit.optimize(cnt, nopython=fullgraph)(fn)(*compiled_in)
+    assert_equal(actual, expected)
+    loss(expected).backward()
+    loss(actual).backward()
+    for i, (a, e) in enumerate(zip(compiled_in, eager_in)):
+        if isinstance(e, torch.Tensor) and e.requires_grad:
+            assert (a.grad is None) == (e.grad is None), f"input {i}: grad {a.grad} where eager has {e.grad}"
+            if e.grad is not None:
+                assert_equal(a.grad, e.grad, f"input {i} grad")
+    return cnt

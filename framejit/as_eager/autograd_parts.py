@@ -8,9 +8,15 @@ from typing import Any, Callable
 import torch
 
 from framejit import fate
+from framejit.as_eager.custom_functions import (
+    custom_function_refusal,
+    eager_ops_for_refused_functions,
+    parts_around_refused_functions,
+)
 from framejit.as_eager.input_writes import EAGER_HISTORY, autograd_needs_eager_ops
 from framejit.as_eager.saves import saves_no_tensor, saving_nodes, surely_saves
 from framejit.as_eager.unused_grads import output_dependencies
+from framejit.contracts import OPAQUE_EFFECTS_META
 from framejit.op_effects import (
     AUTOCAST_STATE_TARGETS,
     RANDOM_OP,
@@ -35,10 +41,16 @@ def compile_per_autograd_part(
 ) -> Callable[..., Any]:
     """`compile_one(gm, example_inputs)`, or, for a training graph that needs several autograd nodes, each part
     compiled alone and run in turn (the graph's outputs in its order). With `ops_when_nothing_saved`, a graph
-    or part that saves no tensor for backward runs as its torch ops (`_eager_ops_where_nothing_saved`)."""
+    or part that saves no tensor for backward runs as its torch ops (`_eager_ops_where_nothing_saved`); a call
+    of a torch.autograd.Function AOTAutograd must not trace through is a part of its own, run as its torch ops
+    (`custom_functions.py`)."""
     if torch.is_grad_enabled() and ops_when_nothing_saved:
         compile_one = _eager_ops_where_nothing_saved(compile_one)
     parts = _parts(gm, example_inputs) if torch.is_grad_enabled() else None
+    if custom_function_refusal(gm) is not None:  # (a training graph): such a call runs as its torch ops
+        compile_one = eager_ops_for_refused_functions(compile_one)
+        parts = parts_around_refused_functions(gm.graph, parts, _computed(gm.graph))
+        parts = parts if len(parts) > 1 else None
     if parts is None:
         return compile_one(gm, example_inputs)
     log.info("a training graph compiles as %d autograd nodes", len(parts))
@@ -60,7 +72,11 @@ def _parts(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> list[Part] | 
         if node.op == "placeholder":
             inputs_memory.add(node_storage(node))
         elif node.op in ("call_function", "call_method", "call_module") and node.target is not SET_GRAD:
-            if node.target in AUTOCAST_STATE_TARGETS or RANDOM_OP.fullmatch(op_name(node.target)):
+            if (
+                node.target in AUTOCAST_STATE_TARGETS
+                or RANDOM_OP.fullmatch(op_name(node.target))
+                or OPAQUE_EFFECTS_META in node.meta
+            ):
                 return None
             if writes_into_first_argument(node) and (
                 "out" in node.kwargs or not isinstance(node.args[0], torch.fx.Node)

@@ -15,6 +15,7 @@ from torch._C._autograd import CreationMeta
 
 from framejit import logs
 from framejit._C import _hook, _tensor_state
+from framejit.contracts import OPAQUE_EFFECTS_META
 from framejit.exc import FramejitError
 from framejit.op_effects import RANDOM_OP, batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
 
@@ -37,8 +38,14 @@ def _example(value: Any) -> list[torch.Tensor]:
 
 def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
     """The positions of the graph inputs it writes into in place, with the `unversioned` ones
-    (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others)."""
-    if any(n.op in ("call_function", "call_method") and RANDOM_OP.fullmatch(op_name(n.target)) for n in graph.nodes):
+    (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others) or calls what
+    may (a torch.autograd.Function's apply, OPAQUE_EFFECTS_META)."""
+    if any(
+        n.op in ("call_function", "call_method")
+        and RANDOM_OP.fullmatch(op_name(n.target))
+        or OPAQUE_EFFECTS_META in n.meta
+        for n in graph.nodes
+    ):
         return None
     return sorted(inputs_written_in_place(graph) | unversioned)
 

@@ -9,6 +9,7 @@ from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.as_eager.input_writes import autograd_needs_eager_ops
+from framejit.contracts import AUTOGRAD_FUNCTION_APPLY_META
 from framejit.op_effects import (
     AUTOCAST_STATE_TARGETS,
     creation_meta,
@@ -34,6 +35,10 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
             continue
         if not grad_on or _detaches(node) or _no_grad_value(node):  # no gradient flows through what it makes
             found = frozenset()
+        elif AUTOGRAD_FUNCTION_APPLY_META in node.meta:  # a Function's inputs are its tensor arguments alone
+            found = frozenset().union(
+                *(deps.get(a, frozenset()) for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node))
+            )
         else:
             # what it reads, and the writes made before it into the memory it reads (a value computed before a
             # write does not depend on it; a view made before it does, when read after it: the output's line)
@@ -72,13 +77,16 @@ class _Gate(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, received: set[int], outputs: frozenset[int]) -> torch.Tensor:
         ctx.received, ctx.outputs = received, outputs
+        # no gradient at all reaches it where the graph's node gives none (a torch.autograd.Function's backward
+        # returning None, run as its torch ops): it passes None on, not zeros
+        ctx.set_materialize_grads(False)
         # the same storage and version counter, and not a view: a view made in a custom Function may not be
         # written in place (nor may its base), where eager's input may
         return x.detach()
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
-        return (grad if not ctx.received.isdisjoint(ctx.outputs) else None), None, None
+    def backward(ctx: Any, grad: torch.Tensor | None) -> tuple[torch.Tensor | None, None, None]:
+        return (grad if grad is not None and not ctx.received.isdisjoint(ctx.outputs) else None), None, None
 
 
 def gating_unused_grads(

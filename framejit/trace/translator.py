@@ -31,6 +31,7 @@ from framejit.trace.ops_call import CallOps, ReturnValue
 from framejit.trace.ops_data import DataOps
 from framejit.trace.ops_except import ExceptOps
 from framejit.trace.ops_flow import FlowOps
+from framejit.variables.autograd_ctx import AutogradCtxVariable
 from framejit.variables.base import LazyArg, UnreadableArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import NestedFunctionVariable, SuperVariable
@@ -265,7 +266,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         if isinstance(obj, TensorVariable) and name == "requires_grad":
             obj.set_requires_grad(self, value)
             return
-        if isinstance(obj, NestedFunctionVariable):  # made in the trace: its attributes are the trace's own
+        if isinstance(obj, (NestedFunctionVariable, AutogradCtxVariable)):  # made in the trace: its own attributes
             obj.set_attr(name, value)
             return
         if not generic:

@@ -9,6 +9,7 @@ import torch
 
 import framejit
 from framejit.testing import CompileCounter, same
+from tests.helpers import assert_equal
 
 
 def _run_both(fn, *args):
@@ -176,6 +177,24 @@ def map_with_side_effects_taken_once(x, log):
 def test_map_with_side_effects_runs_lazily_as_in_python():
     got, want, jit_args, eager_args = _run_both(map_with_side_effects_taken_once, torch.ones(1), [])
     assert same(got, want) and jit_args[1] == eager_args[1] == [1]
+
+
+_NUMBERS = (1, 2, 3)
+
+
+def map_appending_to_the_newest_list(x):
+    out = []
+    mapped = map(out.append, _NUMBERS)  # never consumed: Python appends nothing  # noqa: F841
+    return x + len(out), out
+
+
+def test_a_write_into_the_list_made_just_before_a_lazy_map_is_seen():
+    """The list was the last container the trace had made when the map was checked for side effects; the check's
+    mark counted it as made after, so the map ran at once and the list came back [1, 2, 3] (eager: [])."""
+    x = torch.ones(2)
+    assert_equal(
+        framejit.compile(map_appending_to_the_newest_list, backend="eager")(x), map_appending_to_the_newest_list(x)
+    )
 
 
 def test_map_without_side_effects_is_still_one_graph():
