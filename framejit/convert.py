@@ -71,10 +71,13 @@ def convert_frame_with_breaks(
         except Unsupported as e:
             if nopython:
                 raise
+            # kept without its traceback: that holds this frame (a cycle) and, through it, the frames that called
+            # it, whose locals (a C++ guard of the caller: torch's repr disables functorch) would live until the
+            # garbage collector runs
             if e.unreadable_arg is None or e.unreadable_arg in unreadable:
-                break_at = e
+                break_at = e.with_traceback(None)
                 break
-            unreadable[e.unreadable_arg] = e  # again, with that argument unread: its uses break
+            unreadable[e.unreadable_arg] = e.with_traceback(None)  # again, with that argument unread
     if break_at.break_index is None or (break_at.code == BreakCode.BUDGET and is_continuation(fn.__code__)):
         _report_break(break_at, compiler, options)  # the whole frame runs as Python: said like any break
         raise break_at

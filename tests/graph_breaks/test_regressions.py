@@ -89,3 +89,32 @@ def test_an_argument_the_trace_cannot_read_breaks_where_it_is_used():
         "a dict with keys that are neither constants nor compared by identity"
     ]
     assert torch.equal(framejit.compile(f, backend="eager")(x, table), f(x, table))
+
+
+def test_a_compile_that_breaks_keeps_no_reference_to_the_frames_that_called_it():
+    """An exception kept with its traceback holds the frames that called the compile, and their locals (torch's
+    tensor repr holds a C++ guard that disables functorch in one: kept, it broke eager vmap later), until the
+    garbage collector runs."""
+    import gc
+    import weakref
+
+    class Token:
+        pass
+
+    def breaks(x):
+        y = x + 1
+        print("a break")
+        return y * 2
+
+    def caller(x, fn):
+        token = Token()
+        framejit.compile(fn, backend="eager")(x)  # compiles: a first trace fails at the break, a second breaks
+        return weakref.ref(token)
+
+    caller(torch.ones(2), breaks)  # (a first compile in a process may import modules lazily; some keep frames)
+    gc.disable()
+    try:
+        ref = caller(torch.ones(3), breaks)
+        assert ref() is None  # freed when caller returned, not at the next collection
+    finally:
+        gc.enable()
