@@ -93,9 +93,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 return self._run_until_return()
             except ObservedException as e:
                 if not self.route_exception(e):  # else: go on at the handler
-                    raise self._at_the_handled_raise(e) if self.handling is not None else self._located(e)
+                    raise self._at_the_handled_raise(e) if self._handling(e) else self._located(e)
             except Unsupported as e:
-                raise self._at_the_handled_raise(e) if self.handling is not None else self._located(e)
+                raise self._at_the_handled_raise(e) if self._handling(e) else self._located(e)
             except GuardOnDataDependentSymNode as e:  # a branch or a number needs an unbacked size's value
                 what = (
                     str(e).split("(unhinted")[0].removeprefix("Could not guard on data-dependent expression").rstrip()
@@ -134,6 +134,9 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
                 fn(self, inst)
         except ReturnValue as ret:
             return ret.value
+
+    def _handling(self, e: Unsupported) -> bool:
+        return self.handling is not None and not e.frame_runs_as_python
 
     def _at_the_handled_raise(self, e: Unsupported) -> Unsupported:
         """A break met while the root frame handles an exception it raised and caught in the trace: made at that
