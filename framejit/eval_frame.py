@@ -152,14 +152,13 @@ class FrameCallback:
             return False
         if same:  # else this is the first compile for these objects (another module instance), not a recompile
             failed = explain_failure(list(same[0].guards), same[0].constants, fn, arg_slot_names(code), args)
-            if failed is not None:
-                guard, why = failed
-                failure = GuardFailure(code=code, guard=guard, reason=why)
-                if logs.enabled("recompiles", config.debug):
-                    print(f"RECOMPILING {frame_label(code)}: {why}")
-                log.info("recompiling %s: %s", code.co_name, why)
-                if self.guard_fail_fn is not None:
-                    self.guard_fail_fn(failure)
+            # (none explains it: a guard whose check raised, which counts as a miss)
+            why = failed[1] if failed is not None else "no guard explains the miss (one that raised counts as one)"
+            if logs.enabled("recompiles", config.debug):
+                print(f"RECOMPILING {frame_label(code)}: {why}")
+            log.info("recompiling %s: %s", code.co_name, why)
+            if failed is not None and self.guard_fail_fn is not None:
+                self.guard_fail_fn(GuardFailure(code=code, guard=failed[0], reason=why))
         return True
 
     def _compile(self, fn: types.FunctionType, args: tuple, has_entries: bool) -> Callable | None:
