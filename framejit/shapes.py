@@ -140,13 +140,12 @@ class TraceShapes:
         `numpy`: a numpy integer, an argument of which is dynamic from the first call, 0 and 1 included (as
         torch.compile, which passes them as tensors: a program feeding np.int64 steps compiles once)."""
         unspecialised = numpy and not automatic_only
-        if self.dynamic is False or (value in (0, 1) and not unspecialised):
+        if self.dynamic is False:
             return None
-        if (
-            (self.dynamic is None or automatic_only)
-            and not unspecialised
-            and (self.code is None or not self._changed(source.name(), (value,)))
-        ):
+        automatic = (self.dynamic is None or automatic_only) and not unspecialised
+        # the value is remembered even when it is 0 or 1 (kept a constant): a 1 then a 2 is a change
+        changed = automatic and self.code is not None and bool(self._changed(source.name(), (value,)))
+        if value in (0, 1) and not unspecialised or automatic and not changed:
             return None
         token = self._token(source)
         # positive=None: an int argument may be negative (sizes are the positive ones). An argument is duck-sized

@@ -76,3 +76,16 @@ def test_nan_and_infinities_stay_constants():
     for s in (1.0, 2.0, float("inf"), float("nan")):
         got, expected = compiled(torch.zeros(1), s), f(torch.zeros(1), s)
         torch.testing.assert_close(got, expected, equal_nan=True)
+
+
+def test_an_int_argument_first_1_then_2_is_symbolic_from_the_second_compile():
+    """1 is kept a constant (as torch.compile's 0/1 specialisation), but remembered: 2 is a change."""
+
+    def f(x, n):
+        return x + n
+
+    counter = CompileCounter()
+    compiled = framejit.compile(f, backend=counter)
+    for n in (1, 2, 3, 4):
+        assert torch.equal(compiled(torch.ones(5), n), f(torch.ones(5), n))
+    assert counter.frame_count == 2
