@@ -16,7 +16,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 import warnings
 
 import torch
@@ -24,7 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
 
 import framejit  # noqa: E402
-from benchmarks.hf_capture_time import GraphCounter  # noqa: E402
+from benchmarks.hf_capture_time import first_call_s  # noqa: E402
 
 
 def tiny_llama(layers: int) -> torch.nn.Module:
@@ -41,20 +40,6 @@ def tiny_llama(layers: int) -> torch.nn.Module:
         max_position_embeddings=64,
     )
     return LlamaModel(config).eval()
-
-
-def first_call_s(jit: str, model: torch.nn.Module, ids: torch.Tensor) -> tuple[float, int]:
-    counter = GraphCounter()
-    if jit == "framejit":
-        framejit.reset()
-        compiled = framejit.optimize(counter)(model)
-    else:
-        torch._dynamo.reset()
-        compiled = torch.compile(model, backend=counter)
-    with torch.no_grad():
-        start = time.perf_counter()
-        compiled(input_ids=ids, use_cache=False)
-        return time.perf_counter() - start, counter.graphs
 
 
 def main() -> None:
@@ -86,7 +71,7 @@ def main() -> None:
         graphs: dict[str, int] = {}
         for i in range(args.repeat):
             for jit in ("framejit", "torch.compile") if i % 2 == 0 else ("torch.compile", "framejit"):
-                seconds, graphs[jit] = first_call_s(jit, model, ids)
+                seconds, graphs[jit] = first_call_s(jit, model, {"input_ids": ids, "use_cache": False})
                 times[jit].append(seconds)
         fj, tc = statistics.median(times["framejit"]), statistics.median(times["torch.compile"])
         print(
