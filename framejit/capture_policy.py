@@ -40,6 +40,9 @@ _TORCH_TRACED_FUNCTIONS = frozenset(
     [(os.path.join(_TORCH_DIR, "amp", "autocast_mode.py"), n) for n in ("decorate_fwd", "decorate_bwd", "_cast")]
     + [(os.path.join(_TORCH_DIR, "autograd", "function.py"), "wrapper")]
 )
+# TorchDynamo's own files: a few of its functions reach traced code (torch's optimizers call its graph_break(); once
+# torch.compile ran, it wraps nn.Module.__init__). They are recognised by file and name, never imported.
+_TORCHDYNAMO_DIR = os.path.join(_TORCH_DIR, "_dynamo") + os.sep
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 
 
@@ -169,3 +172,9 @@ def inline_refusal(code: types.CodeType) -> str | None:
     if code.co_filename in _TORCH_TRACED_FILES or (code.co_filename, code.co_name) in _TORCH_TRACED_FUNCTIONS:
         return None
     return _skipped_file(code.co_filename)
+
+
+def is_torchdynamo_function(fn: Any, name: str) -> bool:
+    """Whether `fn` is TorchDynamo's Python function called `name` (by its code's file and name)."""
+    code = getattr(fn, "__code__", None)
+    return isinstance(code, types.CodeType) and code.co_name == name and code.co_filename.startswith(_TORCHDYNAMO_DIR)

@@ -51,7 +51,7 @@ class BreakCode(enum.StrEnum):
     )
     USER_BREAK = (
         "user_break",
-        "The code asks for a graph break here (framejit.graph_break() or torch._dynamo.graph_break()); remove "
+        "The code asks for a graph break here (framejit.graph_break(), or TorchDynamo's graph_break()); remove "
         "the call to capture one graph.",
     )
     SKIPPED_FILE = (

@@ -1,5 +1,5 @@
 """Functions user code calls to talk to the compiler: graph_break() and is_compiling(). Eagerly they do nothing
-and answer False; the trace recognises them by (module, qualname) (policy.py) and never calls them."""
+and answer False; the trace recognises them (policy.py) and never calls them."""
 
 from __future__ import annotations
 

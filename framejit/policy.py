@@ -15,6 +15,8 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
+from framejit import capture_policy, markers
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,14 +64,6 @@ _COMPILE_QUERIES: dict[tuple[str, str], bool] = {
     # other tracers framejit is not
     ("torch.fx._symbolic_trace", "is_fx_tracing"): False,
     ("torch.onnx", "is_in_onnx_export"): False,
-}
-
-
-# functions whose call is a graph break the user asked for, by (module, qualname) -> how the reason names them:
-# recognised by name so that torch._dynamo is never imported (torch's optimizers call its graph_break())
-_GRAPH_BREAK_REQUESTS: dict[tuple[str, str], str] = {
-    ("framejit.markers", "graph_break"): "framejit.graph_break()",
-    ("torch._dynamo.decorators", "graph_break"): "torch._dynamo.graph_break()",
 }
 
 
@@ -213,11 +207,11 @@ def compile_query_answer(fn: Any) -> tuple[bool, Any]:
 
 
 def graph_break_request(fn: Any) -> str | None:
-    """How a break reason names `fn` when a call of it is a requested graph break (framejit.graph_break,
-    torch._dynamo.graph_break), else None."""
-    if not callable(fn) or not isinstance(getattr(fn, "__module__", None), str):
-        return None
-    return _GRAPH_BREAK_REQUESTS.get((fn.__module__, getattr(fn, "__qualname__", "")))
+    """How a break reason names `fn` when a call of it is a requested graph break, else None: framejit's
+    graph_break and TorchDynamo's (torch's optimizers call it), each named as its package exports it."""
+    if fn is markers.graph_break or capture_policy.is_torchdynamo_function(fn, "graph_break"):
+        return f"{fn.__module__.rpartition('.')[0]}.{fn.__name__}()"
+    return None
 
 
 def is_disabled(fn: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from framejit import policy
+from framejit import capture_policy, policy
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.sources import (
@@ -142,12 +142,7 @@ _PROFILER_CONTEXTS = (
 
 
 def _is_torch_compiles_module_init(value: types.FunctionType) -> bool:
-    code = value.__code__
-    return (
-        code.co_name == "patched_init"
-        and code.co_filename.endswith(os.path.join("torch", "_dynamo", "mutation_guard.py"))
-        and "init" in code.co_freevars
-    )
+    return capture_policy.is_torchdynamo_function(value, "patched_init") and "init" in value.__code__.co_freevars
 
 
 def _ints_of_an_argument(value: Any, source: Source | None) -> bool:

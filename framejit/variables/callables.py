@@ -461,7 +461,7 @@ class DisallowedVariable(Variable):
 
 
 class GraphBreakRequestVariable(DisallowedVariable):
-    """framejit.graph_break / torch._dynamo.graph_break: a call is a graph break whose reason names it (and its
+    """framejit.graph_break / TorchDynamo's graph_break: a call is a graph break whose reason names it (and its
     message); the call then runs as Python, where it does nothing."""
 
     def __init__(self, fn: Any, name: str) -> None:

@@ -110,12 +110,12 @@ def test_torch_dynamo_graph_break_is_the_same_break():
 
 
 def test_torch_dynamo_graph_break_is_recognised_by_name_without_importing_it():
-    """framejit's code never imports torch._dynamo to find it: any function named so is the break."""
-
-    def graph_break(msg=""):
-        pass
-
-    graph_break.__module__, graph_break.__qualname__ = "torch._dynamo.decorators", "graph_break"
+    """framejit's code never imports torch._dynamo to find it: a function called graph_break whose code is in
+    TorchDynamo's files is the break (here a stand-in compiled under that file name)."""
+    namespace: dict = {}
+    where = pathlib.Path(torch.__file__).parent / "_dynamo" / "decorators.py"
+    exec(compile("def graph_break(msg=''):\n    pass\n", str(where), "exec"), namespace)
+    graph_break = namespace["graph_break"]
 
     def fn(x):
         y = x + 1
