@@ -41,6 +41,16 @@ def clone(value):
     return value
 
 
+class ByValue:
+    """An object that compares by value (its own __eq__ and __hash__), so a dict cannot key it by identity."""
+
+    def __eq__(self, other):
+        return isinstance(other, ByValue)
+
+    def __hash__(self):
+        return 1
+
+
 class Box:
     """A plain user object (attributes compared by value)."""
 

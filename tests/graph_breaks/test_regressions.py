@@ -9,6 +9,8 @@ import torch
 import framejit
 from framejit.testing import CompileCounter, same
 
+from tests.helpers import ByValue
+
 
 # ---------------------------------------------------------------------------------------------
 # regressions
@@ -68,13 +70,6 @@ def test_a_frame_that_must_run_whole_as_python_reports_why():
 def test_an_argument_the_trace_cannot_read_breaks_where_it_is_used():
     """The break is at the use (which resumes), not at the load of the argument (which cannot): the rest of the
     frame is still a graph."""
-
-    class ByValue:
-        def __eq__(self, other):
-            return isinstance(other, ByValue)
-
-        def __hash__(self):
-            return 1
 
     key = ByValue()
 

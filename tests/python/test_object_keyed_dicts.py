@@ -11,6 +11,8 @@ import torch
 import framejit
 from framejit.testing import CompileCounter, same
 
+from tests.helpers import ByValue
+
 
 class Key:
     pass
@@ -71,13 +73,6 @@ def test_a_defaultdict_keyed_by_tensors_is_read_and_written_as_in_eager():
 
 
 def test_keys_that_compare_by_value_are_still_refused_with_a_reason():
-    class ByValue:
-        def __eq__(self, other):
-            return isinstance(other, ByValue)
-
-        def __hash__(self):
-            return 1
-
     key = ByValue()
     reasons = framejit.explain(lambda x, d: x * d[key])(torch.ones(2), {key: 2.0}).break_reasons
     assert any("neither constants nor compared by identity" in str(r) for r in reasons), reasons
