@@ -176,5 +176,7 @@ def inline_refusal(code: types.CodeType) -> str | None:
 
 def is_torchdynamo_function(fn: Any, name: str) -> bool:
     """Whether `fn` is TorchDynamo's Python function called `name` (by its code's file and name)."""
-    code = getattr(fn, "__code__", None)
-    return isinstance(code, types.CodeType) and code.co_name == name and code.co_filename.startswith(_TORCHDYNAMO_DIR)
+    if not isinstance(fn, types.FunctionType):  # (reading __code__ of anything else may run its __getattr__)
+        return False
+    code = fn.__code__
+    return code.co_name == name and code.co_filename.startswith(_TORCHDYNAMO_DIR)
