@@ -7,6 +7,7 @@ is_compiling / set_stance / substitute_in_graph, explain / export, backends, con
 
 from framejit import codeobj as _codeobj  # noqa: F401  (checks the Python version first)
 from framejit import backends, compiler, config, exc, logs, testing
+from framejit import distributed as _distributed  # noqa: F401  (torch.distributed's collectives traced)
 from framejit.api import (
     OptimizedModule,
     compile,

@@ -44,7 +44,13 @@ def mark_skip(code: types.CodeType) -> None:
 def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> CacheEntry:
     """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
     _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through
-    entry = CacheEntry(guard_fn=frame.guard_fn, code=frame.code, memo=[None, None, None], owner=owner)
+    entry = CacheEntry(
+        guard_fn=frame.guard_fn,
+        code=frame.code,
+        memo=[None, None, None],
+        owner=owner,
+        runs_graphs=bool(frame.graph_names),
+    )
     cache = entries(code)
     if not cache:
         cache = []

@@ -18,6 +18,8 @@ _FRAMEJIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # this file
 _USER_STYLE_FILES = frozenset(
     os.path.join(_FRAMEJIT_DIR, *p) for p in (("demo.py",), ("bench", "models.py"), ("bench", "hf_models.py"))
 )
+# framejit's polyfills (torch.distributed's collectives): traced in place of what they stand for, never captured
+_TRACED_OWN_FILES = frozenset({os.path.join(_FRAMEJIT_DIR, "distributed", "collectives.py")})
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 TORCH_DISTRIBUTED_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
 # torch's pure-Python layers over its ops, traced like user code: modules, their utilities, optimizers (a compiled
@@ -169,7 +171,11 @@ def _refusal(code: types.CodeType) -> str | None:
 
 def inline_refusal(code: types.CodeType) -> str | None:
     """Why a call to `code` cannot be traced into, or None."""
-    if code.co_filename in _TORCH_TRACED_FILES or (code.co_filename, code.co_name) in _TORCH_TRACED_FUNCTIONS:
+    if (
+        code.co_filename in _TORCH_TRACED_FILES
+        or code.co_filename in _TRACED_OWN_FILES
+        or (code.co_filename, code.co_name) in _TORCH_TRACED_FUNCTIONS
+    ):
         return None
     return _skipped_file(code.co_filename)
 

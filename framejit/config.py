@@ -30,6 +30,8 @@ capture_scalar_outputs: bool = False  # `.item()` (and tolist) stays in the grap
 #   a graph break, as torch.compile's setting of that name (always so under fullgraph=True)
 capture_dynamic_output_shape_ops: bool = False  # nonzero, masked_select, unique... stay in the graph with an
 #   unbacked size instead of a graph break (always so under fullgraph=True)
+optimize_ddp: bool = True  # a graph traced inside DistributedDataParallel's forward is compiled as one piece per
+#   gradient bucket, so each bucket's all-reduce starts while the backward goes on (distributed/ddp_split.py)
 
 _NAMES = (
     "debug",
@@ -46,6 +48,7 @@ _NAMES = (
     "instruction_budget",
     "capture_scalar_outputs",
     "capture_dynamic_output_shape_ops",
+    "optimize_ddp",
 )
 
 
@@ -64,6 +67,7 @@ class Options:
     instruction_budget: int
     capture_scalar_outputs: bool
     capture_dynamic_output_shape_ops: bool
+    optimize_ddp: bool
     dynamic_shapes: bool
     automatic_dynamic_shapes: bool
 

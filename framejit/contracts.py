@@ -163,6 +163,7 @@ class CacheEntry(NamedTuple):
     code: types.CodeType  # the replacement code
     memo: list  # the C hook's memo of replacement function objects per (closure, globals)
     owner: Any  # the FrameCallback that compiled it: other contexts never run it
+    runs_graphs: bool  # its code calls compiled graphs (the hook counts its hits: _hook.get_stats()["graph_hits"])
 
 
 # -- what the value layer sees of the layers above it -------------------------------------------------------

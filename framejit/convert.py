@@ -10,6 +10,7 @@ from typing import Any, Callable
 import torch
 
 from framejit import fate, logs, tracebacks
+from framejit.distributed import ddp_split
 from framejit._C import _hook
 from framejit.backends.common import check_outputs
 from framejit.codeobj import (
@@ -103,6 +104,23 @@ def _report_break(reason: Unsupported, compiler: GraphCompiler, options: Options
         compiler.on_break(reason)
 
 
+def _compile_graph_or_pieces(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], backend: Any, output: OutputGraph, record: fate.GraphFate
+) -> Any:
+    """The backend's compile of the graph; inside DDP's forward (config.optimize_ddp), of its pieces, one per
+    gradient bucket, run in order by one callable."""
+    if not output.options.optimize_ddp or not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return backend(gm, example_inputs)
+    output.guards.add_query(ddp_split.active_bucket_caps, (), ddp_split.active_bucket_caps())
+    ddp = ddp_split.active_ddp_module()
+    if ddp is not None:  # (optimize_ddp as the options say: the same as config's, read when the compile began)
+        pieces, buckets = ddp_split.compile_split(gm, example_inputs, backend, ddp)
+        if pieces is not None:
+            record.pieces = [f"{len(b.params)} parameters, {b.size / 1024:.1f} KiB" for b in buckets]
+            return pieces
+    return backend(gm, example_inputs)
+
+
 def convert_frame(
     fn: types.FunctionType,
     args: tuple,
@@ -137,7 +155,7 @@ def convert_frame(
             gm.print_readable()
         try:
             with logs.output_code(name, gm, options.output_code), fate.recording(compiler.backend_name) as record:
-                compiled = compiler.backend(gm, example_inputs)
+                compiled = _compile_graph_or_pieces(gm, example_inputs, compiler.backend, output, record)
         except Exception as e:
             raise BackendCompilerFailed(compiler.backend_name, e) from e
         if compiled is None:  # the backend declined this graph (a composing backend would try the next)

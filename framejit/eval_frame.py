@@ -409,13 +409,13 @@ def _code_of(fn: Any) -> types.CodeType | None:
     return getattr(getattr(fn, "__func__", fn), "__code__", None)
 
 
-def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | None:
+def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> tuple[int, int] | None:
     """Before the first call of a function or module handed to framejit: a frame framejit will not capture is an
-    error under fullgraph=True, and otherwise a warning (never a silent run as plain Python). The number of graphs
-    compiled so far, or None where that was said."""
+    error under fullgraph=True, and otherwise a warning (never a silent run as plain Python). (The number of graphs
+    compiled so far, the hook's count of cached graph code run so far), or None where that was said."""
     reason = capture_policy.capture_refusal(entry)
     if reason is None:
-        return callback.graph_count
+        return callback.graph_count, _hook.get_stats()["graph_hits"]
     message = (
         f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "
         f"framejit runs as Python (what it calls is still captured where it is user code)"
@@ -426,11 +426,12 @@ def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> int | 
     return None
 
 
-def _after_first_call(entry: types.CodeType, callback: FrameCallback, graphs_before: int | None) -> None:
-    """After it: a first call that compiled no graph anywhere, and has none for its frame, warns."""
+def _after_first_call(entry: types.CodeType, callback: FrameCallback, before: tuple[int, int] | None) -> None:
+    """After it: a first call that compiled no graph anywhere, ran none compiled before (a frame the call reached
+    may reuse the graph another instance of its module compiled), and has none for its frame, warns."""
     if (
-        graphs_before is None
-        or callback.graph_count != graphs_before
+        before is None
+        or (callback.graph_count, _hook.get_stats()["graph_hits"]) != before
         or entry in _warned_frames
         or any(frame.graph_names for frame in cache.compiled_frames(entry))
     ):

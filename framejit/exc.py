@@ -61,8 +61,8 @@ class BreakCode(enum.StrEnum):
     )
     DISTRIBUTED = (
         "distributed",
-        "framejit does not trace torch.distributed yet; call it outside the compiled "
-        "function (each rank then runs it as Python).",
+        "This torch.distributed call has no form in the graph (the reason says which); it runs as Python "
+        "on each rank, between graphs. Collectives called synchronously on tensors are traced.",
     )
     DYNAMIC_CONSTRAINT = (
         "dynamic_constraint",

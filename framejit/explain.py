@@ -89,7 +89,6 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     fn, compiler = eval_frame.unwrap(fn)
 
     def record(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        graphs.append(gm)
         if compiler is not None:
             return compiler.backend(gm, example_inputs)
         fate.compiled_by("no backend (explain of a function framejit.compile did not make)")
@@ -104,7 +103,8 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
         dynamic=None if compiler is None else compiler.dynamic,
         guard_export_fn=guards.extend,
         on_break=on_break,
-        on_graph=lambda gm, compiled, record: fates.append(record),
+        # (a graph the backend compiles in pieces, at DDP's buckets, is one graph: its fate lists the pieces)
+        on_graph=lambda gm, compiled, record: (graphs.append(gm), fates.append(record)),
     )
     saved = eval_frame.snapshot_state()
     start = time.perf_counter()

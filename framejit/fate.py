@@ -19,6 +19,7 @@ class GraphFate:
     backend: str
     compiled_by: list[str] = dataclasses.field(default_factory=list)
     torch_ops: list[str] = dataclasses.field(default_factory=list)
+    pieces: list[str] = dataclasses.field(default_factory=list)  # split at DDP's buckets: what each piece holds
 
     @property
     def fell_back(self) -> bool:
@@ -31,6 +32,11 @@ class GraphFate:
         return bool(self.compiled_by) and not self.torch_ops
 
     def __str__(self) -> str:
+        if self.pieces:
+            return f"{self._compiled()}; in {len(self.pieces)} pieces at DDP's buckets ({', '.join(self.pieces)})"
+        return self._compiled()
+
+    def _compiled(self) -> str:
         if not self.torch_ops:
             return f"compiled by {', '.join(dict.fromkeys(self.compiled_by)) or self.backend}"
         reasons = "; ".join(dict.fromkeys(self.torch_ops))

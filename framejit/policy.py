@@ -50,6 +50,7 @@ class _IdSet:
 _allowed = _IdSet()
 _disallowed = _IdSet()
 _constant_result = _IdSet()
+_refusals = _IdSet()  # framejit's polyfills' "break here" markers
 _disabled = _IdSet()
 # torch functions that ask "is a compiler tracing me?", by (module, name) -> answer: answered without calling
 # them (their flags belong to TorchDynamo, which framejit never sets). As under TorchDynamo, code being
@@ -196,6 +197,16 @@ def is_disallowed(fn: Any) -> bool:
 
 def is_constant_result(fn: Any) -> bool:
     return fn in _constant_result
+
+
+def mark_refusal(fn: F) -> F:
+    """`fn(reason)` called in a polyfill is a graph break with that reason (the program's own call then runs)."""
+    _refusals.add(fn)
+    return fn
+
+
+def is_refusal(fn: Any) -> bool:
+    return fn in _refusals
 
 
 def compile_query_answer(fn: Any) -> tuple[bool, Any]:

@@ -35,7 +35,7 @@ static _PyFrameEvalFunction prev_eval;     /* foreign eval function to chain to,
 /* The frame handed to prev_eval: if prev_eval chains back to us with it, the
  * frame has had its turn and must run plainly, or the two hooks loop. */
 static _Thread_local _PyInterpreterFrame *chaining;
-static long n_hits, n_misses, n_guard_errors;
+static long n_hits, n_graph_hits, n_misses, n_guard_errors;  /* graph hits: of entries that run graphs */
 static Py_ssize_t n_armed;  /* thread slots with a callback set */
 static PyObject *swap_cb(ThreadSlot *slot, PyObject *cb);
 
@@ -191,8 +191,9 @@ static PyObject *lookup(PyObject *cache, PyObject *cb, _PyInterpreterFrame *fram
     Py_INCREF(cache);  /* a guard may replace co_extra or mutate the list */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cache); i++) {
         PyObject *entry = PyList_GET_ITEM(cache, i);
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {  /* contracts.CacheEntry */
-            PyErr_SetString(PyExc_TypeError, "framejit: cache entry is not a (guard, code, memo, owner) tuple");
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 5) {  /* contracts.CacheEntry */
+            PyErr_SetString(PyExc_TypeError,
+                            "framejit: cache entry is not a (guard, code, memo, owner, runs_graphs) tuple");
             *err = 1;
             break;
         }
@@ -216,6 +217,7 @@ static PyObject *lookup(PyObject *cache, PyObject *cb, _PyInterpreterFrame *fram
             *err = fn == NULL;
             Py_DECREF(entry);
             n_hits++;
+            n_graph_hits += PyTuple_GET_ITEM(entry, 4) == Py_True;
             break;
         }
         Py_DECREF(entry);
@@ -427,13 +429,13 @@ static PyObject *is_installed(PyObject *self, PyObject *unused)
 
 static PyObject *get_stats(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{sl,sl,sl}", "hits", n_hits, "misses", n_misses,
+    return Py_BuildValue("{sl,sl,sl,sl}", "hits", n_hits, "graph_hits", n_graph_hits, "misses", n_misses,
                          "guard_errors", n_guard_errors);
 }
 
 static PyObject *reset_stats(PyObject *self, PyObject *unused)
 {
-    n_hits = n_misses = n_guard_errors = 0;
+    n_hits = n_graph_hits = n_misses = n_guard_errors = 0;
     Py_RETURN_NONE;
 }
 
@@ -464,7 +466,7 @@ static PyMethodDef methods[] = {
      "call_compiler(fn, *args, **kwargs): capture off, on a data-stack chunk of its own (a compiler's call)"},
     {"get_extra", get_extra, METH_O, "get_extra(code) -> None | SKIP | list"},
     {"set_extra", (PyCFunction)(void (*)(void))set_extra, METH_FASTCALL,
-     "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo, owner)."},
+     "set_extra(code, obj): obj is None (clear), SKIP or a list of (guard, code, memo, owner, runs_graphs)."},
     {"is_installed", is_installed, METH_NOARGS, "Whether our eval-frame function is the current one."},
     {"tail_call", (PyCFunction)(void (*)(void))tail_call, METH_FASTCALL,
      "tail_call(fn, *args): returned by replacement code, the hook then calls fn(*args) in the frame's place."},

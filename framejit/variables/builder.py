@@ -49,6 +49,7 @@ from framejit.variables.callables import (
     ConstantResultVariable,
     DisallowedVariable,
     GraphBreakRequestVariable,
+    RefusalVariable,
     SubstitutedVariable,
     TorchVariable,
     UserFunctionVariable,
@@ -369,6 +370,12 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: policy.graph_break_request(v) is not None,
         guard=GuardKind.FUNCTION_MATCH,
         make=lambda tx, v, s: GraphBreakRequestVariable(v, policy.graph_break_request(v) or ""),
+    ),
+    WrapRule(
+        kind="refusal in a polyfill",
+        matches=lambda v, s: policy.is_refusal(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: RefusalVariable(v),
     ),
     WrapRule(
         kind="substituted in graph",

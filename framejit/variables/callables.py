@@ -474,6 +474,16 @@ class GraphBreakRequestVariable(DisallowedVariable):
         unsupported(f"graph break requested: {self.name} called{f' ({text})' if text else ''}", BreakCode.USER_BREAK)
 
 
+class RefusalVariable(DisallowedVariable):
+    """A polyfill's `refuse(reason)` (policy.mark_refusal): a graph break with that reason; the program's call that
+    the polyfill stands for then runs as Python."""
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        reason = next(iter([*args, *kwargs.values()]), None)
+        text = reason.as_python_constant() if reason is not None and reason.is_python_constant() else str(self.fn)
+        unsupported(text, BreakCode.DISTRIBUTED)
+
+
 class SubstitutedVariable(Variable):
     """A function with a polyfill (framejit.substitute_in_graph): a call inlines the polyfill, or, where it may be
     folded and every argument is a constant, calls the original now."""

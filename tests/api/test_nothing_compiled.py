@@ -50,3 +50,49 @@ def test_a_compile_that_compiles_says_nothing(make):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compiled(torch.randn(3))
+
+
+class _Inner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+@framejit.disable(recursive=False)
+def _call(module, x):
+    return module(x)
+
+
+class _Hands(nn.Module):
+    """A wrapper whose own frame does no tensor op; its module's forward is a frame of its own, captured (as DDP's
+    forward calls its module)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Inner()
+
+    def forward(self, x):
+        return _call(self.inner, x)
+
+
+def test_a_first_call_that_runs_a_graph_compiled_for_another_instance_says_nothing():
+    compiled = []
+
+    def counting(gm, example_inputs):
+        compiled.append(gm)
+        return gm.forward
+
+    x = torch.randn(2, 4)
+    framejit.compile(_Hands(), backend=counting)(x)
+    assert len(compiled) == 1
+    second = _Hands()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NothingCompiledWarning)
+        out = framejit.compile(second, backend=counting)(x)  # the first instance's graph runs on its weights
+    assert len(compiled) == 1
+    torch.testing.assert_close(out, second(x))
+    with pytest.warns(NothingCompiledWarning, match="compiled no graph in the first call"):
+        framejit.compile(lambda t: t, backend=counting)(x)  # nothing compiled and nothing run: still said

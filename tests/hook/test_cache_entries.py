@@ -23,14 +23,14 @@ def test_cache_hit_skips_callback_and_miss_calls_it() -> None:
     def f(a, b):
         return ("orig", a, b)
 
-    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None, None, None], None)])
+    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None, None, None], None, False)])
     rec = CallbackRecorder({"f"})
     assert _hook.call_with_callback(rec, f, 1, 2) == ("hit", 1, 2)
     assert rec.calls == []
     assert guard_args == [(f, 1, 2)]
     assert _hook.call_with_callback(rec, f, 5, 2) == ("orig", 5, 2)
     assert rec.calls == [("f", (5, 2))]
-    assert _hook.get_stats() == {"hits": 1, "misses": 1, "guard_errors": 0}
+    assert _hook.get_stats() == {"hits": 1, "graph_hits": 0, "misses": 1, "guard_errors": 0}
 
 
 def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
@@ -45,9 +45,9 @@ def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
     _hook.set_extra(
         f.__code__,
         [
-            (broken, one, [None] * 3, None),
-            (lambda func, x: x > 10, one, [None] * 3, None),
-            (lambda func, x: x > 0, two, [None] * 3, None),
+            (broken, one, [None] * 3, None, False),
+            (lambda func, x: x > 10, one, [None] * 3, None, False),
+            (lambda func, x: x > 0, two, [None] * 3, None, False),
         ],
     )
     rec = CallbackRecorder({"f"})
@@ -55,7 +55,7 @@ def test_entries_are_tried_in_order_and_guard_errors_are_misses() -> None:
     assert _hook.call_with_callback(rec, f, 5) == ("two", 5)
     assert _hook.call_with_callback(rec, f, -1) == ("orig", -1)
     assert rec.calls == [("f", (-1,))]
-    assert _hook.get_stats() == {"hits": 2, "misses": 1, "guard_errors": 3}
+    assert _hook.get_stats() == {"hits": 2, "graph_hits": 0, "misses": 1, "guard_errors": 3}
 
 
 def _module_level(x):
@@ -65,7 +65,7 @@ def _module_level(x):
 def test_memo_is_reused_for_a_function_of_a_module() -> None:
     code = replacement("def r(x):\n    return ('R', x)\n", "r")
     memo = [None, None, None]
-    _hook.set_extra(_module_level.__code__, [(lambda func, x: True, code, memo, None)])
+    _hook.set_extra(_module_level.__code__, [(lambda func, x: True, code, memo, None, False)])
     try:
         assert _hook.call_with_callback(False, _module_level, 10) == ("R", 10)
         first = memo[2]
@@ -90,7 +90,7 @@ def test_memo_never_holds_a_closure_or_globals_that_are_not_a_module() -> None:
     add1, add2 = make_adder(1), make_adder(2)
     code = replacement("def outer():\n    n = 0\n    def add(x):\n        return ('R', x + n)\n    return add\n", "add")
     memo = [None, None, None]
-    _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo, None)])
+    _hook.set_extra(add1.__code__, [(lambda func, x: True, code, memo, None, False)])
     assert _hook.call_with_callback(False, add1, 10) == ("R", 11)
     assert _hook.call_with_callback(False, add2, 10) == ("R", 12)
     assert memo == [None, None, None]
@@ -98,7 +98,7 @@ def test_memo_never_holds_a_closure_or_globals_that_are_not_a_module() -> None:
     namespace: dict = {}
     exec("def f(x):\n    return x\n", namespace)
     plain = replacement("def r(x):\n    return ('R', x)\n", "r")
-    _hook.set_extra(namespace["f"].__code__, [(lambda func, x: True, plain, memo, None)])
+    _hook.set_extra(namespace["f"].__code__, [(lambda func, x: True, plain, memo, None, False)])
     assert _hook.call_with_callback(False, namespace["f"], 3) == ("R", 3)
     assert memo == [None, None, None]
 
@@ -108,7 +108,7 @@ def test_closure_mismatch_raises() -> None:
         return x
 
     code = replacement("def outer():\n    n = 0\n    def g(x):\n        return x + n\n    return g\n", "g")
-    _hook.set_extra(f.__code__, [(lambda func, x: True, code, [None] * 3, None)])
+    _hook.set_extra(f.__code__, [(lambda func, x: True, code, [None] * 3, None, False)])
     with pytest.raises(ValueError, match="free vars"):
         _hook.call_with_callback(False, f, 1)
 
@@ -167,11 +167,11 @@ def test_run_only_mode_uses_cache_but_never_calls_on_miss() -> None:
         calls.append(a)
         return a == 1
 
-    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None] * 3, None)])
+    _hook.set_extra(f.__code__, [(guard, make_hit_code(), [None] * 3, None, False)])
     assert _hook.call_with_callback(False, f, 1, 2) == ("hit", 1, 2)
     assert _hook.call_with_callback(False, f, 3, 2) == ("orig", 3, 2)
     assert calls == [1, 3]
-    assert _hook.get_stats() == {"hits": 1, "misses": 1, "guard_errors": 0}
+    assert _hook.get_stats() == {"hits": 1, "graph_hits": 0, "misses": 1, "guard_errors": 0}
 
 
 def test_entries_of_another_callback_are_skipped_but_run_only_mode_uses_them() -> None:
@@ -187,7 +187,7 @@ def test_entries_of_another_callback_are_skipped_but_run_only_mode_uses_them() -
     def other(func, args):
         return None
 
-    _hook.set_extra(f.__code__, [(lambda func, x: True, make_hit_code(1), [None] * 3, other)])
+    _hook.set_extra(f.__code__, [(lambda func, x: True, make_hit_code(1), [None] * 3, other, False)])
     try:
         assert _hook.call_with_callback(mine, f, 1) == ("orig", 1)  # not mine: a miss, callback asked
         assert calls == [(1,)]

@@ -95,7 +95,7 @@ def test_generators_coroutines_and_throw_run_untouched() -> None:
     async def agen(x):
         yield x
 
-    always = [(lambda func, *a: True, make_hit_code(), [None] * 3, None)]
+    always = [(lambda func, *a: True, make_hit_code(), [None] * 3, None, False)]
     for code in (gen.__code__, coro.__code__, agen.__code__):
         _hook.set_extra(code, list(always))
 
@@ -179,7 +179,7 @@ def test_exceptions_propagate() -> None:
         return x
 
     boom = replacement("def boom(x):\n    raise KeyError(x)\n", "boom")
-    _hook.set_extra(f.__code__, [(lambda func, x: x == 1, boom, [None] * 3, None)])
+    _hook.set_extra(f.__code__, [(lambda func, x: x == 1, boom, [None] * 3, None, False)])
     with pytest.raises(KeyError) as info:
         _hook.call_with_callback(False, f, 1)
     assert info.value.args == (1,)
@@ -217,7 +217,7 @@ def test_recursion_200_deep() -> None:
     ns: dict = {}
     exec("def rec(n):\n    return 0 if n == 0 else 1 + rec(n - 1)\n", ns)
     code = replacement("def rrec(n):\n    return 0 if n == 0 else 1 + rec(n - 1)\n", "rrec")
-    _hook.set_extra(ns["rec"].__code__, [(lambda func, n: n % 2 == 0, code, [None] * 3, None)])
+    _hook.set_extra(ns["rec"].__code__, [(lambda func, n: n % 2 == 0, code, [None] * 3, None, False)])
     misses: list[int] = []
     assert _hook.call_with_callback(lambda func, args: misses.append(args[0]), ns["rec"], 200) == 200
     assert misses == list(range(199, 0, -2))

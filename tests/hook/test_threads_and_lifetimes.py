@@ -104,7 +104,7 @@ def test_deleting_function_frees_its_cache_list() -> None:
 
     token = Token()
     ref = weakref.ref(token)
-    _hook.set_extra(f.__code__, [(make_guard(token), make_hit_code(1), [None] * 3, None)])
+    _hook.set_extra(f.__code__, [(make_guard(token), make_hit_code(1), [None] * 3, None, False)])
     del token
     assert _hook.call_with_callback(False, f, 1) == ("hit", 1)
     assert ref() is not None
@@ -122,7 +122,7 @@ def test_set_extra_replacing_a_list_frees_it() -> None:
 
     token = Token()
     ref = weakref.ref(token)
-    _hook.set_extra(f.__code__, [(lambda func, x, t=token: True, make_hit_code(1), [None] * 3, None)])
+    _hook.set_extra(f.__code__, [(lambda func, x, t=token: True, make_hit_code(1), [None] * 3, None, False)])
     del token
     _hook.set_extra(f.__code__, None)
     gc.collect()
@@ -144,13 +144,13 @@ def test_guard_that_drops_the_cache_list_is_safe() -> None:
         cache.clear()
         return True
 
-    dropped = Cache([(dropping_guard, make_hit_code(1), [None] * 3, None)] * 2)
+    dropped = Cache([(dropping_guard, make_hit_code(1), [None] * 3, None, False)] * 2)
     ref = weakref.ref(dropped)
     _hook.set_extra(f.__code__, dropped)
     del dropped
     assert _hook.call_with_callback(False, f, 1) == ("orig", 1)
     assert ref() is None and _hook.get_extra(f.__code__) is None
-    cache = [(clearing_guard, make_hit_code(1), [None] * 3, None)] * 3
+    cache = [(clearing_guard, make_hit_code(1), [None] * 3, None, False)] * 3
     _hook.set_extra(f.__code__, cache)
     assert _hook.call_with_callback(False, f, 2) == ("hit", 2)
     assert _hook.call_with_callback(False, f, 3) == ("orig", 3)
