@@ -152,6 +152,17 @@ def _skipped_file(filename: str) -> str | None:
     return None
 
 
+def _generated_by_stdlib(code: types.CodeType) -> bool:
+    """Code the standard library writes as text and compiles (file "<string>"): a namedtuple's `__new__` (a
+    lambda calling `_tuple_new`) and a dataclass's methods (made inside `__create_fn__`). Traced where code calls
+    them; as frames of their own they are not user code (tiny graphs, recompiles)."""
+    if code.co_filename != "<string>":
+        return False
+    return code.co_qualname.startswith("__create_fn__.<locals>.") or (
+        code.co_name == "<lambda>" and code.co_names == ("_tuple_new",)
+    )
+
+
 def capture_refusal(code: types.CodeType) -> str | None:
     """Why a frame of `code` should run untouched, or None to capture it."""
     return None if _forced.get(code) else _refusal(code)
@@ -164,7 +175,7 @@ def _refusal(code: types.CodeType) -> str | None:
         return "generator or coroutine"
     if code.co_filename.startswith(_TORCH_INLINED_DIRS):
         return "torch internals (traced when called from user code)"
-    if _stdlib_module(code.co_filename) is not None:
+    if _stdlib_module(code.co_filename) is not None or _generated_by_stdlib(code):
         return "the standard library (traced when called from user code)"
     return _skipped_file(code.co_filename)
 

@@ -110,6 +110,15 @@ def check_unused_parameters_and_static_graph(rank: int) -> None:
     _train_side_by_side(rank, *_pair(rank, _outer, static_graph=True), steps=3)
 
 
+def check_inference_in_pieces(rank: int) -> None:
+    eager, compiled = _pair(rank, _outer)
+    x = torch.randn(8, WIDTH) + rank
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), eager(x))
+    torch.testing.assert_close(compiled.eval()(x), eager.eval()(x))
+
+
 class _MatmulLog(TorchDispatchMode):
     """Appends "mm" to `events` for each matrix product the backward runs."""
 

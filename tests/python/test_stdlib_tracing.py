@@ -4,6 +4,7 @@ a call into those is a graph break that names the module and why."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import functools
@@ -19,6 +20,7 @@ import pytest
 import torch
 
 import framejit
+from framejit import capture_policy
 from framejit.testing import CompileCounter, same
 
 
@@ -146,3 +148,35 @@ def test_a_stdlib_function_handed_to_framejit_as_a_frame_is_not_captured():
     with pytest.warns(framejit.exc.NothingCompiledWarning, match="the standard library"):
         x = torch.ones(2)
         assert compiled(torch.Tensor, x) is x
+
+
+_Pair = collections.namedtuple("_Pair", "first second")
+
+
+@dataclasses.dataclass
+class _Scaled:
+    x: torch.Tensor
+    scale: float = 2.0
+
+    def __post_init__(self):
+        self.y = self.x * self.scale
+
+
+def test_code_the_stdlib_generates_is_traced_but_not_captured_on_its_own():
+    """namedtuple's __new__ and a dataclass's __init__ are compiled from text (file "<string>"): traced where user
+    code makes them (one graph), but frames of their own run as Python, as the rest of the standard library; code
+    a user execs from a string is still user code."""
+    for code in (_Pair.__new__.__code__, _Scaled.__init__.__code__, _Scaled.__eq__.__code__):
+        assert capture_policy.capture_refusal(code) == "the standard library (traced when called from user code)"
+    namespace: dict = {}
+    exec("def user_fn(x):\n    return x + 1\n", namespace)
+    assert capture_policy.capture_refusal(namespace["user_fn"].__code__) is None
+
+    def make(x):
+        pair = _Pair(x, x + 1)
+        return _Scaled(pair.second).y + pair.first
+
+    counter = CompileCounter()
+    x = torch.randn(3)
+    assert same(framejit.compile(make, backend=counter)(x), make(x))
+    assert counter.frame_count == 1
