@@ -115,6 +115,11 @@ class BreakCode(enum.StrEnum):
     )
     TORCH_STATEFUL = "torch_stateful"
     TORCH_FUNCTION = "torch_function"
+    TENSOR_SUBCLASS = (
+        "tensor_subclass",
+        "A tensor subclass that dispatches its ops in Python (DTensor, a wrapper subclass) is not traced yet; "
+        "the code using it runs as Python, between graphs.",
+    )
     NON_TENSOR_OP = "non_tensor_op"
     GRAD_MODE = "grad_mode"
     AUTOGRAD_FUNCTION = (

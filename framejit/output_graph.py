@@ -19,6 +19,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from framejit._C import _hook
 from framejit.as_eager import behaving_as_eager
@@ -171,6 +172,13 @@ class OutputGraph:
         return SymbolicVariable(node, symbol, source)
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
+        if is_traceable_wrapper_subclass(value):  # its ops dispatch in Python (to other tensors, collectives...)
+            name = f"{type(value).__module__}.{type(value).__qualname__}"
+            unsupported(
+                f"{source.name()} is a {name}, a tensor subclass with its own dispatch, which framejit does not "
+                "trace yet: the code that uses it runs as Python",
+                BreakCode.TENSOR_SUBCLASS,
+            )
         node = self._placeholder(source)
         with warnings.catch_warnings():
             # describing a non-leaf tensor reads its .grad; torch hides that warning itself, except from

@@ -147,8 +147,11 @@ class UnreadableArg(Variable):
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         unsupported(self.msg, self.code)
 
-    python_type = as_python_constant = var_getattr = call = call_method = unpack = truth = _refuse
+    python_type = as_python_constant = call = call_method = unpack = truth = _refuse
     as_node_arg = as_fake = guard_missing_attr = _refuse
+
+    def var_getattr(self, tx: Any, name: str) -> Variable:
+        unsupported(f"{self.msg} (at .{name})", self.code)
 
     def __repr__(self) -> str:
         return f"UnreadableArg({self.source.name() if self.source else '?'})"

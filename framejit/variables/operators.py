@@ -13,7 +13,7 @@ import torch
 
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
+from framejit.variables.base import HEAPTYPE, KnownValueVariable, UnreadableArg, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, TupleVariable, BaseListVariable
 from framejit.variables.mappings import DictVariable, DictViewVariable
@@ -257,6 +257,8 @@ def _sequence_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable])
         # two objects are unequal by identity only where neither type has an __eq__ of its own
         if same is not None and (same or _eq_is_identity(a) and _eq_is_identity(b)):
             return ConstantVariable(same if fn is operator.eq else not same)
+    for unreadable in (x for x in args if isinstance(x, UnreadableArg)):
+        unreadable.python_type()  # (a break with the reason the argument could not be read)
     unsupported(f"operator {fn.__name__} on {[type(x).__name__ for x in args]}", BreakCode.OPERATOR)
 
 
