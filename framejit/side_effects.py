@@ -10,6 +10,7 @@ from framejit.codegen import PyCodegen
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.containers import birth_mark
+from framejit.variables.generators import dropped_while_handling
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
@@ -55,6 +56,8 @@ class SideEffects:
         # the birth mark of every container mutated in place (-1: one from outside): such a write changes the
         # container's Variable itself, so a speculative read (`speculation`) cannot take it back
         self.container_births: list[int] = []
+        self.generators: list[Any] = []  # generators made in the trace (variables/generators.py)
+        self.settling = False  # a generator's remaining items are being taken for its rebuild
 
     def is_empty(self) -> bool:
         return not (
@@ -252,6 +255,7 @@ class SideEffects:
                 seen.add(id(var))
                 roots += var.children()
                 roots += writes_of.get(id(var), ())
+        dropped_while_handling(self.generators, seen)
         for key, write in list(self.attrs.items()):
             if isinstance(write.obj, NewObjectVariable) and id(write.obj) not in seen:
                 write.obj.dropped = True  # (loading it after all would be a bug: it errs rather than lose writes)

@@ -18,6 +18,7 @@ from framejit.variables.callables import UserFunctionVariable, UserMethodVariabl
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
 from framejit.variables import copying, iteration, mappings, pure_functions, reports, signatures
 from framejit.variables.containers import IteratorVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, delete_attribute, python_class_method
@@ -317,13 +318,14 @@ def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(next)
 def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     it = args[0]
+    refuse_outside_generator(it, "next() on")
     if not isinstance(it, IteratorVariable):
         unsupported("next() on a non-iterator", BreakCode.ITER)
     item = it.next()
     if item is None:
         if len(args) > 1:
             return args[1]
-        raise_observed(StopIteration(), BreakCode.ITER)  # a `try` in the trace may catch it
+        raise_observed(it.stop_iteration(), BreakCode.ITER)  # a `try` in the trace may catch it
     return item
 
 
