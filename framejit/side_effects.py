@@ -58,6 +58,7 @@ class SideEffects:
         self.container_births: list[int] = []
         self.generators: list[Any] = []  # generators made in the trace (variables/generators.py)
         self.settling = False  # a generator's remaining items are being taken for its rebuild
+        self.local_classes: dict[int, Variable] = {}  # classes made by class statements in the trace, by id
 
     def is_empty(self) -> bool:
         return not (

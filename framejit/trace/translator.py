@@ -29,6 +29,7 @@ from framejit.sources import (
 from framejit.trace.cells import EMPTY, Cell, outside_cell
 from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
+from framejit.trace.ops_class import ClassOps
 from framejit.trace.ops_call import CallOps, ReturnValue, Yielded
 from framejit.trace.ops_data import DataOps
 from framejit.trace.ops_except import ExceptOps
@@ -53,7 +54,7 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
     return insts
 
 
-class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
+class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
     def __init__(
         self,
         output: TraceOutput,
@@ -230,6 +231,16 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         result = child.run()
         assert result is not None  # (only the captured frame stops at a break point)
         return result
+
+    def run_class_body(self, body: NestedFunctionVariable) -> dict[str, Variable]:
+        """A class statement's body, traced in a frame whose names (STORE_NAME) are the class namespace."""
+        globals_source = self.globals_source if body.f_globals is self.f_globals else None
+        cells = self._make_cells(body.code, {}, body.closure, None)
+        child = Translator(
+            self.output, body.code, body.f_globals, {}, cells, parent=self, globals_source=globals_source
+        )
+        child.run()
+        return child.symbolic_locals
 
     # -- a generator's frame (variables/generators.py) ------------------------------------------
     def resume_generator(

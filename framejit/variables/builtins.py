@@ -16,7 +16,7 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import copying, iteration, mappings, pure_functions, reports, signatures
+from framejit.variables import copying, iteration, local_class, mappings, pure_functions, reports, signatures
 from framejit.variables.containers import IteratorVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
 from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.nn_module import NNModuleVariable
@@ -420,6 +420,7 @@ TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)
 TRACED_BUILTINS.update(signatures.RULES)
 TRACED_BUILTINS.update(reports.RULES)
+TRACED_BUILTINS.update(local_class.RULES)
 
 
 @_traces(print, input, open)
