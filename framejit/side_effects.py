@@ -32,6 +32,7 @@ class Speculation(NamedTuple):
     exc_info: Variable | None
     calls: int
     iterators: list[tuple[Any, int]]
+    generators: list[tuple[Any, int]]  # each generator made in the trace and how many times it was advanced
 
 
 _ABSENT = object()
@@ -104,14 +105,17 @@ class SideEffects:
             self.exc_info,
             len(self.calls),
             [(it, it.consumed) for it in self.iterators],
+            [(gen, gen.advances) for gen in self.generators],
         )
 
     def forgettable_since(self, mark: "Speculation") -> bool:
         """Whether every write since `mark` can be forgotten: none changed a container the trace had before it
-        in place, nor advanced an iterator (those change Variables the rest of the trace reads)."""
+        in place, nor advanced an iterator or a generator (those change Variables the rest of the trace reads)."""
         born_before = mark.checkpoint[1]
-        return all(born >= born_before for born in self.container_births[mark.container_births :]) and all(
-            it.consumed == consumed for it, consumed in mark.iterators
+        return (
+            all(born >= born_before for born in self.container_births[mark.container_births :])
+            and all(it.consumed == consumed for it, consumed in mark.iterators)
+            and all(gen.advances == advances for gen, advances in mark.generators)
         )
 
     def reported_since(self, mark: "Speculation") -> bool:
@@ -124,6 +128,7 @@ class SideEffects:
         del self.container_births[mark.container_births :]
         del self.calls[mark.calls :]
         del self.iterators[len(mark.iterators) :]
+        del self.generators[len(mark.generators) :]
         self.containers, self.attrs, self.globals, self.cells, self.closure_cells = (dict(d) for d in mark.writes)
         self.exc_info = mark.exc_info
 

@@ -62,6 +62,7 @@ class GeneratorVariable(IteratorVariable):
         self.frame = frame
         self.name = name
         self.state = CREATED
+        self.advances = 0  # times its frame was resumed (a speculative read that resumed it cannot be forgotten)
         self.rest: list[Variable] | None = None  # the items left, once settled for a rebuild
         self.has_handlers = bool(exception_table(frame.code))  # a try or with block somewhere in its body
         frame.output.side_effects.generators.append(self)
@@ -104,6 +105,7 @@ class GeneratorVariable(IteratorVariable):
         if tx is not None:
             self.frame.parent = tx  # the frame advancing it (for the user's stack of what happens inside)
         started, self.state = self.state == SUSPENDED, RUNNING
+        self.advances += 1
         try:
             yielded, value = self.frame.resume_generator(started, sent, thrown)
         except ObservedException as e:

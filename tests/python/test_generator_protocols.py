@@ -221,6 +221,30 @@ def test_a_generator_with_side_effects_runs_interleaved_with_its_consumer():
     assert want_log[:3] == ["before", ("made", 0), "between"]
 
 
+def test_enumerate_and_zip_take_a_generators_items_one_at_a_time():
+    def fn(x):
+        out = x
+        for i, y in enumerate(noisy(x), 1):
+            log.append("enumerated")
+            out = out + y * i
+        for a, b in zip(noisy(x), [1, 2]):  # zip takes a third item, then stops at the list's end
+            log.append("zipped")
+            out = out + a * b
+        g = noisy(x)
+        return out, list(zip(g, g))  # consecutive items paired, as in eager
+
+    x = torch.randn(3)
+    del log[:]
+    want, want_log = fn(x), list(log)
+    del log[:]
+    explained = framejit.explain(fn)(x)
+    assert explained.graph_count == 1 and explained.break_reasons == []
+    del log[:]
+    got = framejit.compile(fn, backend="eager")(x)
+    assert _equal(got, want) and log == want_log
+    assert want_log[:4] == [("made", 0), "enumerated", ("made", 1), "enumerated"]
+
+
 def test_a_generator_left_unfinished_never_runs_its_remaining_effects():
     def fn(x):
         g = noisy(x)
