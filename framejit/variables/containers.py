@@ -316,6 +316,7 @@ class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
     returned: Variable | None = None  # an inlined generator's return value (`x = yield from gen`)
+    from_generator = False  # a generator made in the trace (generators.GeneratorVariable): advancing it runs code
 
     rebuilt_once = True
 

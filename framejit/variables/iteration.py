@@ -124,6 +124,11 @@ class ZipIterator(IteratorVariable):
     def __init__(self, inners: list[IteratorVariable], count: int | None = None) -> None:
         super().__init__([])
         self.inners, self.count = inners, count
+        self.rest: list[Variable] | None = None  # over iterators without effects: the items left, taken at the end
+
+    def _lazy_inside(self) -> bool:
+        """Whether an argument is a generator (or a zip of one): advancing it runs its frame."""
+        return any(_runs_code(inner) for inner in self.inners)
 
     def python_type(self) -> type:
         return zip if self.count is None else enumerate
@@ -133,9 +138,15 @@ class ZipIterator(IteratorVariable):
         return self.unpack(None)  # (a rebuild or unpack asks: it takes them all)
 
     def children(self) -> list[Variable]:
-        return list(self.inners)
+        if self._lazy_inside():
+            return list(self.inners)
+        if self.rest is None:  # taking them now cannot differ: a tuple iterator over them after the graph
+            self.rest = self.unpack(None)
+        return list(self.rest)
 
     def unpack(self, tx: Tracer | None) -> list[Variable]:
+        if self.rest is not None:
+            return list(self.rest)
         items = []
         while (item := self.next()) is not None:
             items.append(item)
@@ -157,7 +168,15 @@ class ZipIterator(IteratorVariable):
         return TupleVariable(parts)
 
     def rebuild(self, cg: Emitter) -> None:
-        """zip(the iterators) or enumerate(the iterator, start=the next index), at their positions."""
+        """zip(the iterators) or enumerate(the iterator, start=the next index), at their positions; over iterators
+        without effects, an iterator over the items left (a continuation's loop can then take it)."""
+        if not self._lazy_inside():
+            rest = self.children()
+            for item in rest:
+                cg.load(item)
+            cg.emit("BUILD_TUPLE", len(rest))
+            cg.emit("GET_ITER")
+            return
         if self._exhausted:
             cg.emit_const(iter(()))
             return
@@ -168,6 +187,15 @@ class ZipIterator(IteratorVariable):
         if self.count is not None:
             cg.emit_const(self.count)
         cg.call(len(self.inners) + (self.count is not None))
+
+
+def _runs_code(iterator: Variable) -> bool:
+    """Whether advancing the iterator runs a generator's frame (itself, or one it takes items from)."""
+    if isinstance(iterator, ZipIterator):
+        return any(_runs_code(inner) for inner in iterator.inners)
+    if isinstance(iterator, IsliceIterator):
+        return _runs_code(iterator.inner)
+    return isinstance(iterator, IteratorVariable) and iterator.from_generator
 
 
 def lazy_zip(tx: Tracer, args: list[Variable], count: int | None = None) -> IteratorVariable | None:
