@@ -274,6 +274,10 @@ class Tracer(Protocol):
 
     def zero_arg_super(self) -> Variable: ...
 
+    def run_class_body(self, body: Any) -> dict[str, Variable]:
+        """Trace a class body (a function made by MAKE_FUNCTION) and return the namespace it filled."""
+        ...
+
     def frame_locals(self) -> dict[str, Variable]:
         """The frame's variables as `locals()` gives them."""
         ...

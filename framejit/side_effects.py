@@ -10,6 +10,7 @@ from framejit.codegen import PyCodegen
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.containers import birth_mark
+from framejit.variables.generators import dropped_while_handling
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
@@ -31,6 +32,7 @@ class Speculation(NamedTuple):
     exc_info: Variable | None
     calls: int
     iterators: list[tuple[Any, int]]
+    generators: list[tuple[Any, int]]  # each generator made in the trace and how many times it was advanced
 
 
 _ABSENT = object()
@@ -55,6 +57,9 @@ class SideEffects:
         # the birth mark of every container mutated in place (-1: one from outside): such a write changes the
         # container's Variable itself, so a speculative read (`speculation`) cannot take it back
         self.container_births: list[int] = []
+        self.generators: list[Any] = []  # generators made in the trace (variables/generators.py)
+        self.settling = False  # a generator's remaining items are being taken for its rebuild
+        self.local_classes: dict[int, Variable] = {}  # classes made by class statements in the trace, by id
 
     def is_empty(self) -> bool:
         return not (
@@ -100,14 +105,17 @@ class SideEffects:
             self.exc_info,
             len(self.calls),
             [(it, it.consumed) for it in self.iterators],
+            [(gen, gen.advances) for gen in self.generators],
         )
 
     def forgettable_since(self, mark: "Speculation") -> bool:
         """Whether every write since `mark` can be forgotten: none changed a container the trace had before it
-        in place, nor advanced an iterator (those change Variables the rest of the trace reads)."""
+        in place, nor advanced an iterator or a generator (those change Variables the rest of the trace reads)."""
         born_before = mark.checkpoint[1]
-        return all(born >= born_before for born in self.container_births[mark.container_births :]) and all(
-            it.consumed == consumed for it, consumed in mark.iterators
+        return (
+            all(born >= born_before for born in self.container_births[mark.container_births :])
+            and all(it.consumed == consumed for it, consumed in mark.iterators)
+            and all(gen.advances == advances for gen, advances in mark.generators)
         )
 
     def reported_since(self, mark: "Speculation") -> bool:
@@ -120,6 +128,7 @@ class SideEffects:
         del self.container_births[mark.container_births :]
         del self.calls[mark.calls :]
         del self.iterators[len(mark.iterators) :]
+        del self.generators[len(mark.generators) :]
         self.containers, self.attrs, self.globals, self.cells, self.closure_cells = (dict(d) for d in mark.writes)
         self.exc_info = mark.exc_info
 
@@ -252,6 +261,7 @@ class SideEffects:
                 seen.add(id(var))
                 roots += var.children()
                 roots += writes_of.get(id(var), ())
+        dropped_while_handling(self.generators, seen)
         for key, write in list(self.attrs.items()):
             if isinstance(write.obj, NewObjectVariable) and id(write.obj) not in seen:
                 write.obj.dropped = True  # (loading it after all would be a bug: it errs rather than lose writes)

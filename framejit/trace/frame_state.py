@@ -28,7 +28,6 @@ class FrameState:
     ip: int  # the index of the next instruction
     current: Inst | None
     kw_names: tuple[str, ...]  # KW_NAMES' names, for the CALL that follows
-    generated: list[Variable]  # values yielded by an inlined generator expression
     handling: int | None  # root frame: the index of the raise whose exception a handler is handling
     handled: list[Variable]  # root frame: the exceptions handlers are handling (PUSH_EXC_INFO to POP_EXCEPT)
 
@@ -77,6 +76,10 @@ class FrameState:
         ) -> Variable: ...
 
         def zero_arg_super(self) -> Variable: ...
+
+        def load_global(self, name: str) -> None: ...
+
+        def run_class_body(self, body: Any) -> dict[str, Variable]: ...
 
         def frame_locals(self) -> dict[str, Variable]: ...
 

@@ -69,6 +69,9 @@ class BasicOps(FrameState):
 
     @handles("LOAD_DEREF", "LOAD_CLASSDEREF")
     def LOAD_DEREF(self, inst: Inst) -> None:
+        if inst.opname == "LOAD_CLASSDEREF" and inst.argval in self.symbolic_locals:  # a class body's own name
+            self.push(self.symbolic_locals[inst.argval])
+            return
         cell = self.cells[inst.argval]
         value = cell.get()
         if isinstance(value, LazyArg):  # an argument captured by an inner function
@@ -87,7 +90,9 @@ class BasicOps(FrameState):
     def LOAD_GLOBAL(self, inst: Inst) -> None:
         if inst.oparg & 1:
             self.push(NULL)
-        name = inst.argval
+        self.load_global(inst.argval)
+
+    def load_global(self, name: str) -> None:
         pending = self.output.side_effects.pending_global(self.f_globals, name)
         if pending is not None:
             self.push(pending)

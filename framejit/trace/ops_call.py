@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
-from typing import Sequence, cast
+from typing import Sequence
 
 from framejit.codeobj import Inst
 from framejit.exc import BreakCode, unsupported
@@ -13,6 +12,7 @@ from framejit.variables.base import NULL, ExcInfoVariable, Variable
 from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import IteratorVariable
+from framejit.variables.generators import GeneratorVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.torch_special import WithExitVariable
 from framejit.variables.user_object import python_class_method
@@ -20,6 +20,17 @@ from framejit.variables.user_object import python_class_method
 
 class ReturnValue(Exception):
     """Raised by RETURN_VALUE to end a frame's trace with its return value."""
+
+    def __init__(self, value: Variable) -> None:
+        self.value = value
+
+
+def _is_none(value: Variable) -> bool:
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+class Yielded(Exception):
+    """Raised by YIELD_VALUE to suspend a generator's frame with the item it yields."""
 
     def __init__(self, value: Variable) -> None:
         self.value = value
@@ -79,22 +90,18 @@ class CallOps(FrameState):
 
     @handles("RETURN_VALUE")
     def RETURN_VALUE(self, inst: Inst) -> None:
-        value = self.pop()
-        if self.code.co_flags & inspect.CO_GENERATOR:  # the caller gets what it yielded; `yield from` what it returned
-            returned, value = value, IteratorVariable(self.generated)
-            value.returned, value.from_generator = returned, True
-        raise ReturnValue(value)
+        raise ReturnValue(self.pop())  # (a generator's: what StopIteration carries, `yield from`'s value)
 
     @handles("RETURN_GENERATOR")
     def RETURN_GENERATOR(self, inst: Inst) -> None:
-        """An inlined generator (function or expression) is run to completion and its values collected (see
-        YIELD_VALUE): the caller gets an iterator over them."""
+        """A generator's frame starts (its first resume, variables/generators.py): the value POP_TOP drops."""
         self.push(ConstantVariable(None))
 
     @handles("YIELD_VALUE")
     def YIELD_VALUE(self, inst: Inst) -> None:
-        self.generated.append(self.pop())
-        self.push(ConstantVariable(None))
+        """The generator's frame stops here until it is resumed (with the sent value pushed, or an exception
+        raised at this instruction)."""
+        raise Yielded(self.pop())
 
     @handles("GET_YIELD_FROM_ITER")
     def GET_YIELD_FROM_ITER(self, inst: Inst) -> None:
@@ -102,14 +109,24 @@ class CallOps(FrameState):
 
     @handles("SEND")
     def SEND(self, inst: Inst) -> None:
-        """`yield from it` in a generator the trace runs to completion: it yields every remaining item of `it` now,
-        and its value is what `it` returned. Nothing is sent into a generator the trace runs (the value is None)."""
-        self.pop()
-        iterator = cast(IteratorVariable, self.pop())  # GET_YIELD_FROM_ITER's
-        while (item := iterator.next()) is not None:
-            self.generated.append(item)
-        self.push(iterator.returned or ConstantVariable(None))
-        self.jump(inst)
+        """`yield from it`, one step: send the value to `it` (next() for None); what it yields is yielded by the
+        YIELD_VALUE after this; when it is exhausted, its return value is the value of the expression."""
+        sent = self.pop()
+        receiver = self.stack[-1]
+        if isinstance(receiver, GeneratorVariable):
+            item = receiver.resume(self, None if _is_none(sent) else sent, None)
+        else:
+            if not isinstance(receiver, IteratorVariable):
+                unsupported(f"`yield from` {receiver}", BreakCode.GENERATOR)
+            if not _is_none(sent):
+                unsupported(f"send() of a value through `yield from` into {receiver}", BreakCode.GENERATOR)
+            item = receiver.next()
+        if item is None:
+            self.pop()
+            self.push(receiver.returned or ConstantVariable(None))
+            self.jump(inst)
+        else:
+            self.push(item)
 
     @handles("BEFORE_WITH")
     def BEFORE_WITH(self, inst: Inst) -> None:
@@ -147,6 +164,6 @@ class CallOps(FrameState):
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)
 
-    @handles("WITH_EXCEPT_START", "SETUP_ANNOTATIONS")
+    @handles("WITH_EXCEPT_START")
     def RAISE(self, inst: Inst) -> None:
         unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

@@ -7,6 +7,7 @@ from framejit.exc import BreakCode, unsupported
 from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.mappings import dict_iterator
 from framejit.variables.user_object import iterate_user_object
 
@@ -59,6 +60,7 @@ class FlowOps(FrameState):
     @handles("GET_ITER")
     def GET_ITER(self, inst: Inst) -> None:
         value = self.pop()
+        refuse_outside_generator(value, "iterating over")
         if isinstance(value, IteratorVariable):
             self.push(value)
         elif type(value) is ListVariable:  # live: appending to the list while looping over it is seen
@@ -77,6 +79,7 @@ class FlowOps(FrameState):
     @handles("FOR_ITER")
     def FOR_ITER(self, inst: Inst) -> None:
         iterator = self.stack[-1]
+        refuse_outside_generator(iterator, "iterating over")
         if not isinstance(iterator, IteratorVariable):
             unsupported(f"iterating over {iterator} inside the trace", BreakCode.ITER)
         item = iterator.next()

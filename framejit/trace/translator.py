@@ -13,7 +13,9 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 from framejit import capture_policy
 from framejit.codeobj import Inst, arg_slot_names, original_code, own_cells, passed_cells, read_instructions
 from framejit.contracts import GuardKind, TraceOutput
-from framejit.exc import BreakCode, BreakPoint, ObservedException, Unsupported, unsupported
+from framejit.codeobj import exception_table
+from framejit.codeobj.reading import exception_entry_at
+from framejit.exc import BreakCode, BreakPoint, ObservedException, Unsupported, raise_observed, unsupported
 from framejit.sources import (
     AttrSource,
     ClosureSource,
@@ -27,7 +29,8 @@ from framejit.sources import (
 from framejit.trace.cells import EMPTY, Cell, outside_cell
 from framejit.trace.opcode_table import build_table
 from framejit.trace.ops_basic import BasicOps
-from framejit.trace.ops_call import CallOps, ReturnValue
+from framejit.trace.ops_class import ClassOps
+from framejit.trace.ops_call import CallOps, ReturnValue, Yielded
 from framejit.trace.ops_data import DataOps
 from framejit.trace.ops_except import ExceptOps
 from framejit.trace.ops_flow import FlowOps
@@ -36,6 +39,7 @@ from framejit.variables.base import LazyArg, UnreadableArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import NestedFunctionVariable, SuperVariable
 from framejit.variables.constant import ConstantVariable
+from framejit.variables.generators import GeneratorVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
 from framejit.weak_identity import WeakIdentityKeyDict
@@ -50,7 +54,7 @@ def instructions_of(code: types.CodeType) -> list[Inst]:
     return insts
 
 
-class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
+class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
     def __init__(
         self,
         output: TraceOutput,
@@ -78,7 +82,6 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
         self.ip = 0
         self.current: Inst | None = None
         self.kw_names: tuple[str, ...] = ()
-        self.generated: list[Variable] = []  # values yielded by an inlined generator expression
         self.break_point = break_point  # root frame only: where to stop (a graph break)
         # root frame only: the raise whose exception a handler of this frame is handling (its instruction index);
         # a break while handling it is made at that raise instead (the handler then runs as Python)
@@ -223,13 +226,45 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps):
             globals_source = _globals_source(f_globals, fn_source)
         cells = self._make_cells(code, bound, closure, fn_source)
         child = Translator(self.output, code, f_globals, bound, cells, parent=self, globals_source=globals_source)
-        checkpoint = self.output.side_effects.checkpoint()
+        if code.co_flags & inspect.CO_GENERATOR:  # its frame runs when the generator is advanced
+            return GeneratorVariable(child, fn_name)
         result = child.run()
         assert result is not None  # (only the captured frame stops at a break point)
-        if code.co_flags & inspect.CO_GENERATOR and self.output.side_effects.wrote_older_state(checkpoint):
-            # its items were produced eagerly; a consumer that stops early would not see all these writes
-            unsupported(f"generator {fn_name} with side effects (consumed lazily in Python)", BreakCode.GENERATOR)
         return result
+
+    def run_class_body(self, body: NestedFunctionVariable) -> dict[str, Variable]:
+        """A class statement's body, traced in a frame whose names (STORE_NAME) are the class namespace."""
+        globals_source = self.globals_source if body.f_globals is self.f_globals else None
+        cells = self._make_cells(body.code, {}, body.closure, None)
+        child = Translator(
+            self.output, body.code, body.f_globals, {}, cells, parent=self, globals_source=globals_source
+        )
+        child.run()
+        return child.symbolic_locals
+
+    # -- a generator's frame (variables/generators.py) ------------------------------------------
+    def resume_generator(
+        self, started: bool, sent: Variable | None, thrown: BaseException | None
+    ) -> tuple[bool, Variable]:
+        if thrown is not None:
+            if not self.route_exception(ObservedException(f"{type(thrown).__name__}: {thrown}", thrown)):
+                raise_observed(thrown)  # nothing in the generator catches it: it propagates to the caller
+        elif started:
+            self.push(sent if sent is not None else ConstantVariable(None))
+        self.depth = self.parent.depth + 1 if self.parent is not None else 0
+        try:
+            result = self.run()
+        except Yielded as y:
+            return True, y.value
+        assert result is not None
+        return False, result
+
+    def in_yield_from(self) -> bool:
+        return self.ip >= 2 and self.instructions[self.ip - 2].opname == "SEND"
+
+    def suspended_in_try(self) -> bool:
+        assert self.current is not None
+        return exception_entry_at(exception_table(self.code), self.current.offset) is not None
 
     def _make_cells(
         self, code: types.CodeType, bound: dict[str, Variable], closure: Any, fn_source: Source | None

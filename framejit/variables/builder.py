@@ -98,6 +98,10 @@ def wrap_constant_result(value: Any) -> Variable:
 
 def wrap_value(tx: Tracer, value: Any, source: Source | None) -> Variable:
     """Wrap a real value read from `source`, guarding what the trace relies on."""
+    local_classes = tx.output.side_effects.local_classes
+    made_here = local_classes.get(id(value)) if local_classes else None
+    if made_here is not None:  # a class a class statement of the trace made (a method's __class__ cell)
+        return made_here
     if source is None:
         if is_literal(value) or isinstance(
             value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.CodeType, type, torch.Tensor)

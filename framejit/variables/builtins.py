@@ -16,8 +16,9 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import copying, iteration, mappings, pure_functions, reports, signatures
+from framejit.variables import copying, iteration, local_class, mappings, pure_functions, reports, signatures
 from framejit.variables.containers import IteratorVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, delete_attribute, python_class_method
@@ -286,6 +287,9 @@ def _slice(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(enumerate)
 def _enumerate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
+    lazy = iteration.lazy_zip(tx, args[:1], start)
+    if lazy is not None:
+        return lazy
     return IteratorVariable(
         [TupleVariable([ConstantVariable(i + start), v]) for i, v in enumerate(_iterate(tx, args[0]))]
     )
@@ -293,7 +297,13 @@ def _enumerate(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 @_traces(zip)
 def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
+    strict = kwargs.get("strict") is not None and kwargs["strict"].as_python_constant()
+    if strict and any(isinstance(a, IteratorVariable) for a in args):
+        unsupported("zip(strict=True) over an iterator", BreakCode.BUILTIN)
+    lazy = iteration.lazy_zip(tx, args)
+    if lazy is not None:
+        return lazy
+    if strict:
         lengths = {len(_iterate(tx, a)) for a in args}
         if len(lengths) > 1:
             unsupported("zip(strict=True) on sequences of different lengths", BreakCode.BUILTIN)
@@ -317,44 +327,50 @@ def _iter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(next)
 def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     it = args[0]
+    refuse_outside_generator(it, "next() on")
     if not isinstance(it, IteratorVariable):
         unsupported("next() on a non-iterator", BreakCode.ITER)
     item = it.next()
     if item is None:
         if len(args) > 1:
             return args[1]
-        raise_observed(StopIteration(), BreakCode.ITER)  # a `try` in the trace may catch it
+        raise_observed(it.stop_iteration(), BreakCode.ITER)  # a `try` in the trace may catch it
     return item
 
 
 def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
-    """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function has no
-    side effects (else it would run for items never taken): those run as Python (a graph break)."""
+    """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function, and an
+    iterator it takes items from (a generator), have no side effects (else they would run for items never taken):
+    those run as Python (a graph break)."""
     checkpoint = tx.output.side_effects.checkpoint()
     result = evaluate()
     if tx.output.side_effects.wrote_older_state(checkpoint):
-        unsupported(f"{what}() with a function that has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT)
+        unsupported(
+            f"{what}() whose function or iterator has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT
+        )
     return result
 
 
 @_traces(map)
 def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    fn, seqs = args[0], [_iterate(tx, a) for a in args[1:]]
+    fn = args[0]
     return _without_side_effects(
-        tx, "map", lambda: IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*seqs)])
+        tx,
+        "map",
+        lambda: IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*[_iterate(tx, a) for a in args[1:]])]),
     )
 
 
 @_traces(filter)
 def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    fn, items = args[0], _iterate(tx, args[1])
+    fn = args[0]
     return _without_side_effects(
         tx,
         "filter",
         lambda: IteratorVariable(
             [
                 x
-                for x in items
+                for x in _iterate(tx, args[1])
                 if (
                     x.truth(tx)
                     if fn.is_python_constant() and fn.as_python_constant() is None
@@ -418,6 +434,7 @@ TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)
 TRACED_BUILTINS.update(signatures.RULES)
 TRACED_BUILTINS.update(reports.RULES)
+TRACED_BUILTINS.update(local_class.RULES)
 
 
 @_traces(print, input, open)

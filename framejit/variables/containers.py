@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -317,7 +316,7 @@ class IteratorVariable(Variable):
     """An iterator made by GET_ITER: the remaining items, consumed by FOR_ITER."""
 
     returned: Variable | None = None  # an inlined generator's return value (`x = yield from gen`)
-    from_generator = False  # what an inlined generator yielded: it is a generator to the program
+    from_generator = False  # a generator made in the trace (generators.GeneratorVariable): advancing it runs code
 
     rebuilt_once = True
 
@@ -364,7 +363,7 @@ class IteratorVariable(Variable):
         return [] if self._exhausted else self._all()[self._next :]
 
     def python_type(self) -> type:
-        return types.GeneratorType if self.from_generator else type(iter(()))
+        return type(iter(()))
 
     def children(self) -> list[Variable]:
         return list(self.items)
@@ -393,8 +392,12 @@ class IteratorVariable(Variable):
         self._next += 1
         return items[self._next - 1]
 
+    def stop_iteration(self) -> StopIteration:
+        """What next() raises once it is exhausted."""
+        return StopIteration()
+
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        if name == "__next__" or self.from_generator and name in ("send", "close", "throw"):
+        if name == "__next__":
             return BoundMethod(self, name)
         return super().var_getattr(tx, name)
 
@@ -402,14 +405,9 @@ class IteratorVariable(Variable):
         if name == "__next__":
             item = self.next()
             if item is None:  # a `try` in the trace may catch it (contextlib's __exit__ does)
-                raise_observed(StopIteration(), BreakCode.ITER)
+                raise_observed(self.stop_iteration(), BreakCode.ITER)
             return item
-        if self.from_generator and name == "send" and len(args) == 1 and args[0].as_python_constant() is None:
-            return self.call_method(tx, "__next__", [], {})  # send(None) is next()
-        if self.from_generator and name == "close" and not args:
-            self._exhausted = True  # (a generator with effects is never run ahead: closing one only stops it)
-            return ConstantVariable(None)
-        unsupported(f"{'generator' if self.from_generator else 'iterator'}.{name}", BreakCode.ITER)
+        unsupported(f"iterator.{name}", BreakCode.ITER)
 
     def rebuild(self, cg: Emitter) -> None:
         if self.live is not None and self.exhausted:
@@ -421,20 +419,10 @@ class IteratorVariable(Variable):
             cg.emit_const(self.position)
             cg.call(2)
         else:
-            if self.from_generator:  # a generator over what it has left to yield (close, send, throw work)
-                cg.emit("PUSH_NULL")
-                cg.emit_const(_generator_over)
             for item in self.items:
                 cg.load(item)
             cg.emit("BUILD_TUPLE", len(self.items))
-            if self.from_generator:
-                cg.call(1)
-            else:
-                cg.emit("GET_ITER")
-
-
-def _generator_over(items: tuple) -> Any:
-    yield from items
+            cg.emit("GET_ITER")
 
 
 def _advanced_iterator(iterable: Any, position: int) -> Any:

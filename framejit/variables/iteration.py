@@ -15,7 +15,7 @@ from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import IteratorVariable, ListVariable
+from framejit.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 
@@ -113,6 +113,97 @@ class IsliceIterator(IteratorVariable):
         for bound in (self.due - self.taken, None if self.stop is None else self.stop - self.taken, self.step):
             cg.emit_const(bound)
         cg.call(4)
+
+
+class ZipIterator(IteratorVariable):
+    """zip() or enumerate() of arguments of which one is an iterator (a generator made in the trace, say): it takes
+    one item of each argument, in order, each time it is advanced, as Python's does, so a generator's side effects
+    interleave with the consumer's and `zip(it, it)` pairs consecutive items. `count`: enumerate's next index (None
+    for zip)."""
+
+    def __init__(self, inners: list[IteratorVariable], count: int | None = None) -> None:
+        super().__init__([])
+        self.inners, self.count = inners, count
+        self.rest: list[Variable] | None = None  # over iterators without effects: the items left, taken at the end
+
+    def _lazy_inside(self) -> bool:
+        """Whether an argument is a generator (or a zip of one): advancing it runs its frame."""
+        return any(_runs_code(inner) for inner in self.inners)
+
+    def python_type(self) -> type:
+        return zip if self.count is None else enumerate
+
+    @property
+    def items(self) -> list[Variable]:
+        return self.unpack(None)  # (a rebuild or unpack asks: it takes them all)
+
+    def children(self) -> list[Variable]:
+        if self._lazy_inside():
+            return list(self.inners)
+        if self.rest is None:  # taking them now cannot differ: a tuple iterator over them after the graph
+            self.rest = self.unpack(None)
+        return list(self.rest)
+
+    def unpack(self, tx: Tracer | None) -> list[Variable]:
+        if self.rest is not None:
+            return list(self.rest)
+        items = []
+        while (item := self.next()) is not None:
+            items.append(item)
+        return items
+
+    def next(self) -> Variable | None:
+        if self._exhausted:
+            return None
+        parts = []
+        for inner in self.inners:
+            item = inner.next()
+            if item is None:
+                self._exhausted = True
+                return None
+            parts.append(item)
+        if self.count is not None:
+            parts.insert(0, ConstantVariable(self.count))
+            self.count += 1
+        return TupleVariable(parts)
+
+    def rebuild(self, cg: Emitter) -> None:
+        """zip(the iterators) or enumerate(the iterator, start=the next index), at their positions; over iterators
+        without effects, an iterator over the items left (a continuation's loop can then take it)."""
+        if not self._lazy_inside():
+            rest = self.children()
+            for item in rest:
+                cg.load(item)
+            cg.emit("BUILD_TUPLE", len(rest))
+            cg.emit("GET_ITER")
+            return
+        if self._exhausted:
+            cg.emit_const(iter(()))
+            return
+        cg.emit("PUSH_NULL")
+        cg.emit_const(self.python_type())
+        for inner in self.inners:
+            cg.load(inner)
+        if self.count is not None:
+            cg.emit_const(self.count)
+        cg.call(len(self.inners) + (self.count is not None))
+
+
+def _runs_code(iterator: Variable) -> bool:
+    """Whether advancing the iterator runs a generator's frame (itself, or one it takes items from)."""
+    if isinstance(iterator, ZipIterator):
+        return any(_runs_code(inner) for inner in iterator.inners)
+    if isinstance(iterator, IsliceIterator):
+        return _runs_code(iterator.inner)
+    return isinstance(iterator, IteratorVariable) and iterator.from_generator
+
+
+def lazy_zip(tx: Tracer, args: list[Variable], count: int | None = None) -> IteratorVariable | None:
+    """zip(*args) / enumerate(args[0], count) taken item by item when an argument is an iterator; None when none
+    is (the items of containers are taken now)."""
+    if not any(isinstance(a, IteratorVariable) for a in args):
+        return None
+    return ZipIterator([a if isinstance(a, IteratorVariable) else IteratorVariable(a.unpack(tx)) for a in args], count)
 
 
 def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:

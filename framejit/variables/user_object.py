@@ -389,7 +389,8 @@ def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: d
         elif args or kwargs:
             unsupported(f"{cls.__name__}() with arguments and no __init__ of its own", BreakCode.CALL)
     else:
-        tx.wrap(init, AttrSource(cls_var.source, "__init__")).call(tx, [obj, *args], kwargs)
+        init_source = AttrSource(cls_var.source, "__init__") if cls_var.source is not None else None
+        tx.wrap(init, init_source).call(tx, [obj, *args], kwargs)
     return obj
 
 
@@ -500,8 +501,9 @@ class NewObjectVariable(Variable):
             cg.call(3)
             cg.emit("POP_TOP")
 
-    def class_source(self, name: str) -> AttrSource:
-        return AttrSource(self.cls_var.source, name)
+    def class_source(self, name: str) -> AttrSource | None:
+        # (a class made in the trace has no source: what it holds was made there, nothing to guard)
+        return AttrSource(self.cls_var.source, name) if self.cls_var.source is not None else None
 
     def class_var(self, tx: Tracer) -> Variable:
         return self.cls_var
