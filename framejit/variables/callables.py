@@ -417,6 +417,12 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         if is_numpy_number_function(value) and not is_literal(result):  # an array: not a constant the trace can hold
             unsupported(f"numpy.{value.__name__} giving an array", BreakCode.OPAQUE_CALL)  # (not a number)
         return tx.wrap_constant(result)
+    if args:
+        from framejit.variables.container_subclasses import unbound_container_method
+
+        method = unbound_container_method(tx, value, args[0])
+        if method is not None:
+            return method.call(tx, args[1:], kwargs)
     name = getattr(value, "__qualname__", None) or repr(value)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)", BreakCode.OPAQUE_CALL)
 

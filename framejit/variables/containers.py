@@ -9,7 +9,7 @@ import torch
 
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
-from framejit.variables.base import Variable
+from framejit.variables.base import HEAPTYPE, Variable
 from framejit.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ class TupleVariable(BaseListVariable):
 
 class ListVariable(BaseListVariable):
     rebuilt_once = True
+    owner: Variable | None = None  # the instance of a list subclass whose items these are
 
     def python_type(self) -> type:
         return list
@@ -170,6 +171,8 @@ class ListVariable(BaseListVariable):
             self.items.append(args[0])
         elif name == "extend":
             self.items.extend(args[0].unpack(tx))
+        elif name == "__init__":  # list.__init__(l, iterable=()): l holds the iterable's items
+            self.items[:] = args[0].unpack(tx) if args else []
         elif name == "insert":
             self.items.insert(args[0].as_python_constant(), args[1])
         elif name == "pop":
@@ -205,84 +208,6 @@ class ListVariable(BaseListVariable):
 
     def __repr__(self) -> str:
         return f"ListVariable({self.items})"
-
-
-class SetVariable(Variable):
-    """A set (or frozenset, `py_type`) of Python constants."""
-
-    rebuilt_once = True
-
-    def __init__(self, items: list[Variable], source: Any = None, py_type: type = set) -> None:
-        self.values: set[Any] = set(const_args(items, "set"))
-        self.source = source
-        self.py_type = py_type
-        self.born = _born()
-
-    def python_type(self) -> type:
-        return self.py_type
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.py_type(self.values)
-
-    def truth(self, tx: Tracer) -> bool:
-        return bool(self.values)
-
-    def unpack(self, tx: Tracer) -> list[Variable]:
-        return [ConstantVariable(v) for v in self.values]
-
-    def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        return bound_method(self, name)
-
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.values)
-        if name == "__len__":
-            return ConstantVariable(len(self.values))
-        if name in (
-            "add",
-            "discard",
-            "remove",
-            "update",
-            "clear",
-            "pop",
-            "difference_update",
-            "intersection_update",
-            "symmetric_difference_update",
-        ):
-            if self.py_type is frozenset:
-                unsupported(f"'frozenset' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
-            if name == "remove" and args and args[0].as_python_constant() not in self.values:
-                raise_observed(KeyError(args[0].as_python_constant()), BreakCode.CONTAINER_METHOD)
-            if name == "pop":
-                if not self.values:
-                    raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
-                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
-            # one from outside: its new contents are put in it after the graph (clear, then update)
-            tx.output.side_effects.mutated_container(self)
-            if name == "update":
-                for arg in args:
-                    self.values.update(v.as_python_constant() for v in arg.unpack(tx))
-            else:
-                getattr(self.values, name)(*const_args(args, f"set.{name}"))
-            return ConstantVariable(None)
-        result = getattr(self.as_python_constant(), name)(*const_args(args, f"set.{name}"))
-        return tx.wrap_constant(result)
-
-    def replace_contents(self, cg: Emitter, temp: str) -> None:
-        clear_and_update(cg, self, temp)
-
-    def rebuild(self, cg: Emitter) -> None:
-        if self.py_type is frozenset:
-            cg.emit("PUSH_NULL")
-            cg.emit_const(frozenset)
-        for v in self.values:
-            cg.emit_const(v)
-        cg.emit("BUILD_SET", len(self.values))
-        if self.py_type is frozenset:
-            cg.call(1)
 
 
 class SliceVariable(Variable):
@@ -444,15 +369,24 @@ def _advanced_iterator(iterable: Any, position: int) -> Any:
     return iterator
 
 
-def clear_and_update(cg: Emitter, var: Variable, temp: str) -> None:
-    """source.clear(); source.update(temp): a dict or set from outside given the contents the trace left in it."""
+def clear_and_update(cg: Emitter, var: Variable, temp: str, py_type: type) -> None:
+    """base.clear(source); base.update(source, temp): a dict or set from outside given the contents the trace left
+    in it, by the methods of the builtin type it is made of (`py_type`'s nearest one written in C), so that a
+    subclass's own clear or update does not run again."""
     for method, args in (("clear", ()), ("update", (temp,))):
+        cg.emit("PUSH_NULL")
+        cg.emit_const(base_method(py_type, method))
         cg.load_source(var)
-        cg.emit("LOAD_METHOD", method)
         for arg in args:
             cg.emit("LOAD_FAST", arg)
-        cg.call(len(args))
+        cg.call(1 + len(args))
         cg.emit("POP_TOP")
+
+
+def base_method(cls: type, name: str) -> Any:
+    """The method `name` of the nearest class in cls's MRO written in C: what the builtin type the class is made
+    of does, past its Python overrides."""
+    return next(vars(k)[name] for k in cls.__mro__ if not k.__flags__ & HEAPTYPE and name in vars(k))
 
 
 def bound_method(obj: Variable, name: str) -> "BoundMethod":
@@ -470,7 +404,13 @@ class BoundMethod(Variable):
         self.name = name
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        return self.obj.call_method(tx, self.name, args, kwargs)
+        from framejit.variables.operators import call_dunder_operator
+
+        result = call_dunder_operator(tx, self.obj, self.name, args, kwargs)
+        if result is None:
+            result = self.obj.call_method(tx, self.name, args, kwargs)
+        owner = getattr(self.obj, "owner", None)
+        return owner if result is self.obj and owner is not None else result  # `s.__ior__(t)` answers s itself
 
     def children(self) -> list[Variable]:
         return [self.obj]

@@ -1,0 +1,179 @@
+"""Sets and frozensets the trace holds: their keys as hash_keys gives them (constants, or IdentityKeys for tensors
+and objects compared by identity), in a real Python set, so that membership, algebra and comparisons are Python's
+own. A set from outside mutated by the trace is given its new contents after the graph (clear, then update)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from framejit.contracts import Emitter, GuardKind, Tracer
+from framejit.exc import BreakCode, raise_observed, unsupported
+from framejit.variables.base import Variable
+from framejit.sources import DictListSource
+from framejit.variables.constant import ConstantVariable, is_literal
+from framejit.variables.containers import _born, bound_method, clear_and_update
+from framejit.variables.hash_keys import hash_key, is_constant, key_variable, read_keys_by_position
+
+# set methods that change it, and those that read it (answering a new set, a bool, or a copy)
+SET_WRITES = frozenset(
+    {
+        "add",
+        "discard",
+        "remove",
+        "update",
+        "clear",
+        "pop",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+        "__init__",
+    }
+)
+SET_READS = frozenset(
+    {
+        "copy",
+        "union",
+        "intersection",
+        "difference",
+        "symmetric_difference",
+        "issubset",
+        "issuperset",
+        "isdisjoint",
+    }
+)
+
+
+def set_keys(tx: Tracer, iterable: Variable) -> list[Any]:
+    """The keys of an iterable's items, as a set made from it holds them."""
+    if isinstance(iterable, SetVariable):
+        return list(iterable.keys)
+    return [hash_key(tx, item, "a set item") for item in iterable.unpack(tx)]
+
+
+class SetVariable(Variable):
+    """A set (or frozenset, `py_type`) the trace holds, of keys from hash_keys.hash_key."""
+
+    rebuilt_once = True
+    owner: Variable | None = None  # the instance of a set or frozenset subclass whose items these are
+
+    def __init__(self, keys: Iterable[Any], source: Any = None, py_type: type = set) -> None:
+        self.keys: set[Any] = set(keys)
+        self.source = source
+        self.py_type = py_type
+        self.born = _born()
+
+    @classmethod
+    def read(cls, tx: Tracer, value: Any, source: Any) -> "SetVariable":
+        """A real set or frozenset (or an instance of a subclass keeping the base's iteration) from `source`: its
+        items in iteration order, guarded (constants by value in one guard; else each by position, as
+        hash_keys.read_keys_by_position reads them)."""
+        base = frozenset if isinstance(value, frozenset) else set
+        items = list(base.__iter__(value))
+        if all(is_literal(k) for k in items):
+            if source is not None:
+                tx.output.guards.add(source, GuardKind.DICT_KEYS, value)  # its type, and its items in order
+            return cls(items, source, base)
+        what = type(value).__name__
+        return cls(
+            read_keys_by_position(tx, value, items, source, DictListSource(source, "members"), what), source, base
+        )
+
+    @classmethod
+    def of(cls, tx: Tracer, items: Sequence[Variable], py_type: type = set) -> "SetVariable":
+        """{a, b, ...} or set(items): each item's key."""
+        return cls([hash_key(tx, item, "a set item") for item in items], py_type=py_type)
+
+    def python_type(self) -> type:
+        return self.py_type
+
+    def is_python_constant(self) -> bool:
+        return all(is_constant(k) for k in self.keys)
+
+    def as_python_constant(self) -> Any:
+        if not self.is_python_constant():
+            unsupported("a set of tensors or objects used as a Python constant", BreakCode.CONTAINER)
+        return self.py_type(self.keys)
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.keys)
+
+    def unpack(self, tx: Tracer) -> list[Variable]:
+        return [key_variable(k) for k in self.keys]
+
+    def children(self) -> list[Variable]:
+        return [key_variable(k) for k in self.keys if not is_constant(k)]
+
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return bound_method(self, name)
+
+    def as_real_set(self) -> Any:
+        """Its keys in a set of its own type: Python's set algebra and comparisons on it are the answer."""
+        return self.py_type(self.keys)
+
+    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if kwargs:
+            unsupported(f"{self.py_type.__name__}.{name} with keyword arguments", BreakCode.CONTAINER_METHOD)
+        if name == "__contains__":
+            return ConstantVariable(hash_key(tx, args[0], "a set item") in self.keys)
+        if name == "__len__":
+            return ConstantVariable(len(self.keys))
+        if name in SET_WRITES:
+            self._write(tx, name, args)
+            return ConstantVariable(None)
+        if name == "copy" and self.py_type is frozenset:
+            return self  # a frozenset's copy is itself
+        if name in SET_READS:
+            result = getattr(self.as_real_set(), name)(*[set_keys(tx, a) for a in args])
+            return self.wrap_result(result)
+        unsupported(f"{self.py_type.__name__}.{name}", BreakCode.CONTAINER_METHOD)
+
+    @staticmethod
+    def wrap_result(result: Any) -> Variable:
+        """A result of Python's set operations on keys: a set of keys, or a bool."""
+        if isinstance(result, (set, frozenset)):
+            return SetVariable(result, py_type=type(result))
+        return ConstantVariable(result)
+
+    def _write(self, tx: Tracer, name: str, args: Sequence[Variable]) -> None:
+        if self.py_type is frozenset:
+            unsupported(f"'frozenset' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
+        if name in ("add", "discard", "remove"):
+            key = hash_key(tx, args[0], "a set item")
+            if name == "remove" and key not in self.keys:
+                raise_observed(
+                    KeyError(args[0].as_python_constant() if is_constant(key) else key), BreakCode.CONTAINER_METHOD
+                )
+            updated = self.keys | {key} if name == "add" else self.keys - {key}
+        elif name == "pop":
+            if not self.keys:
+                raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
+            if len(self.keys) > 1:
+                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
+            updated = set()
+        elif name in ("clear", "__init__"):  # set.__init__(s, iterable): s holds the iterable's items
+            updated = set(set_keys(tx, args[0])) if args else set()
+        else:  # update and the *_update forms, each of any iterables
+            updated = set(self.keys)
+            getattr(updated, name)(*[set_keys(tx, a) for a in args])
+        if updated != self.keys or name in ("clear", "__init__"):
+            tx.output.side_effects.mutated_container(self)  # one from outside: replayed after the graph
+        self.keys = updated
+
+    def replace_contents(self, cg: Emitter, temp: str) -> None:
+        clear_and_update(cg, self, temp, self.py_type)
+
+    def rebuild(self, cg: Emitter) -> None:
+        if self.py_type is frozenset:
+            cg.emit("PUSH_NULL")
+            cg.emit_const(frozenset)
+        for key in self.keys:
+            if is_constant(key):
+                cg.emit_const(key)
+            else:
+                cg.load(key_variable(key))
+        cg.emit("BUILD_SET", len(self.keys))
+        if self.py_type is frozenset:
+            cg.call(1)
+
+    def __repr__(self) -> str:
+        return f"SetVariable({self.py_type.__name__}, {len(self.keys)} items)"

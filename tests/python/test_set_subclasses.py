@@ -1,0 +1,285 @@
+"""Sets as CPython means them in traced code: set and frozenset subclasses made in the trace and passed in (their
+own Python methods run, their type is kept, a passed-in one mutated holds eager's contents after the call), sets
+of tensors and objects hashed by identity, and set operators and comparisons against dict views. Each case is
+compared with eager and must be one graph with no break."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+import framejit
+from framejit.testing import CompileCounter, same
+
+
+def one_graph(fn, *args):
+    """fn(*args) compiled: one graph, no break (explained on copies of the arguments); returns the compiled
+    result."""
+    framejit.reset()
+    report = framejit.explain(fn)(*copy.deepcopy(args))
+    assert report.graph_count == 1 and report.graph_break_count == 0, [b.reason for b in report.break_reasons]
+    framejit.reset()
+    cnt = CompileCounter()
+    out = framejit.optimize(cnt, nopython=True)(fn)(*args)
+    assert cnt.frame_count == 1
+    return out
+
+
+class Tags(set):
+    """A set subclass with a method and an attribute of its own."""
+
+    def __init__(self, items=(), label="tags"):
+        super().__init__(items)
+        self.label = label
+
+    def total(self):
+        return sum(self)
+
+
+class Counting(set):
+    """A set subclass overriding add and __contains__: the trace must run the overrides."""
+
+    def add(self, item):
+        self.added = getattr(self, "added", 0) + 1
+        super().add(item * 10)
+
+    def __contains__(self, item):
+        return super().__contains__(item * 10)
+
+
+class Frozen(frozenset):
+    def doubled(self):
+        return frozenset(v * 2 for v in self)
+
+
+class Plain:
+    pass
+
+
+def test_a_set_subclass_made_in_the_trace_keeps_its_type_methods_and_attributes():
+    def fn(x):
+        s = Tags([1, 2], label="ab")
+        s.add(3)
+        set.add(s, 4)
+        s.discard(1)
+        s |= {9}
+        t = s | {10}  # the base type's operator: a plain set
+        return x * s.total(), s, t, type(s) is Tags, type(t) is set, isinstance(s, set), s.label, 4 in s, len(s)
+
+    x = torch.randn(3)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert type(got[1]) is Tags and got[1].label == "ab"
+
+
+def test_a_set_subclass_overriding_add_and_contains_runs_its_overrides():
+    def fn(x):
+        s = Counting()
+        s.add(1)
+        s.add(2)
+        return x + len(s), 1 in s, 10 in s, s.__contains__(2), s.added, sorted(s)
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_a_frozenset_subclass_made_in_the_trace():
+    def fn(x):
+        f = Frozen([1, 2])
+        u = f | {5}
+        return x * len(u), f, type(f) is Frozen, type(u) is frozenset, f.doubled(), 2 in f
+
+    x = torch.randn(3)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:] and type(got[1]) is Frozen
+
+
+def test_a_set_subclass_passed_in_is_mutated_as_in_eager():
+    def fn(x, s):
+        s.add(7)
+        s.discard(1)
+        s -= {2}
+        set.update(s, [8])
+        return x * s.total() + len(s)
+
+    x = torch.randn(3)
+    got_s, want_s = Tags([1, 2, 3]), Tags([1, 2, 3])
+    got, want = one_graph(fn, x, got_s), fn(x, want_s)
+    assert same(got, want) and got_s == want_s and type(got_s) is Tags and got_s.label == "tags"
+
+
+def test_an_overriding_subclass_passed_in_runs_its_add_once():
+    def fn(x, s):
+        s.add(3)
+        return x + (3 in s)
+
+    got_s, want_s = Counting({10}), Counting({10})
+    assert same(one_graph(fn, torch.ones(1), got_s), fn(torch.ones(1), want_s))
+    assert got_s == want_s == {10, 30} and got_s.added == want_s.added == 1
+
+
+def test_sets_and_frozensets_of_tensors_hash_by_identity():
+    def fn(x):
+        a, b = x.sin(), x.cos()
+        s = {a, b, a}
+        f = frozenset([a, b])
+        s.add(b)
+        s.discard(x)
+        in_before = b in s
+        s.remove(b)
+        return sum(t for t in f) + len(s), in_before, b in s, a in f, x in f, len(s | f), len(f - s)
+
+    x = torch.randn(4)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_a_set_of_tensors_returned_holds_the_very_tensors():
+    def fn(x, y):
+        z = x + 1
+        return {x, y, z, x}, z
+
+    x, y = torch.randn(2), torch.randn(2)
+    got, z = one_graph(fn, x, y)
+    assert len(got) == 3 and x in got and y in got and z in got
+    assert sum(t.sum() for t in got).item() == (x.sum() + y.sum() + z.sum()).item()
+
+
+def test_an_in_place_result_is_the_same_tensor_in_a_set():
+    def fn(x):
+        y = x * 2
+        s = {y}
+        return len(s), y.add_(1) in s, x in s
+
+    assert one_graph(fn, torch.ones(2)) == fn(torch.ones(2))
+
+
+def test_sets_of_objects_and_functions_hash_by_identity():
+    def fn(x, p, q):
+        made = Plain()
+        s = {p, q, made, fn, torch.sin}
+        s.add(p)
+        return x + len(s), p in s, made in s, Plain() in s, fn in s, torch.cos in s
+
+    x, p, q = torch.randn(2), Plain(), Plain()
+    got, want = one_graph(fn, x, p, q), fn(x, p, q)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    got, want = one_graph(fn, x, p, p), fn(x, p, p)  # the same object twice: one item
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_dict_and_set_dunders_called_by_name():
+    def fn(x):
+        d = {"a": 1}
+        d.__ior__({"b": 2})
+        e = d.__or__({"c": 3})
+        d.__setitem__("z", 4)
+        s = {1, 2}
+        s.__ior__({3})
+        r = s.__sub__({1})
+        t = s.__rsub__({1, 9})
+        return (
+            x * d.__getitem__("b"),
+            d,
+            e,
+            d.__contains__("z"),
+            s,
+            r,
+            t,
+            s.__contains__(3),
+            s.__eq__({1, 2, 3}),
+            s.__le__({1, 2, 3, 4}),
+            dict.__ior__(d, {"q": 0}) is d,
+        )
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+class Defaulting(dict):
+    """A dict subclass with __missing__ and an overriding __setitem__."""
+
+    def __missing__(self, key):
+        return len(key)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value * 2)
+
+
+class Upper(dict):
+    def __getitem__(self, key):
+        return super().__getitem__(key.upper())
+
+
+def test_dict_subclasses_with_missing_and_overrides():
+    def fn(x, outside):
+        d = Defaulting(a=1)
+        d["b"] = 5
+        u = Upper(A=3)
+        outside["k"] = 4
+        outside.update(z=1)
+        return x * d["b"] + d["abcd"] + u["a"] + outside["zzz"], d, u, "abcd" in d, outside
+
+    x = torch.randn(2)
+    got_out, want_out = Defaulting(q=1), Defaulting(q=1)
+    got, want = one_graph(fn, x, got_out), fn(x, want_out)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert got_out == want_out and type(got_out) is Defaulting and type(got[1]) is Defaulting
+
+
+def test_dict_views_compare_and_combine_with_sets():
+    def fn(x, p):
+        d = {"a": 1, "b": 2}
+        e = {"b": 5, "a": 0}
+        o = {p: 1, x: 2}
+        return (
+            x + 1,
+            d.keys() == e.keys(),
+            d.keys() != {"a"},
+            d.items() <= {("a", 1), ("b", 2), ("c", 3)},
+            d.keys() & {"a", "z"},
+            {"a", "z"} - d.keys(),
+            frozenset({"b"}) | d.keys(),
+            d.keys() ^ e.keys(),
+            d.keys() < {"a", "b", "c"},
+            p in o.keys(),
+            len(o.keys() | {p}),
+            o.keys() == {x, p},
+        )
+
+    x, p = torch.randn(2), Plain()
+    got, want = one_graph(fn, x, p), fn(x, p)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert type(got[6]) is set
+
+
+def test_a_set_made_from_a_dict_view_with_in_place_or_gives_a_new_set():
+    def fn(x):
+        d = {"a": 1}
+        s = {"z"}
+        alias = s
+        s |= d.keys()  # set.__ior__ refuses a view: `s = s | d.keys()`, alias unchanged
+        return x + len(s), s, alias
+
+    assert one_graph(fn, torch.ones(1))[1:] == fn(torch.ones(1))[1:]
+
+
+def test_what_cannot_be_a_set_item_breaks_with_a_reason():
+    class ByValue:
+        def __eq__(self, other):
+            return True
+
+        def __hash__(self):
+            return 0
+
+    def fn(x, v):
+        s = {v}
+        return x + len(s)
+
+    framejit.reset()
+    report = framejit.explain(fn)(torch.ones(1), ByValue())
+    assert any("hashes or compares in Python code" in str(b.reason) for b in report.break_reasons)
+    assert same(framejit.compile(fn, backend="eager")(torch.ones(1), ByValue()), fn(torch.ones(1), ByValue()))
