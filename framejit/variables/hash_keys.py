@@ -55,6 +55,7 @@ def hash_key(tx: Tracer, key: Variable, what: str = "a dict key") -> Any:
     """What a dict or set the trace holds keeps for `key` (the module's rule); a graph break for a key whose
     hash or equality is Python code or data (a tuple of tensors, an object with its own __eq__)."""
     from framejit.variables.containers import TupleVariable
+    from framejit.variables.sets import SetVariable
     from framejit.variables.tensor import TensorVariable
     from framejit.variables.user_object import NewObjectVariable
 
@@ -76,6 +77,8 @@ def hash_key(tx: Tracer, key: Variable, what: str = "a dict key") -> Any:
         return IdentityKey(key, key)
     if isinstance(key, TupleVariable) and key.py_type is tuple:
         return tuple(hash_key(tx, item, what) for item in key.items)  # a tuple hashes and compares by its items
+    if isinstance(key, SetVariable) and key.py_type is frozenset:
+        return frozenset(key.keys)  # a frozenset, by its items
     why = "its class hashes or compares in Python code" if _python_hash(key) else "its hash is not known now"
     unsupported(
         f"{key} as {what}: {why} (constants, and tensors and objects compared by identity, can be)", BreakCode.DICT_KEY
@@ -88,20 +91,27 @@ def _python_hash(key: Variable) -> bool:
 
 
 def key_variable(key: Any) -> Variable:
-    """The Variable of a key hash_key gave: the IdentityKey's Variable, a tuple of key Variables, or a constant."""
+    """The Variable of a key hash_key gave: the IdentityKey's Variable, a tuple or frozenset of key Variables, or a
+    constant."""
     from framejit.variables.constant import key_variable as constant_key_variable
     from framejit.variables.containers import TupleVariable
 
-    if type(key) is tuple and any(isinstance(k, (IdentityKey, tuple)) for k in key):
+    if is_constant(key):
+        return constant_key_variable(key)
+    if type(key) is tuple:
         return TupleVariable([key_variable(k) for k in key])
+    if type(key) is frozenset:
+        from framejit.variables.sets import SetVariable
+
+        return SetVariable(key, py_type=frozenset)
     return constant_key_variable(key)
 
 
 def is_constant(key: Any) -> bool:
-    """Whether a key hash_key gave is a Python constant (no IdentityKey in it)."""
+    """Whether a key hash_key gave is a Python constant (no IdentityKey in it, nor in a tuple or frozenset)."""
     if isinstance(key, IdentityKey):
         return False
-    return not (type(key) is tuple and not all(is_constant(k) for k in key))
+    return type(key) not in (tuple, frozenset) or all(is_constant(k) for k in key)
 
 
 def read_keys_by_position(
@@ -116,7 +126,8 @@ def read_keys_by_position(
         unsupported(f"a {what} with keys that are neither constants nor compared by identity", BreakCode.DICT_KEY)
     if source is None:
         unsupported(f"a {what} with non-constant keys, from nowhere the guards can read", BreakCode.DICT_KEY)
-    tx.output.guards.add(source, GuardKind.LEN_MATCH, container)
+    tx.output.guards.add(source, GuardKind.TYPE_MATCH, container)  # first: the list is read by the base type's
+    tx.output.guards.add(keys_source, GuardKind.LEN_MATCH, keys)  # methods, never a Python override
     held: list[Any] = []
     for i, k in enumerate(keys):
         if is_constant_key(k):

@@ -8,10 +8,10 @@ from typing import Any, Iterable, Sequence
 
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
-from framejit.variables.base import Variable
+from framejit.variables.base import Variable, lookup_class_attr
 from framejit.sources import DictListSource
 from framejit.variables.constant import ConstantVariable, is_literal
-from framejit.variables.containers import _born, bound_method, clear_and_update
+from framejit.variables.containers import IteratorVariable, _born, bound_method, clear_and_update
 from framejit.variables.hash_keys import hash_key, is_constant, key_variable, read_keys_by_position
 
 # set methods that change it, and those that read it (answering a new set, a bool, or a copy)
@@ -64,12 +64,13 @@ class SetVariable(Variable):
 
     @classmethod
     def read(cls, tx: Tracer, value: Any, source: Any) -> "SetVariable":
-        """A real set or frozenset (or an instance of a subclass keeping the base's iteration) from `source`: its
-        items in iteration order, guarded (constants by value in one guard; else each by position, as
-        hash_keys.read_keys_by_position reads them)."""
+        """A real set or frozenset (or an instance of a subclass) from `source`: its items in the base type's
+        iteration order, guarded (constants by value in one guard; else, or past a subclass's own __iter__ or
+        __len__, each by position, as hash_keys.read_keys_by_position reads them)."""
         base = frozenset if isinstance(value, frozenset) else set
         items = list(base.__iter__(value))
-        if all(is_literal(k) for k in items):
+        keeps_base = all(lookup_class_attr(type(value), n)[1] is vars(base)[n] for n in ("__iter__", "__len__"))
+        if all(is_literal(k) for k in items) and keeps_base:  # (the guard's list() runs them)
             if source is not None:
                 tx.output.guards.add(source, GuardKind.DICT_KEYS, value)  # its type, and its items in order
             return cls(items, source, base)
@@ -117,6 +118,14 @@ class SetVariable(Variable):
             return ConstantVariable(hash_key(tx, args[0], "a set item") in self.keys)
         if name == "__len__":
             return ConstantVariable(len(self.keys))
+        if name == "__iter__":  # set.__iter__(s) called by a subclass's own __iter__
+            return IteratorVariable(self.unpack(tx))
+        if name == "pop":
+            if len(self.keys) > 1:
+                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
+            popped = next(iter(self.keys), None)
+            self._write(tx, name, args)  # (an empty set raises KeyError)
+            return key_variable(popped)
         if name in SET_WRITES:
             self._write(tx, name, args)
             return ConstantVariable(None)
@@ -147,8 +156,6 @@ class SetVariable(Variable):
         elif name == "pop":
             if not self.keys:
                 raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
-            if len(self.keys) > 1:
-                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
             updated = set()
         elif name in ("clear", "__init__"):  # set.__init__(s, iterable): s holds the iterable's items
             updated = set(set_keys(tx, args[0])) if args else set()

@@ -280,12 +280,8 @@ class UserObjectVariable(Variable):
 
     def set_contents(self, tx: Tracer) -> Any:
         """What an instance of a set or frozenset subclass holds, read through the base type's iteration (guarded
-        by its type and items, as SetVariable.read reads a set), for a class that keeps the base's iteration."""
+        by its type and items, as SetVariable.read reads a set)."""
         if self._contents is None:
-            cls = type(self.value)
-            base = frozenset if isinstance(self.value, frozenset) else set
-            if lookup_class_attr(cls, "__iter__")[1] is not base.__iter__:
-                unsupported(f"{cls.__name__} overrides {base.__name__}'s iteration", BreakCode.CONTAINER)
             self._contents = SetVariable.read(tx, self.value, self.source)
             self._contents.owner = self
         return self._contents
@@ -347,25 +343,31 @@ class UserObjectVariable(Variable):
 
 
 def constructible(cls: Any) -> bool:
-    """A user class whose instances the trace can make: made by type's __call__ (a metaclass may add other
-    things), object's or dict's __new__ (a dict subclass: a record that is also a mapping), the generic
-    __getattribute__, a Python (or the base's) __init__ and __setattr__, no __slots__."""
-    if (
-        not isinstance(cls, type)
-        or type(cls).__call__ is not type.__call__
-        or cls.__module__ == "builtins"
-        or "__slots__" in vars(cls)
-    ):
-        return False
-    init = lookup_class_attr(cls, "__init__")[1]
-    setattr_ = lookup_class_attr(cls, "__setattr__")[1]
-    getattribute = lookup_class_attr(cls, "__getattribute__")[1]
-    return (
-        (cls.__new__ in (object.__new__, dict.__new__, list.__new__, set.__new__, frozenset.__new__))
-        and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
-        and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
-        and (init in _BASE_INITS or isinstance(init, types.FunctionType))
+    """A user class whose instances the trace can make (why_not_constructible says None)."""
+    return isinstance(cls, type) and cls.__module__ != "builtins" and why_not_constructible(cls) is None
+
+
+def why_not_constructible(cls: type) -> str | None:
+    """Why the trace cannot make instances of `cls`, or None: it makes those made by type's __call__ (a metaclass
+    may add other things), object's, dict's, list's, set's or frozenset's __new__ (a subclass of one: an object
+    that is also that container), the generic __getattribute__ or a Python one, a Python (or the base's) __init__
+    and __setattr__, and no __slots__."""
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} has a __call__ that is not Python code"
+    if "__slots__" in vars(cls):
+        return "it has __slots__ (the object is made after the graph by __new__ and attribute writes)"
+    if cls.__new__ not in (object.__new__, dict.__new__, list.__new__, set.__new__, frozenset.__new__):
+        return "it has a __new__ of its own (the object is made after the graph by its base's __new__)"
+    checks = (
+        ("__getattribute__", lambda m: m in _GENERIC_GETATTRIBUTE),
+        ("__setattr__", lambda m: m is object.__setattr__),
+        ("__init__", lambda m: m in _BASE_INITS),
     )
+    for name, builtin_ok in checks:
+        method = lookup_class_attr(cls, name)[1]
+        if not (builtin_ok(method) or isinstance(method, types.FunctionType)):
+            return f"its {name} is {type(method).__name__} code framejit cannot trace (not Python)"
+    return None
 
 
 _BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__, set.__init__)
