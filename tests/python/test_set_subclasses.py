@@ -283,3 +283,107 @@ def test_what_cannot_be_a_set_item_breaks_with_a_reason():
     report = framejit.explain(fn)(torch.ones(1), ByValue())
     assert any("hashes or compares in Python code" in str(b.reason) for b in report.break_reasons)
     assert same(framejit.compile(fn, backend="eager")(torch.ones(1), ByValue()), fn(torch.ones(1), ByValue()))
+
+
+def test_a_set_of_tensors_passed_in_is_read_and_mutated_as_in_eager():
+    def fn(x, s):
+        y = x * 2
+        s.add(y)
+        s.discard(x)
+        return sum(t.sum() for t in s) + len(s), y
+
+    x, w = torch.randn(3), torch.randn(3)
+    cnt = CompileCounter()
+    compiled = framejit.optimize(cnt, nopython=True)(fn)
+    s = {x, w}
+    out, y = compiled(x, s)
+    assert s == {w, y} and same(out, w.sum() + y.sum() + 2)
+    s2 = {w}  # another set: its own length and members are guarded
+    out2, y2 = compiled(x, s2)
+    assert s2 == {w, y2} and same(out2, w.sum() + y2.sum() + 2)
+    assert cnt.frame_count == 2
+
+
+def test_a_frozenset_of_tensors_is_a_dict_key_by_its_items():
+    def fn(x):
+        a, b = x.sin(), x.cos()
+        d = {frozenset([a, b]): 1, frozenset([a]): 2}
+        return x * d[frozenset([b, a])] + d[frozenset({a})]
+
+    x = torch.randn(3)
+    assert same(one_graph(fn, x), fn(x))
+
+
+class Sorted(set):
+    """A set subclass iterating in sorted order and reporting a length of its own."""
+
+    def __iter__(self):
+        return iter(sorted(set.__iter__(self)))
+
+    def __len__(self):
+        return 100 + set.__len__(self)
+
+
+def test_a_subclass_with_its_own_iteration_is_read_through_the_base_type():
+    def fn(x, s):
+        made = Sorted({5, 4})
+        made.add(0)
+        return x + len(s), list(s), list(made), len(made), [v for v in s]
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x, Sorted({3, 1, 2})), fn(x, Sorted({3, 1, 2}))
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+class Tenfold(dict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value * 10)
+
+
+class Ordered(__import__("collections").OrderedDict):
+    pass
+
+
+def test_dict_subclasses_passed_in_are_written_as_in_eager():
+    def fn(x, d, od):
+        d |= {"k": 2}
+        d.__ior__({"j": 3})
+        dict.__setitem__(d, "z", 0)
+        d["t"] = 1  # its own __setitem__
+        del d["a"]
+        od["z"] = 1
+        od.move_to_end("a")
+        return x + len(d) + len(od)
+
+    x = torch.randn(2)
+    got_args, want_args = (Tenfold(a=1), Ordered(a=1, b=2)), (Tenfold(a=1), Ordered(a=1, b=2))
+    assert same(one_graph(fn, x, *got_args), fn(x, *want_args))
+    assert got_args[0] == want_args[0] and type(got_args[0]) is Tenfold
+    assert list(got_args[1].items()) == list(want_args[1].items()) and type(got_args[1]) is Ordered
+
+
+def test_pop_and_explicit_iteration_of_sets():
+    def fn(x):
+        one = {7}
+        popped = one.pop()
+        s = {4, 2, 9}
+        return x + popped, one, sorted(s), list(set.__iter__(s)) == list(s), set.__len__(s)
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+class WithSlots(set):
+    __slots__ = ("extra",)
+
+
+def test_a_class_the_trace_cannot_make_says_why():
+    def fn(x):
+        s = WithSlots([1])
+        return x + len(s)
+
+    framejit.reset()
+    report = framejit.explain(fn)(torch.ones(1))
+    assert any("making a" in str(b.reason) and "__slots__" in str(b.reason) for b in report.break_reasons)
+    assert same(framejit.compile(fn, backend="eager")(torch.ones(1)), fn(torch.ones(1)))
