@@ -258,11 +258,18 @@ class DictViewVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.dict_var.items)
 
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return bound_method(self, name)
+
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
             return ConstantVariable(dict_key(tx, args[0]) in self.dict_var.items)
+        if name == "isdisjoint" and self.kind != "values" and len(args) == 1:  # as the set it holds
+            from framejit.variables.sets import SetVariable
+
+            return SetVariable.of(tx, self.unpack(tx)).call_method(tx, name, args, kwargs)
         unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
 
     def rebuild(self, cg: Emitter) -> None:

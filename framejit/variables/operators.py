@@ -101,8 +101,8 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
         return result
     args = [_as_tuple_variable(a) for a in args]  # `() + (h,)`: a constant tuple grown by traced items
     from_view = fn in _SET_LIKE and any(isinstance(a, DictViewVariable) and a.kind != "values" for a in args)
-    if from_view:
-        args = [_view_as_set(tx, a) for a in args]  # keys and items views compare and combine as sets
+    if from_view:  # keys and items views compare as sets, and combine with any iterable as a set
+        args = [_view_as_set(tx, a, fn not in _COMPARISONS) for a in args]
     if len(args) == 2 and isinstance(args[0], SetVariable) and isinstance(args[1], SetVariable):
         return _set_operator(tx, fn, args[0], args[1], from_view)
     shared = _container_operator(tx, fn, args)
@@ -184,9 +184,13 @@ _COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
 def call_dunder_operator(
     tx: Tracer, obj: Variable, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]
 ) -> Variable | None:
-    """`obj.__or__(other)`, `d.__ior__(e)`, `s.__contains__(x)` called by name on a container the trace holds: the
-    operator the method implements, as `obj | other` does it (a method answering NotImplemented where the operator
-    would try the other operand is a graph break, not a wrong answer). None: not an operator method."""
+    """`obj.__or__(other)`, `d.__ior__(e)`, `s.__contains__(x)`, `obj.__iter__()` called by name on a container the
+    trace holds: the operator (or builtin) the method implements, as `obj | other` does it; a set's or dict's
+    method answers NotImplemented for an operand of another kind, as CPython's does. None: not such a method."""
+    if name == "__iter__" and not args and not kwargs:  # obj.__iter__(): iter(obj)
+        from framejit.variables.builtins import TRACED_BUILTINS
+
+        return TRACED_BUILTINS[iter](tx, [obj], {})
     entry = _DUNDER_OPERATORS.get(name)
     if entry is None or kwargs or len(args) != (0 if entry[0] in _UNARY else 1):
         return None
@@ -194,7 +198,21 @@ def call_dunder_operator(
     operands = [*args, obj] if swapped else [obj, *args]
     if fn is operator.contains:  # obj.__contains__(item): `item in obj`
         return _contains(tx, obj, args[0])
+    if args and fn is not operator.getitem and _refuses_operand(obj, args[0], fn):
+        return ConstantVariable(NotImplemented)  # `{1}.__or__([2])`: the operator would ask [2] next
     return call_operator(tx, fn, operands)
+
+
+def _refuses_operand(obj: Variable, other: Variable, fn: Callable[..., Any]) -> bool:
+    """Whether a set's or dict's own operator method answers NotImplemented for `other`: they take only their
+    own kind (a set or frozenset; a dict), but for dict's `|=`, which takes any pairs as update does."""
+    for kind, accepted in ((SetVariable, (set, frozenset)), (DictVariable, dict)):
+        if isinstance(obj, kind) and not (kind is DictVariable and fn is operator.ior):
+            try:
+                return not issubclass(other.python_type(), accepted)
+            except Exception:  # a kind that does not know its type: let the operator decide
+                return False
+    return False
 
 
 _UNARY = (operator.neg, operator.pos, operator.invert)
@@ -204,9 +222,10 @@ def _on_base_contents(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) 
     """An operator on an instance of a subclass of a builtin container (set, frozenset, dict, list) whose class
     leaves the operator to the base type: the base type's operator on what it holds. An in-place one answers the
     instance itself; the others what the base type's gives (`MySet() | s` is a set, as in Python)."""
-    if fn in (operator.is_, operator.is_not, operator.getitem) or not any(_holds_base(a) for a in args):
+    taking = args[:1] if fn is operator.contains else args  # `item in obj`: the item is looked up as itself
+    if fn in (operator.is_, operator.is_not, operator.getitem) or not any(_holds_base(a) for a in taking):
         return None
-    contents = [a.base_contents(tx) if _holds_base(a) else a for a in args]
+    contents = [a.base_contents(tx) if _holds_base(a) and any(a is t for t in taking) else a for a in args]
     result = call_operator(tx, fn, contents)
     return args[0] if result is contents[0] and contents[0] is not args[0] else result
 
@@ -339,12 +358,22 @@ _SET_LIKE = frozenset(
 )
 
 
-def _view_as_set(tx: Tracer, value: Variable) -> Variable:
-    """A keys or items view as the set it holds (what its set operators see); others unchanged. An items view's
-    pairs are keys only where their values hash (a tensor value does, by identity)."""
-    if not isinstance(value, DictViewVariable) or value.kind == "values":
-        return value
-    return SetVariable.of(tx, value.unpack(tx))
+def _view_as_set(tx: Tracer, value: Variable, any_iterable: bool) -> Variable:
+    """A keys or items view as the set it holds (what its set operators see); with `any_iterable` (`&`, `|`, `-`,
+    `^` beside a view, which take any iterable), another iterable too; others unchanged. An items view's pairs are
+    keys only where their values hash (a tensor value does, by identity)."""
+    if isinstance(value, DictViewVariable) and value.kind != "values":
+        return SetVariable.of(tx, value.unpack(tx))
+    if any_iterable and not isinstance(value, (SetVariable, TensorVariable)) and _is_iterable(value):
+        return SetVariable.of(tx, value.unpack(tx))
+    return value
+
+
+def _is_iterable(value: Variable) -> bool:
+    try:
+        return hasattr(value.python_type(), "__iter__")
+    except Exception:  # a kind that does not know its type
+        return False
 
 
 def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:

@@ -387,3 +387,56 @@ def test_a_class_the_trace_cannot_make_says_why():
     report = framejit.explain(fn)(torch.ones(1))
     assert any("making a" in str(b.reason) and "__slots__" in str(b.reason) for b in report.break_reasons)
     assert same(framejit.compile(fn, backend="eager")(torch.ones(1)), fn(torch.ones(1)))
+
+
+def test_more_dunders_by_name_and_what_they_refuse():
+    def fn(x):
+        s, f = {1, 2, 3}, frozenset({2, 5})
+        s.__iand__({1, 2})
+        lst, d = [1], {"a": 1, "b": 2}
+        lst.__iadd__([3])
+        d.__delitem__("b")
+        return (
+            x + 1,
+            s.__xor__({2, 7}),
+            frozenset.__or__(f, s),
+            f.__rand__({5}),
+            sorted(s.__iter__()),
+            s.__isub__({9}) is s,
+            lst.__add__([4]),
+            (2,).__add__((5,)),
+            list(d.__iter__()),
+            d.__ror__({"q": 1}),
+            d.keys().__and__({"a"}),
+            d.items().__or__({("z", 0)}),
+            s.__or__([2]),  # NotImplemented: a set's operators take sets only
+            d.__eq__([("a", 1)]),
+            d.__ior__([("p", 0)]),  # but a dict's |= takes pairs, as update does
+        )
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_views_combine_with_any_iterable_as_sets_do():
+    def fn(x):
+        d = {"a": 1, "b": 2}
+        return x + 1, d.keys() & ["a", "z"], ["b"] | d.keys(), d.keys() - "a", d.keys().isdisjoint(["q"])
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_subclass_instances_are_items_as_themselves():
+    class D(dict):
+        pass
+
+    def fn(x):
+        d, s = D(a=1), Tags([1])
+        return x + 1, d in [d], s in [s], d == {"a": 1}, s == {1}, frozenset([1]) in {frozenset([1])}
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
