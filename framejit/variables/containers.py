@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -11,9 +11,6 @@ from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.variables.base import HEAPTYPE, Variable
 from framejit.variables.constant import ConstantVariable
-
-if TYPE_CHECKING:
-    from framejit.variables.mappings import DictVariable
 
 
 def const_args(args: Sequence[Variable], what: str) -> list[Any]:
@@ -255,15 +252,15 @@ class IteratorVariable(Variable):
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
         self.live = live  # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
-        self.over_dict: DictVariable | None = None  # iter(a dict): its keys may not change meanwhile
+        self.over_dict: Any = None  # iter(a dict or set, DictVariable or SetVariable): its keys may not change
         self._dict_keys: tuple = ()
 
     @classmethod
-    def over(cls, tx: Tracer, dict_var: "DictVariable", items: list[Variable] | None = None) -> "IteratorVariable":
-        """Iteration over a dict's keys, or `items` of one of its views (snapshot); changing the dict's size
-        meanwhile is Python's error."""
+    def over(cls, tx: Tracer, dict_var: Any, items: list[Variable] | None = None) -> "IteratorVariable":
+        """Iteration over a dict's keys or a set's items, or `items` of a dict's view (snapshot); changing the
+        container's size meanwhile is Python's error."""
         iterator = cls(dict_var.unpack(tx) if items is None else items)
-        iterator.over_dict, iterator._dict_keys = dict_var, tuple(dict_var.items)
+        iterator.over_dict, iterator._dict_keys = dict_var, tuple(dict_var.held_keys())
         return iterator
 
     @property
@@ -299,14 +296,15 @@ class IteratorVariable(Variable):
         return items
 
     def next(self) -> Variable | None:
-        if self.over_dict is not None and len(self.over_dict.items) != len(self._dict_keys):
-            unsupported("dictionary changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
-        if self.over_dict is not None and tuple(self.over_dict.items) != self._dict_keys:
+        what = "dictionary" if isinstance(self.over_dict, dict_types()) else "set"
+        if self.over_dict is not None and len(self.over_dict.held_keys()) != len(self._dict_keys):
+            unsupported(f"{what} changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
+        if self.over_dict is not None and set(self.over_dict.held_keys()) != set(self._dict_keys):
             # as many keys, other ones: whether Python raises "keys changed", yields the new key or stops early
-            # depends on where the dict's table put them, which the trace does not know
+            # depends on where the table put them, which the trace does not know
             error = Unsupported(
-                "dictionary keys changed during iteration: this frame runs as Python, where the "
-                "dict's own iterator decides what happens",
+                f"{what} keys changed during iteration: this frame runs as Python, where the "
+                f"{what}'s own iterator decides what happens",
                 code=BreakCode.ITER,
             )
             error.frame_runs_as_python = True
@@ -356,6 +354,12 @@ class IteratorVariable(Variable):
                 cg.call(1)
             else:
                 cg.emit("GET_ITER")
+
+
+def dict_types() -> tuple:
+    from framejit.variables.mappings import DictVariable
+
+    return (DictVariable,)
 
 
 def _generator_over(items: tuple) -> Any:

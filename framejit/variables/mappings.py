@@ -83,6 +83,10 @@ class DictVariable(Variable):
     def python_type(self) -> type:
         return self.py_type
 
+    def held_keys(self) -> Any:
+        """Its keys as it holds them (what an iterator over it checks are unchanged)."""
+        return self.items.keys()
+
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
@@ -282,9 +286,11 @@ class DictViewVariable(Variable):
 
 
 def dict_iterator(tx: Tracer, value: Variable) -> IteratorVariable | None:
-    """iter() of a dict or of one of its views (None for anything else): the dict may not change size while the
-    iterator runs, as Python checks at each step."""
-    if isinstance(value, DictVariable):
+    """iter() of a dict, one of its views, or a set (None for anything else): the dict or set may not change size
+    while the iterator runs, as Python checks at each step."""
+    from framejit.variables.sets import SetVariable
+
+    if isinstance(value, (DictVariable, SetVariable)):
         return IteratorVariable.over(tx, value)
     if isinstance(value, DictViewVariable):
         return IteratorVariable.over(tx, value.dict_var, value.unpack(tx))

@@ -87,6 +87,10 @@ class SetVariable(Variable):
     def python_type(self) -> type:
         return self.py_type
 
+    def held_keys(self) -> set[Any]:
+        """Its keys (what an iterator over it checks are unchanged)."""
+        return self.keys
+
     def is_python_constant(self) -> bool:
         return all(is_constant(k) for k in self.keys)
 
@@ -119,7 +123,7 @@ class SetVariable(Variable):
         if name == "__len__":
             return ConstantVariable(len(self.keys))
         if name == "__iter__":  # set.__iter__(s) called by a subclass's own __iter__
-            return IteratorVariable(self.unpack(tx))
+            return IteratorVariable.over(tx, self)
         if name == "pop":
             if len(self.keys) > 1:
                 unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
@@ -146,25 +150,28 @@ class SetVariable(Variable):
     def _write(self, tx: Tracer, name: str, args: Sequence[Variable]) -> None:
         if self.py_type is frozenset:
             unsupported(f"'frozenset' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
+        before = set(self.keys)
+        # the same operation on the real set of keys, items in the arguments' order: where the set keeps an item,
+        # and so its iteration order, is what CPython's gives
         if name in ("add", "discard", "remove"):
             key = hash_key(tx, args[0], "a set item")
             if name == "remove" and key not in self.keys:
                 raise_observed(
                     KeyError(args[0].as_python_constant() if is_constant(key) else key), BreakCode.CONTAINER_METHOD
                 )
-            updated = self.keys | {key} if name == "add" else self.keys - {key}
+            self.keys.add(key) if name == "add" else self.keys.discard(key)
         elif name == "pop":
             if not self.keys:
                 raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
-            updated = set()
+            self.keys.clear()  # (of one item: the caller checked)
         elif name in ("clear", "__init__"):  # set.__init__(s, iterable): s holds the iterable's items
-            updated = set(set_keys(tx, args[0])) if args else set()
+            items = set_keys(tx, args[0]) if args else []
+            self.keys.clear()
+            self.keys.update(items)
         else:  # update and the *_update forms, each of any iterables
-            updated = set(self.keys)
-            getattr(updated, name)(*[set_keys(tx, a) for a in args])
-        if updated != self.keys or name in ("clear", "__init__"):
+            getattr(self.keys, name)(*[set_keys(tx, a) for a in args])
+        if self.keys != before or name in ("clear", "__init__"):
             tx.output.side_effects.mutated_container(self)  # one from outside: replayed after the graph
-        self.keys = updated
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
         clear_and_update(cg, self, temp, self.py_type)

@@ -18,7 +18,7 @@ from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, _born
 from framejit.variables.container_subclasses import BASES, base_container_method
 from framejit.variables.hash_keys import key_variable
-from framejit.variables.mappings import DictVariable
+from framejit.variables.mappings import DictVariable, dict_iterator
 from framejit.variables.sets import SetVariable, set_keys
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
@@ -107,7 +107,8 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
         return None
     cls = obj.python_type()
     if lookup_class_attr(cls, "__iter__")[1] in _BASE_ITERS:  # a list, dict or set subclass
-        return IteratorVariable(obj.base_contents(tx).unpack(tx))
+        contents = obj.base_contents(tx)
+        return dict_iterator(tx, contents) or IteratorVariable(contents.unpack(tx))
     if (
         issubclass(cls, collections.abc.Sequence)
         and lookup_class_attr(cls, "__iter__")[1] is collections.abc.Sequence.__iter__

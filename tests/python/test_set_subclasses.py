@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 import framejit
@@ -436,6 +437,43 @@ def test_subclass_instances_are_items_as_themselves():
     def fn(x):
         d, s = D(a=1), Tags([1])
         return x + 1, d in [d], s in [s], d == {"a": 1}, s == {1}, frozenset([1]) in {frozenset([1])}
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_a_set_changed_while_iterated_is_pythons_error():
+    def grows(x):
+        s = {1, 2}
+        for v in s:
+            s.add(v + 10)
+        return x + len(s)
+
+    def swaps(x):
+        s = {1, 2}
+        for v in s:
+            s.discard(v)
+            s.add(v + 10)
+        return x + len(s)
+
+    framejit.reset()
+    with pytest.raises(RuntimeError, match="Set changed size during iteration"):
+        framejit.compile(grows, backend="eager")(torch.ones(1))
+    report = framejit.explain(swaps)(torch.ones(1))
+    assert any("set keys changed during iteration" in str(b.reason) for b in report.break_reasons)
+    assert same(framejit.compile(swaps, backend="eager")(torch.ones(1)), swaps(torch.ones(1)))
+
+
+def test_a_set_of_constants_iterates_in_cpythons_order_after_its_writes():
+    def fn(x):
+        s = {8, 16, 24, 1}  # colliding hashes: where each lands depends on the order of the writes
+        s.discard(1)
+        s.update([32, 40], (0,))
+        s.intersection_update(range(0, 50, 8))
+        t = Tags([40, 8, 16])
+        t.add(48)
+        return x + 1, list(s), [v for v in t]
 
     x = torch.randn(2)
     got, want = one_graph(fn, x), fn(x)
