@@ -11,7 +11,7 @@ from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.sources import DictListSource
 from framejit.variables.constant import ConstantVariable, is_literal
-from framejit.variables.containers import IteratorVariable, _born, bound_method, clear_and_update
+from framejit.variables.containers import IteratorVariable, _born, bound_method
 from framejit.variables.hash_keys import hash_key, is_constant, key_variable, read_keys_by_position
 
 # set methods that change it, and those that read it (answering a new set, a bool, or a copy)
@@ -43,6 +43,17 @@ SET_READS = frozenset(
 )
 
 
+def apply_set_writes(target: set, final: set) -> None:
+    """Make `target` (a set from outside, or an instance of a subclass) hold `final`'s items: what it lost is
+    discarded and what it gained added, one by one, by set's own methods. Unlike clear() then update(), the items
+    it keeps stay where they were in its table, so it iterates afterwards as eager's set, changed in place, does."""
+    for item in [item for item in set.__iter__(target) if item not in final]:
+        set.discard(target, item)
+    for item in final:
+        if not set.__contains__(target, item):
+            set.add(target, item)
+
+
 def set_keys(tx: Tracer, iterable: Variable) -> list[Any]:
     """The keys of an iterable's items, as a set made from it holds them."""
     if isinstance(iterable, SetVariable):
@@ -58,6 +69,9 @@ class SetVariable(Variable):
 
     def __init__(self, keys: Iterable[Any], source: Any = None, py_type: type = set) -> None:
         self.keys: set[Any] = set(keys)
+        # the real set's iteration order, for one read from outside until the trace writes it (a set made anew
+        # from its items may iterate otherwise: its table's history differs); else None: the keys' own order
+        self.read_order: list[Any] | None = None
         self.source = source
         self.py_type = py_type
         self.born = _born()
@@ -73,11 +87,13 @@ class SetVariable(Variable):
         if all(is_literal(k) for k in items) and keeps_base:  # (the guard's list() runs them)
             if source is not None:
                 tx.output.guards.add(source, GuardKind.DICT_KEYS, value)  # its type, and its items in order
-            return cls(items, source, base)
-        what = type(value).__name__
-        return cls(
-            read_keys_by_position(tx, value, items, source, DictListSource(source, "members"), what), source, base
-        )
+            keys = items
+        else:
+            members = DictListSource(source, "members")
+            keys = read_keys_by_position(tx, value, items, source, members, type(value).__name__)
+        result = cls(keys, source, base)
+        result.read_order = keys
+        return result
 
     @classmethod
     def of(cls, tx: Tracer, items: Sequence[Variable], py_type: type = set) -> "SetVariable":
@@ -91,6 +107,10 @@ class SetVariable(Variable):
         """Its keys (what an iterator over it checks are unchanged)."""
         return self.keys
 
+    def ordered_keys(self) -> list[Any]:
+        """Its keys in iteration order."""
+        return list(self.read_order if self.read_order is not None else self.keys)
+
     def is_python_constant(self) -> bool:
         return all(is_constant(k) for k in self.keys)
 
@@ -103,7 +123,7 @@ class SetVariable(Variable):
         return bool(self.keys)
 
     def unpack(self, tx: Tracer) -> list[Variable]:
-        return [key_variable(k) for k in self.keys]
+        return [key_variable(k) for k in self.ordered_keys()]
 
     def children(self) -> list[Variable]:
         return [key_variable(k) for k in self.keys if not is_constant(k)]
@@ -127,7 +147,7 @@ class SetVariable(Variable):
         if name == "pop":
             if len(self.keys) > 1:
                 unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
-            popped = next(iter(self.keys), None)
+            popped = next(iter(self.ordered_keys()), None)
             self._write(tx, name, args)  # (an empty set raises KeyError)
             return key_variable(popped)
         if name in SET_WRITES:
@@ -172,15 +192,22 @@ class SetVariable(Variable):
             getattr(self.keys, name)(*[set_keys(tx, a) for a in args])
         if self.keys != before or name in ("clear", "__init__"):
             tx.output.side_effects.mutated_container(self)  # one from outside: replayed after the graph
+            self.read_order = None
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
-        clear_and_update(cg, self, temp, self.py_type)
+        """The set from outside given the contents the trace left in it, item by item (`apply_set_writes`)."""
+        cg.emit("PUSH_NULL")
+        cg.emit_const(apply_set_writes)
+        cg.load_source(self)
+        cg.emit("LOAD_FAST", temp)
+        cg.call(2)
+        cg.emit("POP_TOP")
 
     def rebuild(self, cg: Emitter) -> None:
         if self.py_type is frozenset:
             cg.emit("PUSH_NULL")
             cg.emit_const(frozenset)
-        for key in self.keys:
+        for key in self.ordered_keys():
             if is_constant(key):
                 cg.emit_const(key)
             else:

@@ -478,3 +478,31 @@ def test_a_set_of_constants_iterates_in_cpythons_order_after_its_writes():
     x = torch.randn(2)
     got, want = one_graph(fn, x), fn(x)
     assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def _set_with_a_history():
+    """{0, 1, 2} whose table still has the size of the hundred items it once held: it iterates as [1, 0, 2]
+    here, where a set made anew from its items would iterate as [0, 1, 2]."""
+    s = set(range(100))
+    for i in range(100):
+        s.discard(i)
+    s.update([0, 1, 2])
+    return s
+
+
+def test_a_set_from_outside_iterates_in_its_own_order_and_keeps_it_when_written():
+    def reads(x, s):
+        return x + 1, list(s), [v for v in s]
+
+    def writes(x, s):
+        s.add(3)
+        s.discard(0)
+        return x + len(s)
+
+    x = torch.ones(1)
+    assert list(_set_with_a_history()) != sorted(_set_with_a_history())  # (what the test stands on)
+    got, want = one_graph(reads, x, _set_with_a_history()), reads(x, _set_with_a_history())
+    assert got[1:] == want[1:]
+    got_s, want_s = _set_with_a_history(), _set_with_a_history()
+    assert same(one_graph(writes, x, got_s), writes(x, want_s))
+    assert list(got_s) == list(want_s)  # changed in place, item by item, as eager changed it
