@@ -132,8 +132,9 @@ class SetVariable(Variable):
         return bound_method(self, name)
 
     def as_real_set(self) -> Any:
-        """Its keys in a set of its own type: Python's set algebra and comparisons on it are the answer."""
-        return self.py_type(self.keys)
+        """Its keys in a set of its own type, made from them in iteration order as CPython copies a set: Python's
+        set algebra and comparisons on it are the answer."""
+        return self.py_type(self.ordered_keys())
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if kwargs:
