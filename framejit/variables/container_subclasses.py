@@ -14,23 +14,17 @@ from framejit.variables.base import Variable
 from framejit.variables.containers import BoundMethod, bound_method
 from framejit.variables.mappings import DictVariable, dict_key
 
-# list methods that only read: what a list subclass from outside may do through list's own methods
-LIST_READS = frozenset({"__getitem__", "__len__", "__iter__", "__contains__", "index", "count", "copy"})
-
 # the builtin containers a user class may be made of: an instance holds what they hold (its base contents)
 BASES = (dict, collections.OrderedDict, list, set, frozenset)
 
 
 def base_container_method(tx: Tracer, obj: Variable, name: str) -> Variable | None:
     """obj.<name> where obj is an instance of a subclass of a builtin container and <name> is the container's own
-    method: that method on what obj holds (an in-place operator answers obj). A list from outside is only read
-    through list's methods (a write would be replayed by list's own methods on an object whose class may index
-    otherwise). None for other objects."""
+    method: that method on what obj holds (an in-place operator answers obj); one from outside written is given
+    its new contents after the graph by the base type's own methods. None for other objects."""
     from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
 
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or not issubclass(obj.python_type(), BASES):
-        return None
-    if isinstance(obj, UserObjectVariable) and issubclass(obj.python_type(), list) and name not in LIST_READS:
         return None
     return BoundMethod(obj.base_contents(tx), name)
 

@@ -148,12 +148,17 @@ class ListVariable(BaseListVariable):
         return list
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
-        cg.emit("LOAD_FAST", temp)  # source[:] = temp
+        """list.__setitem__(source, slice(None), temp): list's own, so a list subclass's __setitem__ (already
+        traced) does not run again."""
+        cg.emit("PUSH_NULL")
+        cg.emit_const(list.__setitem__)
         cg.load_source(self)
         cg.emit_const(None)
         cg.emit_const(None)
         cg.emit("BUILD_SLICE", 2)
-        cg.emit("STORE_SUBSCR")
+        cg.emit("LOAD_FAST", temp)
+        cg.call(3)
+        cg.emit("POP_TOP")
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)

@@ -1,6 +1,6 @@
 """Sets and frozensets the trace holds: their keys as hash_keys gives them (constants, or IdentityKeys for tensors
 and objects compared by identity), in a real Python set, so that membership, algebra and comparisons are Python's
-own. A set from outside mutated by the trace is given its new contents after the graph (clear, then update)."""
+own. A set from outside mutated by the trace is given its new contents after the graph (apply_set_writes)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def apply_set_writes(target: set, final: set) -> None:
 def set_keys(tx: Tracer, iterable: Variable) -> list[Any]:
     """The keys of an iterable's items, as a set made from it holds them."""
     if isinstance(iterable, SetVariable):
-        return list(iterable.keys)
+        return iterable.ordered_keys()
     return [hash_key(tx, item, "a set item") for item in iterable.unpack(tx)]
 
 

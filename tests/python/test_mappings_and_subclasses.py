@@ -221,8 +221,8 @@ def test_list_subclass_made_in_the_trace_and_returned():
 
 
 def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
-    """Writes through list's or dict's own methods on a subclass passed in may break the graph; the objects end
-    as in eager on every call."""
+    """Writes through list's or dict's own methods on a subclass passed in are replayed by the base type's own
+    methods, in one graph; the objects end as in eager on every call."""
 
     def fn(s, r, x):
         s.append(x)
@@ -238,6 +238,27 @@ def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
         assert type(comp[0]) is Stack and type(comp[1]) is Registry
         assert_equal(list(comp[0]), list(eager[0]))
         assert_equal(dict(comp[1]), dict(eager[1]))
+    framejit.reset()
+    assert framejit.explain(fn)(Stack([torch.ones(2)]), Registry(a=1), torch.ones(2)).break_reasons == []
+
+
+class Doubling(list):
+    """A list subclass whose __setitem__ doubles: the replay of a write must not run it again."""
+
+    def __setitem__(self, i, v):
+        super().__setitem__(i, v * 2)
+
+
+def test_a_list_subclass_passed_in_is_written_by_lists_own_methods_after_the_graph():
+    def fn(lst, x):
+        lst[0] = 5
+        lst.append(1)
+        lst += [2]
+        return x + len(lst)
+
+    got, want = Doubling([0, 0]), Doubling([0, 0])
+    assert same(run_fullgraph(fn, got, torch.ones(1)), fn(want, torch.ones(1)))
+    assert list(got) == list(want) == [10, 0, 1, 2] and type(got) is Doubling
 
 
 def test_copies_keep_the_type_python_gives():
