@@ -1,7 +1,8 @@
 """Sets as CPython means them in traced code: set and frozenset subclasses made in the trace and passed in (their
 own Python methods run, their type is kept, a passed-in one mutated holds eager's contents after the call), sets
-of tensors and objects hashed by identity, and set operators and comparisons against dict views. Each case is
-compared with eager and must be one graph with no break."""
+of tensors and objects hashed by identity, set and dict operator methods called by name, set operators and
+comparisons against dict views, and set iteration order. Each case is compared with eager and must be one graph
+with no break, except the cases that check a break's reason."""
 
 from __future__ import annotations
 
