@@ -222,12 +222,13 @@ class DictItemSource(DerivedSource):
 @dataclasses.dataclass(frozen=True)
 class DictListSource(DerivedSource):
     """list(dict.keys(base)) or list(dict.values(base)): a dict's keys or values in order, for a dict whose keys
-    are objects compared by identity (a tensor, an instance), which no guard text or constant can name."""
+    are objects compared by identity (a tensor, an instance), which no guard text or constant can name; or
+    list(base) of a set or frozenset ("members"), whose type is guarded first (so no Python __iter__ runs)."""
 
-    part: str  # "keys" or "values"
+    part: str  # "keys", "values" or "members"
 
     def wrap(self, base: str) -> str:
-        return f"list(dict.{self.part}({base}))"
+        return f"list({base})" if self.part == "members" else f"list(dict.{self.part}({base}))"
 
     def guard_load(self, program: GuardScope) -> int:
         return program.call(self.base, _DICT_LISTS[self.part])
@@ -250,7 +251,11 @@ def _dict_values_list(d: dict) -> list:
     return list(dict.values(d))
 
 
-_DICT_LISTS = {"keys": _dict_keys_list, "values": _dict_values_list}
+def _set_members_list(s: Any) -> list:
+    return list(frozenset.__iter__(s) if isinstance(s, frozenset) else set.__iter__(s))  # never a Python __iter__
+
+
+_DICT_LISTS = {"keys": _dict_keys_list, "values": _dict_values_list, "members": _set_members_list}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,11 +11,12 @@ from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
 from framejit.variables.operators import call_operator
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.containers import ListVariable, SliceVariable, TupleVariable
+from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable, dict_key
 from framejit.variables.lazy_string import LazyStringVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import merged_mapping
+from framejit.variables.container_subclasses import merged_mapping
 
 # BINARY_OP's argument indexes this table (CPython 3.11 Include/opcode.h NB_*), in-place forms from 13.
 _BINARY_OPS = [
@@ -77,7 +78,7 @@ class DataOps(FrameState):
 
     @handles("BUILD_SET")
     def BUILD_SET(self, inst: Inst) -> None:
-        self.push(SetVariable(self.popn(inst.oparg)))
+        self.push(SetVariable.of(self, self.popn(inst.oparg)))
 
     @handles("BUILD_MAP")
     def BUILD_MAP(self, inst: Inst) -> None:

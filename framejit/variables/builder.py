@@ -56,8 +56,17 @@ from framejit.variables.callables import (
     UserMethodVariable,
     is_numpy_number_function,
 )
-from framejit.variables.constant import TYPE_HINTS, ConstantVariable, ObjectVariable, is_literal, is_numpy_integer
-from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, SetVariable, TupleVariable
+from framejit.variables.constant import (
+    TYPE_HINTS,
+    ConstantVariable,
+    ObjectVariable,
+    is_constant_key,
+    is_literal,
+    is_numpy_integer,
+)
+from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, TupleVariable
+from framejit.variables.hash_keys import identity_hashed
+from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.torch_special import (
@@ -86,7 +95,7 @@ def wrap_constant_result(value: Any) -> Variable:
     if isinstance(value, list):
         return ListVariable([wrap_constant_result(v) for v in value])
     if type(value) is set and all(is_literal(v) for v in value):
-        return SetVariable([ConstantVariable(v) for v in value])
+        return SetVariable(value)
     if isinstance(value, (dict, types.MappingProxyType)):  # a read-only view computed now is a copy
         return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
     if isinstance(value, (torch.finfo, torch.iinfo, enum.Enum)):
@@ -222,12 +231,13 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         return (ListVariable if type(value) is list else TupleVariable)(
             items, source, *(() if type(value) is list else (type(value),))
         )
-    if type(value) in (set, frozenset) and all(is_literal(v) for v in value):  # its items, in iteration order
-        _guard(tx, source, GuardKind.DICT_KEYS, value)
-        return SetVariable([ConstantVariable(v) for v in value], source, type(value))
-    if type(value) is frozenset:  # of functions, classes...: immutable, so its identity is all a guard needs
-        _guard(tx, source, GuardKind.ID_MATCH, value)
+    if type(value) in (set, frozenset) and all(is_literal(v) for v in value):
+        return SetVariable.read(tx, value, source)  # its items, in iteration order
+    if type(value) is frozenset and all(is_constant_key(v) for v in value):
+        _guard(tx, source, GuardKind.ID_MATCH, value)  # of functions, classes...: immutable, its identity is enough
         return ObjectVariable(value, source)
+    if type(value) in (set, frozenset) and all(is_constant_key(v) or identity_hashed(v) for v in value):
+        return SetVariable.read(tx, value, source)  # of tensors, modules, objects: each read by position
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict, collections.Counter):
         return DictVariable.read(tx, value, source)
     return _wrap_callable_or_object(tx, value, source)
@@ -417,7 +427,7 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
     ),
     WrapRule(
         kind="grad mode class",
-        matches=lambda v, s: v in GRAD_MODE_CTORS,
+        matches=lambda v, s: any(v is c for c in GRAD_MODE_CTORS),  # `is`: a user __eq__ may say True
         guard=GuardKind.FUNCTION_MATCH,
         make=lambda tx, v, s: GradModeCtorVariable(v),
     ),

@@ -17,8 +17,9 @@ from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, look
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
 from framejit.variables import copying, iteration, local_class, mappings, pure_functions, reports, signatures
-from framejit.variables.containers import IteratorVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
+from framejit.variables.containers import IteratorVariable, ListVariable, SliceVariable, TupleVariable
 from framejit.variables.generators import refuse_outside_generator
+from framejit.variables.sets import SetVariable, set_keys
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, delete_attribute, python_class_method
@@ -265,7 +266,9 @@ TRACED_BUILTINS[list] = _make_sequence(list)
 
 def _set_of(py_type: type) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        return SetVariable(_iterate(tx, args[0]) if args else [], py_type=py_type)
+        if kwargs or len(args) > 1:
+            unsupported(f"{py_type.__name__}() takes at most one argument and no keywords", BreakCode.BAD_CALL)
+        return SetVariable(set_keys(tx, args[0]) if args else [], py_type=py_type)
 
     return trace_call
 

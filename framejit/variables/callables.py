@@ -14,7 +14,7 @@ import torch
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, ConstSource, ItemSource
-from framejit.variables.base import KnownValueVariable, Variable, lookup_class_attr
+from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable, is_literal
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.mappings import DictVariable
@@ -417,7 +417,19 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         if is_numpy_number_function(value) and not is_literal(result):  # an array: not a constant the trace can hold
             unsupported(f"numpy.{value.__name__} giving an array", BreakCode.OPAQUE_CALL)  # (not a number)
         return tx.wrap_constant(result)
+    if args:
+        from framejit.variables.container_subclasses import unbound_container_method
+
+        method = unbound_container_method(tx, value, args[0])
+        if method is not None:
+            return method.call(tx, args[1:], kwargs)
     name = getattr(value, "__qualname__", None) or repr(value)
+    if isinstance(value, type) and value.__flags__ & HEAPTYPE:  # a user class the trace cannot make: say why
+        from framejit.variables.user_object import why_not_constructible
+
+        why = why_not_constructible(value)
+        if why is not None:
+            unsupported(f"making a {name} in the trace: {why}", BreakCode.OPAQUE_CALL)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)", BreakCode.OPAQUE_CALL)
 
 

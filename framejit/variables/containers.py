@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
-from framejit.variables.base import Variable
+from framejit.variables.base import HEAPTYPE, Variable
 from framejit.variables.constant import ConstantVariable
-
-if TYPE_CHECKING:
-    from framejit.variables.mappings import DictVariable
 
 
 def const_args(args: Sequence[Variable], what: str) -> list[Any]:
@@ -144,17 +141,23 @@ class TupleVariable(BaseListVariable):
 
 class ListVariable(BaseListVariable):
     rebuilt_once = True
+    owner: Variable | None = None  # the instance of a list subclass whose items these are
 
     def python_type(self) -> type:
         return list
 
     def replace_contents(self, cg: Emitter, temp: str) -> None:
-        cg.emit("LOAD_FAST", temp)  # source[:] = temp
+        """list.__setitem__(source, slice(None), temp): list's own, so a list subclass's __setitem__ (already
+        traced) does not run again."""
+        cg.emit("PUSH_NULL")
+        cg.emit_const(list.__setitem__)
         cg.load_source(self)
         cg.emit_const(None)
         cg.emit_const(None)
         cg.emit("BUILD_SLICE", 2)
-        cg.emit("STORE_SUBSCR")
+        cg.emit("LOAD_FAST", temp)
+        cg.call(3)
+        cg.emit("POP_TOP")
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         return bound_method(self, name)
@@ -169,6 +172,8 @@ class ListVariable(BaseListVariable):
             self.items.append(args[0])
         elif name == "extend":
             self.items.extend(args[0].unpack(tx))
+        elif name == "__init__":  # list.__init__(l, iterable=()): l holds the iterable's items
+            self.items[:] = args[0].unpack(tx) if args else []
         elif name == "insert":
             self.items.insert(args[0].as_python_constant(), args[1])
         elif name == "pop":
@@ -204,84 +209,6 @@ class ListVariable(BaseListVariable):
 
     def __repr__(self) -> str:
         return f"ListVariable({self.items})"
-
-
-class SetVariable(Variable):
-    """A set (or frozenset, `py_type`) of Python constants."""
-
-    rebuilt_once = True
-
-    def __init__(self, items: list[Variable], source: Any = None, py_type: type = set) -> None:
-        self.values: set[Any] = set(const_args(items, "set"))
-        self.source = source
-        self.py_type = py_type
-        self.born = _born()
-
-    def python_type(self) -> type:
-        return self.py_type
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.py_type(self.values)
-
-    def truth(self, tx: Tracer) -> bool:
-        return bool(self.values)
-
-    def unpack(self, tx: Tracer) -> list[Variable]:
-        return [ConstantVariable(v) for v in self.values]
-
-    def var_getattr(self, tx: Tracer, name: str) -> Variable:
-        return bound_method(self, name)
-
-    def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        if name == "__contains__":
-            return ConstantVariable(args[0].as_python_constant() in self.values)
-        if name == "__len__":
-            return ConstantVariable(len(self.values))
-        if name in (
-            "add",
-            "discard",
-            "remove",
-            "update",
-            "clear",
-            "pop",
-            "difference_update",
-            "intersection_update",
-            "symmetric_difference_update",
-        ):
-            if self.py_type is frozenset:
-                unsupported(f"'frozenset' object has no attribute {name!r}", BreakCode.MISSING_ATTR)
-            if name == "remove" and args and args[0].as_python_constant() not in self.values:
-                raise_observed(KeyError(args[0].as_python_constant()), BreakCode.CONTAINER_METHOD)
-            if name == "pop":
-                if not self.values:
-                    raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
-                unsupported("set.pop(): which item it takes is the set's hash order", BreakCode.CONTAINER_METHOD)
-            # one from outside: its new contents are put in it after the graph (clear, then update)
-            tx.output.side_effects.mutated_container(self)
-            if name == "update":
-                for arg in args:
-                    self.values.update(v.as_python_constant() for v in arg.unpack(tx))
-            else:
-                getattr(self.values, name)(*const_args(args, f"set.{name}"))
-            return ConstantVariable(None)
-        result = getattr(self.as_python_constant(), name)(*const_args(args, f"set.{name}"))
-        return tx.wrap_constant(result)
-
-    def replace_contents(self, cg: Emitter, temp: str) -> None:
-        clear_and_update(cg, self, temp)
-
-    def rebuild(self, cg: Emitter) -> None:
-        if self.py_type is frozenset:
-            cg.emit("PUSH_NULL")
-            cg.emit_const(frozenset)
-        for v in self.values:
-            cg.emit_const(v)
-        cg.emit("BUILD_SET", len(self.values))
-        if self.py_type is frozenset:
-            cg.call(1)
 
 
 class SliceVariable(Variable):
@@ -329,15 +256,15 @@ class IteratorVariable(Variable):
         self.source = source  # a real iterator (a continuation's loop iterator, an argument), or None
         self.live = live  # iter(a list): reads the list as it is now, as a list iterator does
         self._exhausted = False
-        self.over_dict: DictVariable | None = None  # iter(a dict): its keys may not change meanwhile
+        self.over_dict: Any = None  # iter(a dict or set, DictVariable or SetVariable): its keys may not change
         self._dict_keys: tuple = ()
 
     @classmethod
-    def over(cls, tx: Tracer, dict_var: "DictVariable", items: list[Variable] | None = None) -> "IteratorVariable":
-        """Iteration over a dict's keys, or `items` of one of its views (snapshot); changing the dict's size
-        meanwhile is Python's error."""
+    def over(cls, tx: Tracer, dict_var: Any, items: list[Variable] | None = None) -> "IteratorVariable":
+        """Iteration over a dict's keys or a set's items, or `items` of a dict's view (snapshot); changing the
+        container's size meanwhile is Python's error."""
         iterator = cls(dict_var.unpack(tx) if items is None else items)
-        iterator.over_dict, iterator._dict_keys = dict_var, tuple(dict_var.items)
+        iterator.over_dict, iterator._dict_keys = dict_var, tuple(dict_var.held_keys())
         return iterator
 
     @property
@@ -373,14 +300,15 @@ class IteratorVariable(Variable):
         return items
 
     def next(self) -> Variable | None:
-        if self.over_dict is not None and len(self.over_dict.items) != len(self._dict_keys):
-            unsupported("dictionary changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
-        if self.over_dict is not None and tuple(self.over_dict.items) != self._dict_keys:
+        what = "dictionary" if isinstance(self.over_dict, dict_types()) else "set"
+        if self.over_dict is not None and len(self.over_dict.held_keys()) != len(self._dict_keys):
+            unsupported(f"{what} changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
+        if self.over_dict is not None and set(self.over_dict.held_keys()) != set(self._dict_keys):
             # as many keys, other ones: whether Python raises "keys changed", yields the new key or stops early
-            # depends on where the dict's table put them, which the trace does not know
+            # depends on where the table put them, which the trace does not know
             error = Unsupported(
-                "dictionary keys changed during iteration: this frame runs as Python, where the "
-                "dict's own iterator decides what happens",
+                f"{what} keys changed during iteration: this frame runs as Python, where the "
+                f"{what}'s own iterator decides what happens",
                 code=BreakCode.ITER,
             )
             error.frame_runs_as_python = True
@@ -425,6 +353,12 @@ class IteratorVariable(Variable):
             cg.emit("GET_ITER")
 
 
+def dict_types() -> tuple:
+    from framejit.variables.mappings import DictVariable
+
+    return (DictVariable,)
+
+
 def _advanced_iterator(iterable: Any, position: int) -> Any:
     """iter(iterable) at `position`: a list iterator the trace had advanced."""
     iterator = iter(iterable)
@@ -432,15 +366,24 @@ def _advanced_iterator(iterable: Any, position: int) -> Any:
     return iterator
 
 
-def clear_and_update(cg: Emitter, var: Variable, temp: str) -> None:
-    """source.clear(); source.update(temp): a dict or set from outside given the contents the trace left in it."""
+def clear_and_update(cg: Emitter, var: Variable, temp: str, py_type: type) -> None:
+    """base.clear(source); base.update(source, temp): a dict or set from outside given the contents the trace left
+    in it, by the methods of the builtin type it is made of (`py_type`'s nearest one written in C), so that a
+    subclass's own clear or update does not run again."""
     for method, args in (("clear", ()), ("update", (temp,))):
+        cg.emit("PUSH_NULL")
+        cg.emit_const(base_method(py_type, method))
         cg.load_source(var)
-        cg.emit("LOAD_METHOD", method)
         for arg in args:
             cg.emit("LOAD_FAST", arg)
-        cg.call(len(args))
+        cg.call(1 + len(args))
         cg.emit("POP_TOP")
+
+
+def base_method(cls: type, name: str) -> Any:
+    """The method `name` of the nearest class in cls's MRO written in C: what the builtin type the class is made
+    of does, past its Python overrides."""
+    return next(vars(k)[name] for k in cls.__mro__ if not k.__flags__ & HEAPTYPE and name in vars(k))
 
 
 def bound_method(obj: Variable, name: str) -> "BoundMethod":
@@ -458,7 +401,13 @@ class BoundMethod(Variable):
         self.name = name
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        return self.obj.call_method(tx, self.name, args, kwargs)
+        from framejit.variables.operators import call_dunder_operator
+
+        result = call_dunder_operator(tx, self.obj, self.name, args, kwargs)
+        if result is None:
+            result = self.obj.call_method(tx, self.name, args, kwargs)
+        owner = getattr(self.obj, "owner", None)
+        return owner if result is self.obj and owner is not None else result  # `s.__ior__(t)` answers s itself
 
     def children(self) -> list[Variable]:
         return [self.obj]

@@ -10,8 +10,10 @@ from typing import Any, Callable
 from framejit.contracts import Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
-from framejit.variables.constant import is_literal, key_variable
-from framejit.variables.containers import ListVariable, SetVariable, TupleVariable
+from framejit.variables.constant import is_literal
+from framejit.variables.containers import ListVariable, TupleVariable
+from framejit.variables.hash_keys import key_variable
+from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
 
@@ -105,7 +107,7 @@ def _deepcopy(tx: Tracer, value: Variable, memo: dict) -> Variable:
         result = memo[key] = DictVariable({}, None, cls)
         result.items = {k: _deepcopy(tx, v, memo) for k, v in value.items.items()}  # keys are constants
         return result
-    if isinstance(value, SetVariable):  # its items are hashable constants
+    if isinstance(value, SetVariable) and value.is_python_constant():  # its items are hashable constants
         return memo.setdefault(key, _new_set(value))
     _refuse(value, "framejit copies containers, constants and plain user objects")
 
@@ -113,7 +115,7 @@ def _deepcopy(tx: Tracer, value: Variable, memo: dict) -> Variable:
 def _new_set(value: SetVariable) -> Variable:
     if value.py_type is frozenset:  # immutable: the copy is the same object
         return value
-    return SetVariable([key_variable(v) for v in value.values], None, value.py_type)
+    return SetVariable(value.keys, None, value.py_type)
 
 
 def _shallow_copy(tx: Tracer, value: Variable) -> Variable:

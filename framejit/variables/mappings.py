@@ -9,14 +9,15 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, ClassVar, Sequence
 
-import torch
 
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.sources import AttrSource, DictItemSource, DictListSource, ItemSource
 from framejit.variables.base import Variable
-from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key, key_variable
+from framejit.variables.base import HEAPTYPE
+from framejit.variables.constant import ConstantVariable, IdentityKey, is_constant_key
 from framejit.variables.containers import IteratorVariable, TupleVariable, _born, bound_method, clear_and_update
+from framejit.variables.hash_keys import hash_key, is_constant, key_variable, read_keys_by_position
 
 
 _COLLECTIONS_TYPES = (collections.OrderedDict, collections.defaultdict, collections.Counter)
@@ -26,73 +27,28 @@ DICT_READS = frozenset({"get", "keys", "values", "items", "__getitem__", "__cont
 
 
 def dict_key(tx: Tracer, key: Variable) -> Any:
-    """What a DictVariable holds for `key`: its value if it is a constant; an IdentityKey for a tensor the graph takes
-    as an input or an object compared by identity, from outside the trace (its identity guarded: which keys are one
-    and the same decides what the dict holds)."""
-    if key.is_python_constant():
-        return key.as_python_constant()
-    obj = outside_object(tx, key)
-    if obj is None:
-        unsupported(
-            f"{key} as a dict key: only constants, and tensors and objects from outside the trace (compared "
-            f"by identity), can be",
-            BreakCode.DICT_KEY,
-        )
-    tx.output.guards.add(key.source, GuardKind.ID_MATCH, obj)
-    return IdentityKey(obj, key)
-
-
-def outside_object(tx: Tracer, var: Variable) -> Any:
-    """The real object of a graph input tensor, or of an object compared by identity, read from a source; else None."""
-    if getattr(var, "source", None) is None:
-        return None
-    node = getattr(var, "node", None)
-    if node is not None and node.op == "placeholder":
-        return next((i.value for i in tx.output.inputs if i.node is node), None)
-    value = getattr(var, "module", getattr(var, "value", None))  # NNModuleVariable's module, an object's value
-    if value is not None and type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__:
-        return value
-    return None
+    """What a DictVariable holds for `key` (hash_keys.hash_key): a constant as itself, a tensor or an object
+    compared by identity as an IdentityKey."""
+    return hash_key(tx, key, "a dict key")
 
 
 def _plain(key: Any) -> Any:
     return key.obj if isinstance(key, IdentityKey) else key
 
 
-def _identity_hashed(key: Any) -> bool:
-    """Whether a dict finds `key` by identity alone: a tensor, or an object of a class without __hash__/__eq__."""
-    cls = type(key)
-    if isinstance(key, torch.Tensor):
-        return cls.__hash__ is torch.Tensor.__hash__
-    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
-
-
 def _read_identity_keyed(tx: Tracer, value: dict, source: Any) -> dict[Any, Variable]:
     """The items of a real dict with keys compared by identity (an optimizer's state, keyed by parameter): each key
-    and value read by position (no guard can name such a key), the keys guarded in order, each by identity or
-    value."""
-    if not all(is_constant_key(k) or _identity_hashed(k) for k in value):
-        unsupported("a dict with keys that are neither constants nor compared by identity", BreakCode.DICT_KEY)
-    if source is None:
-        unsupported("a dict with non-constant keys, from nowhere the guards can read", BreakCode.DICT_KEY)
-    tx.output.guards.add(source, GuardKind.LEN_MATCH, value)
-    keys, values = DictListSource(source, "keys"), DictListSource(source, "values")
-    items: dict[Any, Variable] = {}
-    for i, (k, v) in enumerate(dict.items(value)):
-        if is_constant_key(k):
-            tx.output.guards.add(ItemSource(keys, i), GuardKind.EQUALS, k)
-            key: Any = k
-        else:
-            tx.output.guards.add(ItemSource(keys, i), GuardKind.ID_MATCH, k)
-            key = IdentityKey(k, tx.wrap(k, ItemSource(keys, i)))
-        items[key] = tx.wrap(v, ItemSource(values, i))
-    return items
+    and value read by position (no guard can name such a key; hash_keys.read_keys_by_position)."""
+    keys = read_keys_by_position(tx, value, dict.keys(value), source, DictListSource(source, "keys"), "dict")
+    values = DictListSource(source, "values")
+    return {key: tx.wrap(v, ItemSource(values, i)) for i, (key, v) in enumerate(zip(keys, dict.values(value)))}
 
 
 class DictVariable(Variable):
     """A dict whose keys are Python constants (str, int, ...) or IdentityKeys, values Variables."""
 
     rebuilt_once = True
+    owner: Variable | None = None  # the instance of a dict subclass whose items these are
 
     def __init__(
         self,
@@ -127,6 +83,10 @@ class DictVariable(Variable):
     def python_type(self) -> type:
         return self.py_type
 
+    def held_keys(self) -> Any:
+        """Its keys as it holds them (what an iterator over it checks are unchanged)."""
+        return self.items.keys()
+
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
@@ -135,29 +95,38 @@ class DictVariable(Variable):
 
     def children(self) -> list[Variable]:
         factory = [self.default_factory] if self.default_factory is not None else []
-        return [*self.items.values(), *factory]
+        keys = [key_variable(k) for k in self.items if not is_constant(k)]  # a tensor key the graph computes
+        return [*keys, *self.items.values(), *factory]
 
     def rebuild(self, cg: Emitter) -> None:
-        if self.py_type is not dict:  # OrderedDict(d), Counter(d), defaultdict(factory, d)
+        made_as = self.made_as()
+        if made_as is not dict:  # OrderedDict(d), Counter(d), defaultdict(factory, d)
             cg.emit("PUSH_NULL")
-            cg.emit_const(self.py_type)
+            cg.emit_const(made_as)
             if self.default_factory is not None:
                 cg.load(self.default_factory)
         for key, value in self.items.items():
-            if isinstance(key, IdentityKey):
-                cg.load(key.variable)
-            else:
+            if is_constant(key):
                 cg.emit_const(key)
+            else:
+                cg.load(key_variable(key))
             cg.load(value)
         cg.emit("BUILD_MAP", len(self.items))
-        if self.py_type is not dict:
+        if made_as is not dict:
             cg.call(2 if self.default_factory is not None else 1)
 
+    def made_as(self) -> type:
+        """The type it is made as: its own, or for the items of a user's dict subclass (the contents given back to
+        one from outside) the nearest builtin type, whose constructor runs no user code."""
+        if self.py_type in _COLLECTIONS_TYPES or not self.py_type.__flags__ & HEAPTYPE:
+            return self.py_type
+        return next(k for k in self.py_type.__mro__ if not k.__flags__ & HEAPTYPE)
+
     def replace_contents(self, cg: Emitter, temp: str) -> None:
-        clear_and_update(cg, self, temp)
+        clear_and_update(cg, self, temp, self.py_type)
 
     def is_python_constant(self) -> bool:
-        return all(v.is_python_constant() and not isinstance(k, IdentityKey) for k, v in self.items.items())
+        return all(v.is_python_constant() and is_constant(k) for k, v in self.items.items())
 
     def as_python_constant(self) -> Any:
         return {k: v.as_python_constant() for k, v in self.items.items()}
@@ -187,6 +156,12 @@ class DictVariable(Variable):
             return value
         if issubclass(self.py_type, collections.Counter):
             return ConstantVariable(0)  # Counter.__missing__ answers 0 and stores nothing
+        if self.owner is not None:  # dict.__getitem__ of a subclass calls the class's __missing__, if it has one
+            from framejit.variables.user_object import python_class_method
+
+            missing = python_class_method(tx, self.owner, "__missing__")
+            if missing is not None:
+                return missing.call(tx, [key], {})
         raise_observed(KeyError(_plain(k)), BreakCode.DICT_KEY)
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -210,7 +185,7 @@ class DictVariable(Variable):
             self.items[dict_key(tx, args[0])] = args[1]
         elif name == "__delitem__":
             del self.items[dict_key(tx, args[0])]
-        elif name == "update":
+        elif name in ("update", "__init__"):  # dict.__init__(d, ...) adds to d as update does
             for source in args:
                 if isinstance(source, DictVariable):
                     self.items.update(source.items)
@@ -287,11 +262,18 @@ class DictViewVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.dict_var.items)
 
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        return bound_method(self, name)
+
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "__len__":
             return ConstantVariable(len(self.dict_var.items))
         if name == "__contains__" and self.kind == "keys":
             return ConstantVariable(dict_key(tx, args[0]) in self.dict_var.items)
+        if name == "isdisjoint" and self.kind != "values" and len(args) == 1:  # as the set it holds
+            from framejit.variables.sets import SetVariable
+
+            return SetVariable.of(tx, self.unpack(tx)).call_method(tx, name, args, kwargs)
         unsupported(f"dict_{self.kind}.{name}", BreakCode.CONTAINER_METHOD)
 
     def rebuild(self, cg: Emitter) -> None:
@@ -304,9 +286,11 @@ class DictViewVariable(Variable):
 
 
 def dict_iterator(tx: Tracer, value: Variable) -> IteratorVariable | None:
-    """iter() of a dict or of one of its views (None for anything else): the dict may not change size while the
-    iterator runs, as Python checks at each step."""
-    if isinstance(value, DictVariable):
+    """iter() of a dict, one of its views, or a set (None for anything else): the dict or set may not change size
+    while the iterator runs, as Python checks at each step."""
+    from framejit.variables.sets import SetVariable
+
+    if isinstance(value, (DictVariable, SetVariable)):
         return IteratorVariable.over(tx, value)
     if isinstance(value, DictViewVariable):
         return IteratorVariable.over(tx, value.dict_var, value.unpack(tx))

@@ -15,7 +15,8 @@ from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, UnreadableArg, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
-from framejit.variables.containers import ListVariable, SetVariable, TupleVariable, BaseListVariable
+from framejit.variables.containers import ListVariable, TupleVariable, BaseListVariable
+from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable, DictViewVariable
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.symbolic import SymbolicVariable, numpy_result_type
@@ -72,6 +73,9 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     overloaded = _python_operator(tx, fn, args)
     if overloaded is not None:
         return overloaded
+    on_base = _on_base_contents(tx, fn, args)
+    if on_base is not None:
+        return on_base
     if fn in (operator.eq, operator.ne) and all(_compares_by_identity(a) for a in args):
         same = _same_object(tx, *args)  # neither __eq__ answered: Python compares identities
         return ConstantVariable(same if fn is operator.eq else not same)
@@ -96,8 +100,11 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
                 return tx.wrap_constant(numpy_type(result.as_python_constant()))
         return result
     args = [_as_tuple_variable(a) for a in args]  # `() + (h,)`: a constant tuple grown by traced items
-    if fn in _SET_LIKE and any(isinstance(a, DictViewVariable) and a.kind != "values" for a in args):
-        args = [_view_as_set(tx, a) for a in args]  # keys and items views compare and combine as sets
+    from_view = fn in _SET_LIKE and any(isinstance(a, DictViewVariable) and a.kind != "values" for a in args)
+    if from_view:  # keys and items views compare as sets, and combine with any iterable as a set
+        args = [_view_as_set(tx, a, fn not in _COMPARISONS) for a in args]
+    if len(args) == 2 and isinstance(args[0], SetVariable) and isinstance(args[1], SetVariable):
+        return _set_operator(tx, fn, args[0], args[1], from_view)
     shared = _container_operator(tx, fn, args)
     if shared is not None:
         return shared
@@ -158,6 +165,75 @@ def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -
     return result
 
 
+def _dunder_operators() -> dict[str, tuple[Callable[..., Any], bool]]:
+    """Each operator method's name -> (the operator, whether its operands are swapped: `a.__radd__(b)` is the
+    addition b + a as a's type does it)."""
+    table: dict[str, tuple[Callable[..., Any], bool]] = {}
+    for fn, (name, reflected) in _DUNDERS.items():
+        table[name] = (fn, False)
+        if reflected is not None and reflected not in table and fn not in _COMPARISONS:
+            table[reflected] = (fn, True)
+    for in_place, fn in _OUT_OF_PLACE.items():
+        table["__i" + _DUNDERS[fn][0][2:]] = (in_place, False)
+    return table
+
+
+_COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+
+
+def call_dunder_operator(
+    tx: Tracer, obj: Variable, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]
+) -> Variable | None:
+    """`obj.__or__(other)`, `d.__ior__(e)`, `s.__contains__(x)`, `obj.__iter__()` called by name on a container the
+    trace holds: the operator (or builtin) the method implements, as `obj | other` does it; a set's or dict's
+    method answers NotImplemented for an operand of another kind, as CPython's does. None: not such a method."""
+    if name == "__iter__" and not args and not kwargs:  # obj.__iter__(): iter(obj)
+        from framejit.variables.builtins import TRACED_BUILTINS
+
+        return TRACED_BUILTINS[iter](tx, [obj], {})
+    entry = _DUNDER_OPERATORS.get(name)
+    if entry is None or kwargs or len(args) != (0 if entry[0] in _UNARY else 1):
+        return None
+    fn, swapped = entry
+    operands = [*args, obj] if swapped else [obj, *args]
+    if fn is operator.contains:  # obj.__contains__(item): `item in obj`
+        return _contains(tx, obj, args[0])
+    if args and fn is not operator.getitem and _refuses_operand(obj, args[0], fn):
+        return ConstantVariable(NotImplemented)  # `{1}.__or__([2])`: the operator would ask [2] next
+    return call_operator(tx, fn, operands)
+
+
+def _refuses_operand(obj: Variable, other: Variable, fn: Callable[..., Any]) -> bool:
+    """Whether a set's or dict's own operator method answers NotImplemented for `other`: they take only their
+    own kind (a set or frozenset; a dict), but for dict's `|=`, which takes any pairs as update does."""
+    for kind, accepted in ((SetVariable, (set, frozenset)), (DictVariable, dict)):
+        if isinstance(obj, kind) and not (kind is DictVariable and fn is operator.ior):
+            try:
+                return not issubclass(other.python_type(), accepted)
+            except Exception:  # a kind that does not know its type: let the operator decide
+                return False
+    return False
+
+
+_UNARY = (operator.neg, operator.pos, operator.invert)
+
+
+def _on_base_contents(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
+    """An operator on an instance of a subclass of a builtin container (set, frozenset, dict, list) whose class
+    leaves the operator to the base type: the base type's operator on what it holds. An in-place one answers the
+    instance itself; the others what the base type's gives (`MySet() | s` is a set, as in Python)."""
+    taking = args[:1] if fn is operator.contains else args  # `item in obj`: the item is looked up as itself
+    if fn in (operator.is_, operator.is_not, operator.getitem) or not any(_holds_base(a) for a in taking):
+        return None
+    contents = [a.base_contents(tx) if _holds_base(a) and any(a is t for t in taking) else a for a in args]
+    result = call_operator(tx, fn, contents)
+    return args[0] if result is contents[0] and contents[0] is not args[0] else result
+
+
+def _holds_base(value: Variable) -> bool:
+    return isinstance(value, _USER_OBJECTS) and issubclass(value.python_type(), (set, frozenset, dict, list))
+
+
 def _call_dunder(tx: Tracer, obj: Variable, name: str, rest: list[Variable]) -> Variable | None:
     """obj.<name>(*rest) if obj's class defines it in Python and it does not answer NotImplemented; else None."""
     method = python_class_method(tx, obj, name)
@@ -184,6 +260,9 @@ _OUT_OF_PLACE = {
 }
 
 
+_DUNDER_OPERATORS = _dunder_operators()
+
+
 def _as_tuple_variable(value: Variable) -> Variable:
     if isinstance(value, ConstantVariable) and type(value.value) in (tuple, torch.Size):
         return TupleVariable([ConstantVariable(v) for v in value.value], py_type=type(value.value))
@@ -191,10 +270,27 @@ def _as_tuple_variable(value: Variable) -> Variable:
 
 
 _SET_INPLACE = {
+    operator.ior: "update",
     operator.iand: "intersection_update",
     operator.isub: "difference_update",
     operator.ixor: "symmetric_difference_update",
 }
+
+
+def _set_operator(tx: Tracer, fn: Callable[..., Any], a: SetVariable, b: SetVariable, from_view: bool) -> Variable:
+    """An operator between two sets, on their keys (Python's own set algebra and comparisons). `s |= t` on a set
+    changes s; on a frozenset, or with a dict view on the right (set.__ior__ takes sets only: Python falls back to
+    the view's __ror__), it makes a new one. An operator with a dict view gives a set."""
+    if fn in _SET_INPLACE and a.py_type is set and not from_view:
+        a.call_method(tx, _SET_INPLACE[fn], [b], {})
+        return a
+    fn = _OUT_OF_PLACE.get(fn, fn)
+    if fn not in _SET_LIKE:
+        unsupported(f"operator {fn.__name__} on sets", BreakCode.OPERATOR)
+    result = fn(a.as_real_set(), b.as_real_set())
+    if from_view and isinstance(result, frozenset):
+        result = set(result)
+    return SetVariable.wrap_result(result)
 
 
 def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable | None:
@@ -223,15 +319,6 @@ def _container_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
         # the right operand's type wins when it is a subclass with its own __ror__ (dict | OrderedDict)
         kind = b if b.py_type is not a.py_type and issubclass(b.py_type, a.py_type) else a
         return kind.call_method(tx, "copy", [], {}).merged_with(a, b)
-    if isinstance(a, SetVariable) and fn is operator.ior:
-        a.call_method(tx, "update", [b], {})
-        return a
-    if isinstance(a, SetVariable) and fn in _SET_INPLACE:
-        if a.source is not None:
-            unsupported("mutating a set from outside the frame", BreakCode.SIDE_EFFECT)
-        getattr(a.values, _SET_INPLACE[fn])(v.as_python_constant() for v in b.unpack(tx))
-        tx.output.side_effects.note_write(a.born)
-        return a
     if fn in (operator.add, operator.mul) and isinstance(a, BaseListVariable):
         return _sequence_operator(tx, fn, args)
     if fn is operator.mul and isinstance(b, BaseListVariable) and a.is_python_constant():
@@ -269,17 +356,26 @@ def _eq_is_identity(value: Variable) -> bool:
 _SET_LIKE = frozenset(
     {operator.and_, operator.or_, operator.sub, operator.xor, operator.eq, operator.ne}
     | {operator.lt, operator.le, operator.gt, operator.ge}
+    | {operator.iand, operator.ior, operator.isub, operator.ixor}
 )
 
 
-def _view_as_set(tx: Tracer, value: Variable) -> Variable:
-    """A keys or items view as the set of constants it holds (what its set operators see); others unchanged."""
-    if not isinstance(value, DictViewVariable) or value.kind == "values":
-        return value
-    items = value.unpack(tx)
-    if not all(v.is_python_constant() for v in items):
-        unsupported(f"set operators on a dict_{value.kind} view of non-constant items", BreakCode.OPERATOR)
-    return SetVariable(items)
+def _view_as_set(tx: Tracer, value: Variable, any_iterable: bool) -> Variable:
+    """A keys or items view as the set it holds (what its set operators see); with `any_iterable` (`&`, `|`, `-`,
+    `^` beside a view, which take any iterable), another iterable too; others unchanged. An items view's pairs are
+    keys only where their values hash (a tensor value does, by identity)."""
+    if isinstance(value, DictViewVariable) and value.kind != "values":
+        return SetVariable.of(tx, value.unpack(tx))
+    if any_iterable and not isinstance(value, (SetVariable, TensorVariable)) and _is_iterable(value):
+        return SetVariable.of(tx, value.unpack(tx))
+    return value
+
+
+def _is_iterable(value: Variable) -> bool:
+    try:
+        return hasattr(value.python_type(), "__iter__")
+    except Exception:  # a kind that does not know its type
+        return False
 
 
 def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:

@@ -9,7 +9,8 @@ from framejit.sources import AttrSource
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable
-from framejit.variables.mappings import DictVariable, outside_object
+from framejit.variables.hash_keys import outside_object
+from framejit.variables.mappings import DictVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import UserObjectVariable
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import collections.abc
 import functools
-import operator
 import os
 import types
 from typing import Any, Sequence
@@ -17,7 +16,10 @@ from framejit.sources import AttrSource, GenericAttrSource, ItemSource, Source
 from framejit.variables.base import HEAPTYPE, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, IteratorVariable, ListVariable, _born
-from framejit.variables.mappings import DICT_READS, DictVariable, dict_key
+from framejit.variables.container_subclasses import BASES, base_container_method
+from framejit.variables.hash_keys import key_variable
+from framejit.variables.mappings import DictVariable, dict_iterator
+from framejit.variables.sets import SetVariable, set_keys
 
 # builtin types whose __getattribute__ is the generic lookup (PyObject_GenericGetAttr), as object's is
 _GENERIC_GETATTRIBUTE = frozenset(
@@ -46,18 +48,10 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
             obj.class_var(tx) if source is not None and hasattr(obj, "class_var") else tx.wrap(obj.python_type(), None)
         )
         return UserMethodVariable(tx.wrap(attr.__func__, on_class("__func__")), cls_var)
-    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) and attr.__objclass__ in (
-        dict,
-        collections.OrderedDict,
-        list,
-    ):
-        if isinstance(obj, NewObjectVariable) and obj.base_part is not None:  # made here: any dict/list method
-            return BoundMethod(obj.base_part, attr.__name__)
-        if isinstance(obj, UserObjectVariable):  # from outside: the methods that only read (dict.get(self, ...))
-            if attr.__name__ in DICT_READS and issubclass(obj.python_type(), dict):
-                return BoundMethod(obj.dict_contents(tx), attr.__name__)
-            if attr.__name__ in LIST_READS and issubclass(obj.python_type(), list):
-                return BoundMethod(obj.list_contents(tx), attr.__name__)
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) and attr.__objclass__ in BASES:
+        method = base_container_method(tx, obj, attr.__name__)
+        if method is not None:
+            return method
     if isinstance(attr, functools._lru_cache_wrapper) and isinstance(obj, UserObjectVariable):
         return MemoisedMethod(attr, obj)  # an lru_cache'd method (logger.warning_once)
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
@@ -73,10 +67,6 @@ def class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> Variab
     if not hasattr(type(attr), "__get__"):
         return tx.wrap(attr, source)
     unsupported(f"attribute implemented by a {type(attr).__name__} descriptor", BreakCode.GETATTR)
-
-
-# list methods that only read: what a list subclass from outside may do through list's own methods
-LIST_READS = frozenset({"__getitem__", "__len__", "__iter__", "__contains__", "index", "count", "copy"})
 
 
 def has_custom_lookup(cls: type) -> bool:
@@ -106,19 +96,7 @@ def python_class_method(tx: Tracer, obj: Variable, name: str) -> Variable | None
     return class_attribute(tx, obj, attr, obj.class_source(name)) if isinstance(attr, types.FunctionType) else None
 
 
-def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
-    """The items `**obj` (or {**obj}) takes from a dict subclass, as CPython's dict merge takes them: the raw
-    items when the class keeps dict's own iteration, else obj.keys() and obj[key] for each (traced where they
-    are Python). None for anything that is not an object of a dict subclass."""
-    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or not issubclass(obj.python_type(), dict):
-        return None
-    raw = obj.base_contents(tx)
-    if obj.python_type().__iter__ is dict.__iter__:
-        return DictVariable(raw.items)
-    from framejit.variables.operators import call_operator
-
-    keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
-    return DictVariable({dict_key(tx, k): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
+_BASE_ITERS = (list.__iter__, dict.__iter__, set.__iter__, frozenset.__iter__)
 
 
 def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
@@ -128,8 +106,9 @@ def iterate_user_object(tx: Tracer, obj: Variable) -> Variable | None:
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
         return None
     cls = obj.python_type()
-    if lookup_class_attr(cls, "__iter__")[1] in (list.__iter__, dict.__iter__):  # a list or dict subclass
-        return IteratorVariable(obj.base_contents(tx).unpack(tx))
+    if lookup_class_attr(cls, "__iter__")[1] in _BASE_ITERS:  # a list, dict or set subclass
+        contents = obj.base_contents(tx)
+        return dict_iterator(tx, contents) or IteratorVariable(contents.unpack(tx))
     if (
         issubclass(cls, collections.abc.Sequence)
         and lookup_class_attr(cls, "__iter__")[1] is collections.abc.Sequence.__iter__
@@ -199,7 +178,7 @@ def user_truth(tx: Tracer, obj: Variable) -> bool:
         if not lookup_class_attr(cls, name)[0]:
             continue
         method = python_class_method(tx, obj, name)
-        if method is None and issubclass(cls, (list, dict)):
+        if method is None and issubclass(cls, BASES):
             return obj.base_contents(tx).truth(tx)
         answer = method.call(tx, [], {}) if method is not None else None
         if answer is None or not answer.is_python_constant():
@@ -246,7 +225,7 @@ class UserObjectVariable(Variable):
     def __init__(self, value: Any, source: Any) -> None:
         self.value = value
         self.source = source
-        self._contents: DictVariable | ListVariable | None = None  # a dict/list subclass's items
+        self._contents: Any = None  # a dict/list/set subclass's items
 
     def python_type(self) -> type:
         return type(self.value)
@@ -287,14 +266,25 @@ class UserObjectVariable(Variable):
     def class_var(self, tx: Tracer) -> Variable:
         return tx.wrap(type(self.value), self.attr_source("__class__"))
 
-    def base_contents(self, tx: Tracer) -> DictVariable | ListVariable:
-        """What an instance of a dict or list subclass holds as a dict or list."""
+    def base_contents(self, tx: Tracer) -> Any:
+        """What an instance of a dict, list or set subclass holds as a dict, list or set."""
+        if isinstance(self.value, (set, frozenset)):
+            return self.set_contents(tx)
         return self.dict_contents(tx) if isinstance(self.value, dict) else self.list_contents(tx)
 
     def dict_contents(self, tx: Tracer) -> DictVariable:
         """What an instance of a dict subclass holds as a dict, read (and guarded) through its source."""
         if self._contents is None:
             self._contents = DictVariable.read(tx, self.value, self.source)
+            self._contents.owner = self
+        return self._contents
+
+    def set_contents(self, tx: Tracer) -> Any:
+        """What an instance of a set or frozenset subclass holds, read through the base type's iteration (guarded
+        by its type and items, as SetVariable.read reads a set)."""
+        if self._contents is None:
+            self._contents = SetVariable.read(tx, self.value, self.source)
+            self._contents.owner = self
         return self._contents
 
     def list_contents(self, tx: Tracer) -> ListVariable:
@@ -354,28 +344,34 @@ class UserObjectVariable(Variable):
 
 
 def constructible(cls: Any) -> bool:
-    """A user class whose instances the trace can make: made by type's __call__ (a metaclass may add other
-    things), object's or dict's __new__ (a dict subclass: a record that is also a mapping), the generic
-    __getattribute__, a Python (or the base's) __init__ and __setattr__, no __slots__."""
-    if (
-        not isinstance(cls, type)
-        or type(cls).__call__ is not type.__call__
-        or cls.__module__ == "builtins"
-        or "__slots__" in vars(cls)
-    ):
-        return False
-    init = lookup_class_attr(cls, "__init__")[1]
-    setattr_ = lookup_class_attr(cls, "__setattr__")[1]
-    getattribute = lookup_class_attr(cls, "__getattribute__")[1]
-    return (
-        (cls.__new__ in (object.__new__, dict.__new__, list.__new__))
-        and (getattribute in _GENERIC_GETATTRIBUTE or isinstance(getattribute, types.FunctionType))
-        and (setattr_ is object.__setattr__ or isinstance(setattr_, types.FunctionType))
-        and (init in _BASE_INITS or isinstance(init, types.FunctionType))
+    """A user class whose instances the trace can make (why_not_constructible says None)."""
+    return isinstance(cls, type) and cls.__module__ != "builtins" and why_not_constructible(cls) is None
+
+
+def why_not_constructible(cls: type) -> str | None:
+    """Why the trace cannot make instances of `cls`, or None: it makes those made by type's __call__ (a metaclass
+    may add other things), object's, dict's, list's, set's or frozenset's __new__ (a subclass of one: an object
+    that is also that container), the generic __getattribute__ or a Python one, a Python (or the base's) __init__
+    and __setattr__, and no __slots__."""
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} has a __call__ that is not Python code"
+    if "__slots__" in vars(cls):
+        return "it has __slots__ (the object is made after the graph by __new__ and attribute writes)"
+    if cls.__new__ not in (object.__new__, dict.__new__, list.__new__, set.__new__, frozenset.__new__):
+        return "it has a __new__ of its own (the object is made after the graph by its base's __new__)"
+    checks = (
+        ("__getattribute__", lambda m: m in _GENERIC_GETATTRIBUTE),
+        ("__setattr__", lambda m: m is object.__setattr__),
+        ("__init__", lambda m: m in _BASE_INITS),
     )
+    for name, builtin_ok in checks:
+        method = lookup_class_attr(cls, name)[1]
+        if not (builtin_ok(method) or isinstance(method, types.FunctionType)):
+            return f"its {name} is {type(method).__name__} code framejit cannot trace (not Python)"
+    return None
 
 
-_BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__)
+_BASE_INITS = (object.__init__, dict.__init__, collections.OrderedDict.__init__, list.__init__, set.__init__)
 
 
 def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
@@ -383,9 +379,17 @@ def construct(tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: d
     cls = cls_var.as_python_constant()
     obj = NewObjectVariable(cls, cls_var)
     init = lookup_class_attr(cls, "__init__")[1]
+    if issubclass(cls, frozenset):  # frozenset.__new__ takes the items (one iterable); then any __init__ runs
+        if len(args) > 1:
+            unsupported(f"{cls.__name__}() takes at most one positional argument", BreakCode.BAD_CALL)
+        if args:
+            obj.set_part.keys = set(set_keys(tx, args[0]))
+        if init is object.__init__:
+            return obj
     if init in _BASE_INITS:
-        if obj.base_part is not None and (args or kwargs):  # list's or dict's own __init__: extend/update
-            obj.base_part.call_method(tx, "update" if obj.dict_part is not None else "extend", args, kwargs)
+        if obj.base_part is not None and (args or kwargs):  # list's, dict's or set's own __init__
+            method = "update" if obj.dict_part is not None else "extend" if obj.list_part is not None else "__init__"
+            obj.base_part.call_method(tx, method, args, kwargs)
         elif args or kwargs:
             unsupported(f"{cls.__name__}() with arguments and no __init__ of its own", BreakCode.CALL)
     else:
@@ -410,13 +414,16 @@ class NewObjectVariable(Variable):
         # an instance of a dict subclass is also a dict: its items, set through dict's own methods
         self.dict_part = DictVariable({}, None, dict) if issubclass(cls, dict) else None
         self.list_part = ListVariable([]) if issubclass(cls, list) else None  # likewise for a list subclass
+        self.set_part = _new_set_part(cls)  # and for a set or frozenset subclass
+        if self.base_part is not None:
+            self.base_part.owner = self
 
     @property
-    def base_part(self) -> DictVariable | ListVariable | None:
-        return self.dict_part if self.dict_part is not None else self.list_part
+    def base_part(self) -> Any:
+        return next((p for p in (self.dict_part, self.list_part, self.set_part) if p is not None), None)
 
-    def base_contents(self, tx: Tracer) -> DictVariable | ListVariable | None:
-        """What it holds as a dict or list (an instance of a dict or list subclass), as the trace made it."""
+    def base_contents(self, tx: Tracer) -> Any:
+        """What it holds as a dict, list or set (an instance of such a subclass), as the trace made it."""
         return self.base_part
 
     def python_type(self) -> type:
@@ -472,9 +479,20 @@ class NewObjectVariable(Variable):
                 f"(a Variable holding it does not list it in children())"
             )
         cg.emit("PUSH_NULL")
-        cg.emit_const(self.cls.__new__)  # object's, dict's or list's: none runs __init__
+        cg.emit_const(self.cls.__new__)  # object's, dict's, list's or set's: none runs __init__
         cg.load(self.cls_var)
-        cg.call(1)
+        if self.set_part is not None and self.set_part.py_type is frozenset:  # frozenset.__new__(cls, items)
+            cg.load(self.set_part)
+        cg.call(2 if self.set_part is not None and self.set_part.py_type is frozenset else 1)
+        if self.set_part is not None and self.set_part.py_type is set:  # set.update(obj, items): set's own
+            cg.emit("COPY", 1)
+            cg.emit("PUSH_NULL")
+            cg.emit("SWAP", 2)
+            cg.emit_const(set.update)
+            cg.emit("SWAP", 2)
+            cg.load(self.set_part)
+            cg.call(2)
+            cg.emit("POP_TOP")
         if self.list_part is not None:  # list.extend(obj, items): list's own, as the trace already ran the class's
             cg.emit("COPY", 1)
             cg.emit("PUSH_NULL")
@@ -496,7 +514,7 @@ class NewObjectVariable(Variable):
             cg.emit("SWAP", 2)
             cg.emit_const(setitem)
             cg.emit("SWAP", 2)
-            cg.emit_const(key)
+            cg.load(key_variable(key))
             cg.load(value)
             cg.call(3)
             cg.emit("POP_TOP")
@@ -510,6 +528,12 @@ class NewObjectVariable(Variable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+def _new_set_part(cls: type) -> SetVariable | None:
+    if issubclass(cls, (set, frozenset)):
+        return SetVariable([], None, frozenset if issubclass(cls, frozenset) else set)
+    return None
 
 
 class EnvironVariable(Variable):

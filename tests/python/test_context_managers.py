@@ -102,3 +102,26 @@ def test_stop_iteration_caught_in_the_trace_keeps_one_graph(fn):
     assert same(framejit.compile(fn, backend=counter)(x), fn(x))
     assert counter.frame_count == 1
     assert framejit.explain(fn)(x).break_reasons == []
+
+
+class _EqualsAnything:
+    scale = 3.0
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def test_an_object_equal_to_everything_is_not_taken_for_a_grad_mode_switch():
+    """The builder tells torch.no_grad by identity: an argument whose __eq__ answers True stays a user object."""
+
+    def fn(x, obj):
+        return x * obj.scale, obj is torch.no_grad, len({obj})
+
+    framejit.reset()
+    report = framejit.explain(fn)(torch.ones(2), _EqualsAnything())
+    assert [str(b.reason) for b in report.break_reasons if "scale" in str(b.reason)] == []
+    got = framejit.compile(fn, backend="eager")(torch.ones(2), _EqualsAnything())
+    assert got[1:] == (False, 1) and same(got[0], torch.full((2,), 3.0))

@@ -160,14 +160,16 @@ def test_tensors_modules_and_plain_objects_from_outside_are_dict_keys_by_identit
     assert cnt.frame_count == 3  # which keys are one and the same is guarded
 
 
-def test_a_tensor_made_in_the_trace_as_a_dict_key_breaks_the_graph():
+def test_a_tensor_made_in_the_trace_is_a_dict_key_by_identity_in_one_graph():
     def fn(x):
         y = x * 2
-        return {y: 1}, y + 1
+        d = {y: 1, x: 2}
+        d[y.add_(1)] = 3  # the same tensor: the same key
+        return d, y, y in d, x * 2 in d
 
-    cnt = CompileCounter()
-    got = framejit.optimize(cnt)(fn)(torch.ones(2))
-    assert list(got[0].values()) == [1] and same(got[1], torch.full((2,), 3.0))
+    got = run_fullgraph(fn, torch.ones(2))
+    d, y = got[0], got[1]
+    assert list(d.values()) == [3, 2] and next(iter(d)) is y and got[2:] == (True, False)
 
 
 def test_list_subclass_argument():
@@ -219,8 +221,8 @@ def test_list_subclass_made_in_the_trace_and_returned():
 
 
 def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
-    """Writes through list's or dict's own methods on a subclass passed in may break the graph; the objects end
-    as in eager on every call."""
+    """Writes through list's or dict's own methods on a subclass passed in are replayed by the base type's own
+    methods, in one graph; the objects end as in eager on every call."""
 
     def fn(s, r, x):
         s.append(x)
@@ -236,6 +238,27 @@ def test_writes_to_list_and_dict_subclasses_from_outside_match_eager():
         assert type(comp[0]) is Stack and type(comp[1]) is Registry
         assert_equal(list(comp[0]), list(eager[0]))
         assert_equal(dict(comp[1]), dict(eager[1]))
+    framejit.reset()
+    assert framejit.explain(fn)(Stack([torch.ones(2)]), Registry(a=1), torch.ones(2)).break_reasons == []
+
+
+class Doubling(list):
+    """A list subclass whose __setitem__ doubles: the replay of a write must not run it again."""
+
+    def __setitem__(self, i, v):
+        super().__setitem__(i, v * 2)
+
+
+def test_a_list_subclass_passed_in_is_written_by_lists_own_methods_after_the_graph():
+    def fn(lst, x):
+        lst[0] = 5
+        lst.append(1)
+        lst += [2]
+        return x + len(lst)
+
+    got, want = Doubling([0, 0]), Doubling([0, 0])
+    assert same(run_fullgraph(fn, got, torch.ones(1)), fn(want, torch.ones(1)))
+    assert list(got) == list(want) == [10, 0, 1, 2] and type(got) is Doubling
 
 
 def test_copies_keep_the_type_python_gives():
