@@ -8,6 +8,8 @@ import re
 import sys
 from typing import Any, ClassVar
 
+import torch
+
 from framejit.contracts import Emitter, GuardScope
 
 
@@ -299,6 +301,23 @@ class IndexSource(DerivedSource):
         self.base.reconstruct(cg)
         cg.emit("LOAD_METHOD", "__index__")
         cg.call(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class FromNumpySource(DerivedSource):
+    """torch.from_numpy(base): the tensor sharing a numpy array's memory, which a graph takes for the array."""
+
+    def wrap(self, base: str) -> str:
+        return f"torch.from_numpy({base})"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, torch.from_numpy)
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(torch.from_numpy)
+        self.base.reconstruct(cg)
+        cg.call(1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -405,6 +405,11 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         subclasses = value()
         tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
         return ListVariable([tx.wrap(c, None) for c in subclasses])
+    if is_numpy_number_function(value) and isinstance(value, type) and len(args) == 1 and not kwargs:
+        from framejit.variables.numpy_arrays import NumpyArrayVariable, scalar_type_call
+
+        if isinstance(args[0], NumpyArrayVariable):  # np.float32(a.sum()): a cast
+            return scalar_type_call(tx, value, args[0])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (
         value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
