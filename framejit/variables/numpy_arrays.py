@@ -8,10 +8,10 @@ float64 defaults, broadcasting, axis arguments) hold and the graph is torch ops.
 `torch.as_tensor(a)` give the tensor back. An array the program keeps after the graph is made from the graph's
 tensor (`.numpy()`, sharing its memory); a 0-d result of a computation is a numpy scalar, as numpy gives it.
 
+A write into an array is done on a copy of its tensor, then copied into it (a torch write the graph tracks).
 Refused, each a graph break with its reason: a numpy function torch._numpy lacks, numpy's random functions
-(numpy's global generator is state outside the graph), writing into an array (it may share memory with a
-tensor), numpy functions given torch tensors (eager numpy converts them through __array__), reading an array's
-values as Python values."""
+(numpy's random state is outside the graph), numpy functions given torch tensors (eager numpy converts them
+through __array__), reading an array's values as Python values. docs/numpy.md has the rules."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ _ARRAY_RESULTS = frozenset(
         "moveaxis",
     }
 )
+# questions about dtypes, answered by numpy now when asked of constants (np.issubdtype(a.dtype, np.floating))
+_DTYPE_QUERIES = frozenset({"issubdtype", "can_cast", "result_type", "promote_types", "iinfo", "finfo", "isscalar"})
 # methods that write into their array, done on a copy then copied into the array's tensor (`_write`)
 _WRITING_METHODS = frozenset({"fill", "sort", "put"})
 # writes refused: they change the array's shape or flags, or torch._numpy lacks them
@@ -269,7 +271,10 @@ def _graph_arg(tx: Tracer, value: Variable, what: str) -> Variable:
     if isinstance(const, numpy.dtype):
         return ConstantVariable(const.name)
     if isinstance(const, type) and issubclass(const, numpy.generic):
-        return ConstantVariable(numpy.dtype(const).name)
+        try:
+            return ConstantVariable(numpy.dtype(const).name)
+        except TypeError:  # an abstract type (np.floating): no dtype of its own
+            unsupported(f"{what} given numpy's abstract type {const.__name__}", BreakCode.NUMPY)
     return value
 
 
@@ -323,7 +328,7 @@ class NumpyFunctionVariable(KnownValueVariable):
             args = [array, *args[1:]]
             if short == "asarray" and len(args) == 1 and not kwargs:
                 return array
-        if _all_constant(args, kwargs) and _gives_a_number(tnp_fn, args, kwargs):
+        if _all_constant(args, kwargs) and (short in _DTYPE_QUERIES or _gives_a_number(tnp_fn, args, kwargs)):
             return _fold(tx, self.value, name, args, kwargs)
         result = _graph_op(tx, numpy_graph_ops.numpy_call(tnp_fn, name), name, args, kwargs)
         return _wrap_results(result, short)

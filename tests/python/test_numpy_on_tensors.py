@@ -167,6 +167,17 @@ def test_numpy_dtype_promotion_defaults_to_float64():
     check(fn, BASE)
 
 
+def test_questions_about_dtypes_are_constants():
+    def fn(x):
+        a = x.numpy()
+        found = [a.dtype.name, a.dtype.itemsize, np.issubdtype(a.dtype, np.floating), a.dtype in (np.float32,)]
+        if a.dtype == np.float32:  # decided at trace time
+            found.append(a * 2)
+        return found
+
+    check(fn, BASE)
+
+
 def test_a_zero_d_result_is_a_numpy_scalar_and_a_zero_d_array_stays_one():
     def fn(x):
         a = x.numpy()
@@ -359,3 +370,32 @@ def test_an_operator_between_an_array_and_a_tensor_breaks():
 
     (reason,) = check(fn, BASE, graphs=1, breaks=1)
     assert "numpy array and a torch tensor" in reason
+
+
+def test_arrays_live_at_a_graph_break_reach_the_continuation():
+    def fn(x):
+        a = x.numpy() * 2
+        s = a.sum()
+        print("a graph break")
+        return a + s, s, a
+
+    reasons = check(fn, BASE, graphs=2, breaks=1)
+    assert "I/O" in reasons[0]
+
+
+def test_an_array_stored_on_an_object_is_made_after_the_graph():
+    class Holder:
+        pass
+
+    holder = Holder()
+
+    def fn(x):
+        holder.cache = np.tanh(x.numpy())
+        holder.total = holder.cache.sum()
+        return x + 1
+
+    framejit.reset()
+    framejit.compile(fn, backend="eager")(BASE.clone())
+    got_cache, got_total = holder.cache, holder.total
+    fn(BASE.clone())
+    assert_same((got_cache, got_total), (holder.cache, holder.total))
