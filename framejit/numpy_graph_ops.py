@@ -53,40 +53,79 @@ class _GraphCallable:
         return f"<{self.__qualname__} on tensors>"
 
 
-class NumpyCall(_GraphCallable):
-    """numpy.<fn>(...) as torch._numpy's fn: its array-likes may be tensors (its normalizations take them)."""
+class _NumpyOp(_GraphCallable):
+    """Where torch._numpy's dtype differs from numpy's (int / int is float32 under torch's default dtype, not
+    float64), the trace asks for numpy's: integer and bool tensor arguments cast to `cast_inputs` first (the op
+    then computes in numpy's dtype), or the result cast to `result_dtype`; a result of numpy's size but another
+    shape (np.median's) is reshaped to `result_shape`."""
 
-    def __init__(self, fn: Callable[..., Any], name: str) -> None:
-        self.fn = fn
-        self.__name__ = name.replace(".", "_")
-        self.__qualname__ = name
+    def __init__(
+        self,
+        name: str,
+        qualname: str,
+        cast_inputs: torch.dtype | None = None,
+        result_dtype: torch.dtype | None = None,
+        result_shape: tuple[int, ...] | None = None,
+    ):
+        self.cast_inputs, self.result_dtype, self.result_shape = cast_inputs, result_dtype, result_shape
+        fixes = (("in", cast_inputs), ("as", result_dtype))
+        suffix = "".join(f"_{k}_{str(d).removeprefix('torch.')}" for k, d in fixes if d)
+        self.__name__ = name + suffix + ("_reshaped" if result_shape is not None else "")
+        self.__qualname__ = qualname
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _to_tensors(self.fn(*args, **kwargs))
+        if self.cast_inputs is not None:
+            args = tuple(_cast_integral(a, self.cast_inputs) for a in args)
+        result = _to_tensors(self.run(*args, **kwargs))
+        if self.result_dtype is not None and isinstance(result, torch.Tensor):
+            result = result.to(self.result_dtype)
+        if self.result_shape is not None and isinstance(result, torch.Tensor):
+            result = result.reshape(self.result_shape)
+        return result
 
 
-class NumpyMethod(_GraphCallable):
+def _cast_integral(value: Any, dtype: torch.dtype) -> Any:
+    if isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()):
+        return value.to(dtype)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_integral(v, dtype) for v in value)
+    return value
+
+
+class NumpyCall(_NumpyOp):
+    """numpy.<fn>(...) as torch._numpy's fn: its array-likes may be tensors (its normalizations take them)."""
+
+    def __init__(self, fn: Callable[..., Any], name: str, *fixes: Any) -> None:
+        self.fn = fn
+        super().__init__(name.replace(".", "_"), name, *fixes)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+class NumpyMethod(_NumpyOp):
     """ndarray.<name>(...) on the array that wraps the first argument."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *fixes: Any) -> None:
         self.name = name
-        self.__name__ = "ndarray_" + name.strip("_")
-        self.__qualname__ = f"ndarray.{name}"
+        super().__init__("ndarray_" + name.strip("_"), f"ndarray.{name}", *fixes)
 
-    def __call__(self, obj: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        return _to_tensors(getattr(_tnp().ndarray(obj), self.name)(*_as_arrays(args), **kwargs))
+    def run(self, obj: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_tnp().ndarray(obj), self.name)(*_as_arrays(args), **kwargs)
 
 
-class NumpyOperator(_GraphCallable):
+class NumpyOperator(_NumpyOp):
     """An `operator` function (add, lt, getitem, neg...) on arrays: numpy's dtype promotion and broadcasting."""
 
-    def __init__(self, op: Callable[..., Any]) -> None:
+    def __init__(self, op: Callable[..., Any], *fixes: Any) -> None:
         self.op = op
-        self.__name__ = "ndarray_op_" + op.__name__.strip("_")
-        self.__qualname__ = f"operator.{op.__name__} on arrays"
+        super().__init__("ndarray_op_" + op.__name__.strip("_"), f"operator.{op.__name__} on arrays", *fixes)
 
-    def __call__(self, *args: Any) -> Any:
-        return _to_tensors(self.op(*_as_arrays(args)))
+    def run(self, *args: Any) -> Any:
+        return self.op(*_as_arrays(args))
 
 
 class NumpyWrite(_GraphCallable):
@@ -116,23 +155,17 @@ def numpy_attribute(obj: torch.Tensor, name: str) -> Any:
 _CALLABLES: dict[Any, _GraphCallable] = {}
 
 
-def numpy_call(fn: Callable[..., Any], name: str) -> NumpyCall:
-    """One callable per function (graphs of two compiles name the same object)."""
-    made = _CALLABLES.setdefault(fn, NumpyCall(fn, name))
-    assert isinstance(made, NumpyCall)
-    return made
-
-
-def numpy_method(name: str) -> NumpyMethod:
-    made = _CALLABLES.setdefault(("method", name), NumpyMethod(name))
-    assert isinstance(made, NumpyMethod)
-    return made
-
-
-def numpy_operator(op: Callable[..., Any]) -> NumpyOperator:
-    made = _CALLABLES.setdefault(("operator", op), NumpyOperator(op))
-    assert isinstance(made, NumpyOperator)
-    return made
+def numpy_op(kind: str, what: Any, *fixes: Any) -> Any:
+    """One callable per (kind, function, fixes): graphs of two compiles name the same object. kind "call": `what`
+    is (torch._numpy's function, "numpy.name"); "method": the method's name; "operator": the operator function.
+    `fixes`: _NumpyOp's cast_inputs, result_dtype, result_shape."""
+    key = (kind, what, *fixes)
+    if key not in _CALLABLES:
+        if kind == "call":
+            _CALLABLES[key] = NumpyCall(what[0], what[1], *fixes)
+        else:
+            _CALLABLES[key] = (NumpyMethod if kind == "method" else NumpyOperator)(what, *fixes)
+    return _CALLABLES[key]
 
 
 def numpy_write(op: Callable[..., Any] | str) -> NumpyWrite:

@@ -29,7 +29,8 @@ from framejit.sources import FromNumpySource, Source
 from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BoundMethod, ListVariable, TupleVariable
-from framejit.variables.symbolic import has_symbolic
+from framejit.variables.numpy_dtypes import NumpyAnswer, numpy_answer
+from framejit.variables.symbolic import SymbolicVariable, has_symbolic
 from framejit.variables.tensor import TensorVariable
 
 # numpy's modules and torch._numpy's counterparts, by the names both export
@@ -226,8 +227,8 @@ class NumpyArrayVariable(Variable):
             dtype = args[0] if args else kwargs.get("dtype")
             if dtype is not None and dtype.is_python_constant() and dtype.as_python_constant() in (object, "O"):
                 unsupported("ndarray.astype(object): torch has no object dtype", BreakCode.NUMPY)
-        method = numpy_graph_ops.numpy_method(name)
-        result = _graph_op(tx, method, f"ndarray.{name}", [self, *args], kwargs)
+        numpy_fn = lambda obj, *rest, **kw: getattr(obj, name)(*rest, **kw)  # noqa: E731
+        result = _graph_op(tx, ("method", name), f"ndarray.{name}", [self, *args], kwargs, numpy_fn)
         return _wrap_results(result, "" if self.scalar else name)  # a numpy scalar's methods give scalars
 
     def __repr__(self) -> str:
@@ -256,6 +257,11 @@ def _graph_arg(tx: Tracer, value: Variable, what: str) -> Variable:
         return ListVariable([_graph_arg(tx, v, what) for v in value.items])
     if isinstance(value, TupleVariable):
         return TupleVariable([_graph_arg(tx, v, what) for v in value.items], py_type=value.python_type())
+    if isinstance(value, SymbolicVariable) and value.numpy_type is not None:  # a numpy integer argument
+        dtype = torch.from_numpy(numpy.asarray(value.numpy_type(0))).dtype
+        return tx.output.call_graph_op(
+            tx, "call_function", torch.scalar_tensor, [value], {"dtype": ConstantVariable(dtype)}
+        )
     if not value.is_python_constant():
         return value
     const = value.as_python_constant()
@@ -278,17 +284,36 @@ def _graph_arg(tx: Tracer, value: Variable, what: str) -> Variable:
     return value
 
 
-def _graph_op(tx: Tracer, target: Any, what: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-    """One graph op running `target` (a numpy_graph_ops callable) on the tensors; refused if it wrote into one."""
+def _graph_op(
+    tx: Tracer,
+    op: Any,
+    what: str,
+    args: Sequence[Variable],
+    kwargs: dict[str, Variable],
+    numpy_fn: Callable[..., Any] | None = None,
+) -> Variable:
+    """One graph op on the tensors, refused if it wrote into one. `op`: a numpy_graph_ops callable, or (kind, key)
+    of `numpy_graph_ops.numpy_op`, made to give numpy's dtype where torch._numpy's differs (`numpy_fn`: numpy's
+    own function, asked on stand-ins: numpy_dtypes)."""
     if "out" in kwargs:
         unsupported(f"{what} with out=: it writes into an array (it may share memory with a tensor)", BreakCode.NUMPY)
     graph_args = [_graph_arg(tx, a, what) for a in args]
     graph_kwargs = {k: _graph_arg(tx, v, what) for k, v in kwargs.items()}
+    answer = NumpyAnswer()
+    if isinstance(op, tuple):
+        if numpy_fn is not None:
+            answer = numpy_answer(*op, numpy_fn, what, args, kwargs, graph_args, graph_kwargs)
+        if answer.dtype_answer is not None:
+            return tx.wrap_constant(answer.dtype_answer)
+        op = numpy_graph_ops.numpy_op(*op, *answer.fixes)
     tensors = [a.example for a in [*graph_args, *graph_kwargs.values()] if isinstance(a, TensorVariable)]
     versions = [t._version for t in tensors]
-    result = tx.output.call_graph_op(tx, "call_function", target, graph_args, graph_kwargs)
+    result = tx.output.call_graph_op(tx, "call_function", op, graph_args, graph_kwargs)
     if [t._version for t in tensors] != versions:
         unsupported(f"{what} writes into an array (it may share memory with a tensor)", BreakCode.NUMPY)
+    if answer.container is not None and isinstance(result, (ListVariable, TupleVariable)):
+        items = result.items  # numpy's sequence type: a tuple where torch._numpy gives a list, a named tuple
+        return ListVariable(items) if answer.container is list else TupleVariable(items, py_type=answer.container)
     return result
 
 
@@ -321,6 +346,8 @@ class NumpyFunctionVariable(KnownValueVariable):
             unsupported(f"{name} has no counterpart in torch._numpy: it runs as Python", BreakCode.NUMPY)
         tnp_fn = entry[1]
         short = name.rsplit(".", 1)[1]
+        if short == "min_scalar_type" and not _all_constant(args, kwargs):
+            unsupported(f"{name} of an array: its answer for a 0-d array depends on the value", BreakCode.NUMPY)
         if short in _WRITING_FUNCTIONS:
             unsupported(f"{name} writes into an array (it may share memory with a tensor)", BreakCode.NUMPY)
         if short in ("asarray", "array", "asanyarray") and args and isinstance(args[0], TensorVariable):
@@ -330,7 +357,7 @@ class NumpyFunctionVariable(KnownValueVariable):
                 return array
         if _all_constant(args, kwargs) and (short in _DTYPE_QUERIES or _gives_a_number(tnp_fn, args, kwargs)):
             return _fold(tx, self.value, name, args, kwargs)
-        result = _graph_op(tx, numpy_graph_ops.numpy_call(tnp_fn, name), name, args, kwargs)
+        result = _graph_op(tx, ("call", (tnp_fn, name)), name, args, kwargs, self.value)
         return _wrap_results(result, short)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
@@ -458,7 +485,7 @@ def numpy_operator_call(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
             f"operator.{fn.__name__} between a numpy array and a torch tensor (eager gives a tensor, or raises)",
             BreakCode.NUMPY,
         )
-    result = _graph_op(tx, numpy_graph_ops.numpy_operator(fn), f"operator.{fn.__name__}", args, {})
+    result = _graph_op(tx, ("operator", fn), f"operator.{fn.__name__}", args, {}, fn)
     # a[...] and a[()] on a 0-d array are arrays; an element a[i] is a scalar
     return _wrap_results(result, "view" if fn is operator.getitem and _keeps_array(args[1]) else fn.__name__)
 

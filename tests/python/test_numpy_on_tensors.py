@@ -399,3 +399,55 @@ def test_an_array_stored_on_an_object_is_made_after_the_graph():
     got_cache, got_total = holder.cache, holder.total
     fn(BASE.clone())
     assert_same((got_cache, got_total), (holder.cache, holder.total))
+
+
+# -- numpy's dtypes and shapes where torch._numpy's differ (asked of numpy on stand-ins: numpy_dtypes.py) -------
+
+INTS, BOOLS, FLOATS = torch.tensor([3, 1, 2]), torch.tensor([True, False, True]), torch.tensor([0.5, 0.25, 2.0])
+
+
+@pytest.mark.parametrize(
+    "name, data, arity",
+    [
+        ("true_divide", INTS, 2),  # float64 (torch._numpy: float32, torch's default dtype)
+        ("true_divide", BOOLS, 2),
+        ("sinc", INTS, 1),
+        ("square", INTS, 1),  # int64 (torch._numpy: float64)
+        ("trunc", INTS, 1),
+        ("rint", INTS, 1),
+        ("sin", BOOLS, 1),  # float16
+        ("median", FLOATS, 1),  # 0-d (torch._numpy: one item)
+        ("atleast_1d", FLOATS, 2),  # a tuple (torch._numpy: a list)
+        ("meshgrid", FLOATS, 2),
+        ("common_type", FLOATS, 1),  # a scalar type, a constant
+        ("result_type", INTS, 2),
+        ("heaviside", INTS, 2),
+        ("mean", INTS, 1),
+    ],
+)
+def test_numpy_dtypes_and_shapes_where_torch_numpy_differs(name, data, arity):
+    fn_np = getattr(np, name)
+
+    def fn(x):
+        a = x.numpy()
+        return fn_np(*[a] * arity)
+
+    check(fn, data)
+
+
+def test_a_function_torch_has_no_kernel_for_breaks():
+    def fn(x):
+        return np.cumsum(x.numpy())  # of bools: torch has no such kernel
+
+    (reason,) = check(fn, BOOLS, graphs=1, breaks=1)
+    assert "numpy.cumsum raised NotImplementedError in torch._numpy" in reason
+
+
+@pytest.mark.parametrize("other", [2, 1.5, True, np.float32(2), np.int64(3), np.float64(0.5)], ids=repr)
+@pytest.mark.parametrize("data", [INTS.int(), BOOLS, FLOATS, INTS.to(torch.uint8)], ids=lambda t: str(t.dtype))
+def test_operators_with_numbers_follow_numpys_promotion(data, other):
+    def fn(x, other):  # a numpy integer argument is a graph input (a number known at run time)
+        a = x.numpy()
+        return a + other, other * a, a / other, a**other, a > other
+
+    check(fn, data, other)
