@@ -174,6 +174,23 @@ def numpy_write(op: Callable[..., Any] | str) -> NumpyWrite:
     return made
 
 
+def tensor_of_array(array: Any) -> torch.Tensor:
+    """The tensor a graph takes for an ndarray: torch.from_numpy's, but on the storage of the tensor the array's
+    memory belongs to where there is one (an array from Tensor.numpy(), or a view of one), so that torch sees
+    the two alias (a write through one is seen through the other, whatever the backend)."""
+    tensor = torch.from_numpy(array)
+    owner = array
+    while not isinstance(owner, torch.Tensor) and getattr(owner, "base", None) is not None:
+        owner = owner.base
+    if not isinstance(owner, torch.Tensor) or owner.device.type != "cpu":
+        return tensor
+    storage = owner.untyped_storage()
+    offset = array.__array_interface__["data"][0] - storage.data_ptr()
+    if offset < 0 or offset % array.itemsize or offset + tensor.untyped_storage().nbytes() > storage.nbytes():
+        return tensor
+    return torch.empty(0, dtype=tensor.dtype).set_(storage, offset // array.itemsize, tensor.shape, tensor.stride())
+
+
 def to_ndarray(tensor: torch.Tensor) -> Any:
     """A graph's tensor as the numpy array the program holds: it shares the tensor's memory (as Tensor.numpy())."""
     return tensor.detach().numpy()

@@ -8,9 +8,8 @@ import re
 import sys
 from typing import Any, ClassVar
 
-import torch
-
 from framejit.contracts import Emitter, GuardScope
+from framejit.numpy_graph_ops import tensor_of_array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,17 +304,18 @@ class IndexSource(DerivedSource):
 
 @dataclasses.dataclass(frozen=True)
 class FromNumpySource(DerivedSource):
-    """torch.from_numpy(base): the tensor sharing a numpy array's memory, which a graph takes for the array."""
+    """The tensor sharing a numpy array's memory, which a graph takes for the array (torch.from_numpy's, on the
+    storage of the tensor the memory belongs to where there is one: numpy_graph_ops.tensor_of_array)."""
 
     def wrap(self, base: str) -> str:
-        return f"torch.from_numpy({base})"
+        return f"tensor_of_array({base})"
 
     def guard_load(self, program: GuardScope) -> int:
-        return program.call(self.base, torch.from_numpy)
+        return program.call(self.base, tensor_of_array)
 
     def reconstruct(self, cg: Emitter) -> None:
         cg.emit("PUSH_NULL")
-        cg.emit_const(torch.from_numpy)
+        cg.emit_const(tensor_of_array)
         self.base.reconstruct(cg)
         cg.call(1)
 

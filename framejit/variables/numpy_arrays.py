@@ -439,14 +439,23 @@ def is_ndarray(value: Any) -> bool:
 
 def wrap_array_input(tx: Tracer, value: Any, source: Source) -> Variable:
     """An ndarray from outside the frame: the graph takes `torch.from_numpy(array)`, sharing its memory (a torch
-    op writing it writes the array, as in eager); the array itself is reloaded from its source after the graph.
+    op writing it writes the array, as in eager), on the storage of the tensor it came from if any (`x.numpy()`
+    live at a break: the graph sees the two alias); the array itself is reloaded from its source after the graph.
     An array torch cannot share (object or string dtypes, negative strides, read-only) is refused."""
     if not value.flags.writeable:
         unsupported(f"{source.name()} is a read-only numpy array, which torch cannot share", BreakCode.NUMPY)
     try:
-        tensor = torch.from_numpy(value)
+        tensor = numpy_graph_ops.tensor_of_array(value)
     except (TypeError, ValueError) as e:
         unsupported(f"{source.name()} is a numpy array torch cannot share: {e}", BreakCode.NUMPY)
+    for other in tx.output.inputs:  # type: ignore[attr-defined]
+        if isinstance(other.value, torch.Tensor) and _overlap_unseen(tensor, other.value):
+            named = other.source.base if isinstance(other.source, FromNumpySource) else other.source
+            unsupported(
+                f"{source.name()} shares memory with {named.name()} in a way torch cannot see (two numpy "
+                "views of one buffer): a write through one would be missed through the other",
+                BreakCode.NUMPY,
+            )
     graph_input = tx.output.add_graph_input(FromNumpySource(source), tensor)
     assert isinstance(graph_input, TensorVariable)
     return NumpyArrayVariable(graph_input, source=source)
@@ -460,6 +469,14 @@ def _write(tx: Tracer, array: Variable, op: Callable[..., Any] | str, args: Sequ
         unsupported(f"{what} writing into a value that is not a numpy array, with one", BreakCode.NUMPY)
     result = _graph_op(tx, numpy_graph_ops.numpy_write(op), what, [array, *args], kwargs)
     array.tensor.call_method(tx, "copy_", [result], {})
+
+
+def _overlap_unseen(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' memory overlaps though their storages are distinct (torch sees no alias)."""
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if sa._cdata == sb._cdata or b.device != a.device or not sa.nbytes() or not sb.nbytes():
+        return False
+    return sa.data_ptr() < sb.data_ptr() + sb.nbytes() and sb.data_ptr() < sa.data_ptr() + sa.nbytes()
 
 
 def numpy_operator_call(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:

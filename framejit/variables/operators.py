@@ -13,7 +13,7 @@ import torch
 
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
-from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
+from framejit.variables.base import HEAPTYPE, KnownValueVariable, UnreadableArg, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, SetVariable, TupleVariable, BaseListVariable
 from framejit.variables.mappings import DictVariable, DictViewVariable
@@ -68,6 +68,9 @@ def _compares_by_identity(value: Variable) -> bool:
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
+    for arg in args:
+        if isinstance(arg, UnreadableArg):  # an argument the trace could not read: the break says why
+            arg.as_python_constant()
     if fn is operator.getitem and _is_type_hint(args[0]) and args[1].is_python_constant():
         return _getitem(tx, *args)  # `typing.List[Foo]`: typing's own __getitem__ is no code to trace
     if holds_array(args):  # numpy arrays the graph computes (Tensor.numpy()): numpy's rules, via torch._numpy

@@ -451,3 +451,47 @@ def test_operators_with_numbers_follow_numpys_promotion(data, other):
         return a + other, other * a, a / other, a**other, a > other
 
     check(fn, data, other)
+
+
+def writes_through_a_view(x):
+    a = x.numpy()
+    row = a[1]
+    row[0] = 9  # a[1, 0], so x[1, 0]
+    row += 1
+    a.T[0, 2] = -1  # x[2, 0]
+    return x, a
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_writes_through_a_view_of_an_array(backend):
+    check(writes_through_a_view, BASE, backend=backend)
+
+
+def an_array_of_a_tensor_written_after_a_break(x):
+    a = x.numpy()
+    print("a graph break: the continuation takes the array and the tensor")
+    a[0] = 100  # the tensor the array came from: the continuation's graph sees the two alias
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_array_and_its_tensor_alias_in_a_continuation(backend, capsys):
+    check(an_array_of_a_tensor_written_after_a_break, BASE, graphs=2, breaks=1, backend=backend)
+
+
+def test_two_views_of_one_numpy_buffer_break():
+    def fn(a, b):
+        a[0] = 100
+        return b + 1  # sees the write in eager
+
+    base = np.arange(6.0)
+    framejit.reset()
+    got = framejit.compile(fn, backend="aot_eager")(base[0:3], base[0:3].view())
+    assert_same(got, np.array([101.0, 2.0, 3.0]))
+    framejit.reset()
+    explained = framejit.explain(fn)(np.arange(6.0)[0:3], np.arange(6.0)[0:3])
+    assert explained.graph_count == 1  # distinct buffers: one graph
+    framejit.reset()
+    overlapping = np.arange(6.0)
+    (reason,) = [r.reason for r in framejit.explain(fn)(overlapping[0:3], overlapping[1:4]).break_reasons]
+    assert "shares memory with L['a']" in reason
