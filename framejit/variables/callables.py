@@ -413,6 +413,7 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (
         value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
+        or _is_numpy_dtype_class(value)
         or getattr(value, "__module__", None) == "math"
         or is_numpy_number_function(value)
     ):
@@ -424,6 +425,12 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         return tx.wrap_constant(result)
     name = getattr(value, "__qualname__", None) or repr(value)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)", BreakCode.OPAQUE_CALL)
+
+
+def _is_numpy_dtype_class(value: Any) -> bool:
+    """np.dtype, np.finfo, np.iinfo: of constants, immutable descriptions of a dtype."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and any(value is c for c in (numpy.dtype, numpy.finfo, numpy.iinfo))
 
 
 def is_numpy_number_function(value: Any) -> bool:

@@ -35,6 +35,7 @@ from framejit.variables.tensor import TensorVariable
 
 # numpy's modules and torch._numpy's counterparts, by the names both export
 _MODULES = (("numpy", "torch._numpy"), ("numpy.linalg", "torch._numpy.linalg"), ("numpy.fft", "torch._numpy.fft"))
+_PUBLIC_MODULES = frozenset({"numpy", "numpy.linalg", "numpy.fft", "numpy.random"})
 # results that stay arrays when 0-d (np.asarray(5.0), a.reshape(())); any other 0-d result is a numpy scalar
 _ARRAY_RESULTS = frozenset(
     {
@@ -118,10 +119,8 @@ def is_numpy_function(value: Any) -> bool:
     numpy = _numpy()
     if numpy is None or isinstance(value, type) or not callable(value):
         return False
-    module = getattr(value, "__module__", None)
-    return isinstance(value, numpy.ufunc) or (
-        isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")) and hasattr(value, "__name__")
-    )
+    module = getattr(value, "__module__", None)  # numpy's public namespaces (not its internals: _core...)
+    return isinstance(value, numpy.ufunc) or module in _PUBLIC_MODULES and hasattr(value, "__name__")
 
 
 @functools.lru_cache(maxsize=None)
@@ -341,8 +340,12 @@ class NumpyFunctionVariable(KnownValueVariable):
                 BreakCode.NUMPY,
             )
         if entry is None or entry[0] is not self.value:
-            if isinstance(self.value, _numpy().ufunc) and _all_constant(args, kwargs):
-                return _fold(tx, self.value, name, args, kwargs)  # a ufunc is pure: computed now
+            folded = None
+            pure = isinstance(self.value, _numpy().ufunc) or name.rsplit(".", 1)[1] in _DTYPE_QUERIES
+            if pure and _all_constant(args, kwargs):
+                folded = _fold(tx, self.value, name, args, kwargs)  # computed now
+            if folded is not None:
+                return folded
             unsupported(f"{name} has no counterpart in torch._numpy: it runs as Python", BreakCode.NUMPY)
         tnp_fn = entry[1]
         short = name.rsplit(".", 1)[1]
@@ -356,7 +359,9 @@ class NumpyFunctionVariable(KnownValueVariable):
             if short == "asarray" and len(args) == 1 and not kwargs:
                 return array
         if _all_constant(args, kwargs) and (short in _DTYPE_QUERIES or _gives_a_number(tnp_fn, args, kwargs)):
-            return _fold(tx, self.value, name, args, kwargs)
+            folded = _fold(tx, self.value, name, args, kwargs)
+            if folded is not None:
+                return folded  # (else a 0-d array of constants, np.array(5.0): made in the graph)
         result = _graph_op(tx, ("call", (tnp_fn, name)), name, args, kwargs, self.value)
         return _wrap_results(result, short)
 
@@ -393,18 +398,27 @@ def _gives_a_number(tnp_fn: Any, args: Sequence[Variable], kwargs: dict[str, Var
     )
 
 
-def _fold(tx: Tracer, fn: Any, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+def _fold(tx: Tracer, fn: Any, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable | None:
+    """numpy's own answer on constants, as a constant: a number, a dtype or a scalar type, finfo/iinfo; None for an
+    array (which the graph makes)."""
     from framejit.variables.constant import is_literal
 
+    numpy = _numpy()
     consts = [a.as_python_constant() for a in args]
     kw = {k: v.as_python_constant() for k, v in kwargs.items()}
     try:
         result = fn(*consts, **kw)
     except Exception as e:  # the same call raises in eager
         unsupported(f"{name} on constants raised {type(e).__name__}: {e}", BreakCode.CONSTANT_ERROR)
-    if not is_literal(result):
-        unsupported(f"{name} of constants gives an array torch._numpy cannot make: it runs as Python", BreakCode.NUMPY)
-    return tx.wrap_constant(result)
+    kinds = (numpy.dtype, numpy.finfo, numpy.iinfo)
+    if (
+        is_literal(result)
+        or isinstance(result, kinds)
+        or isinstance(result, type)
+        and issubclass(result, numpy.generic)
+    ):
+        return tx.wrap_constant(result)
+    return None
 
 
 def tensor_to_array(tx: Tracer, tensor: TensorVariable, force: bool) -> NumpyArrayVariable:

@@ -178,6 +178,21 @@ def test_questions_about_dtypes_are_constants():
     check(fn, BASE)
 
 
+def test_numpy_of_constants_is_computed_now_or_made_in_the_graph():
+    def fn(x):
+        return (
+            np.result_type(np.float32, np.int64),  # a dtype: a constant
+            np.promote_types("f4", "i8"),
+            np.finfo(np.float32).eps * x,
+            np.sum([1, 2, 3]),  # a number, computed by numpy now
+            np.array(5.0),  # a 0-d array: made in the graph
+            np.sqrt(np.array(4.0)),
+            np.zeros(2),
+        )
+
+    check(fn, BASE)
+
+
 def test_a_zero_d_result_is_a_numpy_scalar_and_a_zero_d_array_stays_one():
     def fn(x):
         a = x.numpy()
