@@ -133,6 +133,11 @@ class BreakCode(enum.StrEnum):
     OP_ERROR = "op_error"
     ALIASED_WRITE = "aliased_write"
     OP_RESULT = "op_result"
+    NUMPY = (
+        "numpy",
+        "numpy code on tensors is traced through torch._numpy; move this numpy call out of the compiled function, "
+        "or write it with torch ops.",
+    )
     # modules
     MODULE_CALL = "module_call"
     MODULE_HOOKS = "module_hooks"

@@ -9,6 +9,7 @@ import sys
 from typing import Any, ClassVar
 
 from framejit.contracts import Emitter, GuardScope
+from framejit.numpy_graph_ops import tensor_of_array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,6 +305,24 @@ class IndexSource(DerivedSource):
         self.base.reconstruct(cg)
         cg.emit("LOAD_METHOD", "__index__")
         cg.call(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class FromNumpySource(DerivedSource):
+    """The tensor sharing a numpy array's memory, which a graph takes for the array (torch.from_numpy's, on the
+    storage of the tensor the memory belongs to where there is one: numpy_graph_ops.tensor_of_array)."""
+
+    def wrap(self, base: str) -> str:
+        return f"tensor_of_array({base})"
+
+    def guard_load(self, program: GuardScope) -> int:
+        return program.call(self.base, tensor_of_array)
+
+    def reconstruct(self, cg: Emitter) -> None:
+        cg.emit("PUSH_NULL")
+        cg.emit_const(tensor_of_array)
+        self.base.reconstruct(cg)
+        cg.call(1)
 
 
 @dataclasses.dataclass(frozen=True)

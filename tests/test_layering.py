@@ -37,7 +37,10 @@ ABOVE = {
         "framejit.eval_frame",
     ),
     "framejit.op_effects": ("framejit.",),  # what an op does besides its result: asked by every layer
-    "framejit.fate": ("framejit.",),  # each graph's record: reported by the backends and the as-eager layer
+    "framejit.fate": ("framejit.",),
+    "framejit.numpy_graph_ops": (
+        "framejit.",
+    ),  # graphs hold its callables: torch and numpy only  # each graph's record: reported by the backends and the as-eager layer
     "framejit.codeobj": ("framejit.variables", "framejit.trace", "framejit.output_graph", "framejit.codegen"),
     "framejit.trace": (
         "framejit.output_graph",

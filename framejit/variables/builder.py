@@ -69,6 +69,7 @@ from framejit.variables.hash_keys import identity_hashed
 from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable
 from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.numpy_arrays import NumpyFunctionVariable, is_ndarray, is_numpy_function, wrap_array_input
 from framejit.variables.torch_special import (
     GRAD_MODE_CTORS,
     GradModeCtorVariable,
@@ -216,6 +217,9 @@ def _wrap(tx: Tracer, value: Any, source: Source | None) -> Variable:
         singleton = value is None or isinstance(value, (bool, type(Ellipsis)))
         _guard(tx, source, GuardKind.ID_MATCH if singleton else GuardKind.EQUALS, value)
         return ConstantVariable(value, source)
+    if is_ndarray(value) and source is not None:  # a graph input: the tensor sharing its memory
+        _guard(tx, source, GuardKind.TYPE_MATCH, value)
+        return wrap_array_input(tx, value, source)
     if isinstance(value, nn.Module):
         # A module is guarded by its type and what the trace reads of it (its parameters and buffers, graph inputs
         # checked by TENSOR_MATCH; its children, attributes and hooks), so another instance of the same class and
@@ -477,6 +481,13 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: is_torch_op(v),
         guard=GuardKind.FUNCTION_MATCH,
         make=lambda tx, v, s: TorchVariable(v, s),
+    ),
+    # np.sin, np.sum, np.linalg.norm: traced through torch._numpy on arrays, folded on constants
+    WrapRule(
+        kind="numpy function",
+        matches=lambda v, s: is_numpy_function(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: NumpyFunctionVariable(v, s),
     ),
     WrapRule(
         kind="user function", matches=lambda v, s: isinstance(v, types.FunctionType), guard=None, make=_wrap_function

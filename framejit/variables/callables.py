@@ -405,9 +405,15 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         subclasses = value()
         tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
         return ListVariable([tx.wrap(c, None) for c in subclasses])
+    if is_numpy_number_function(value) and isinstance(value, type) and len(args) == 1 and not kwargs:
+        from framejit.variables.numpy_arrays import NumpyArrayVariable, scalar_type_call
+
+        if isinstance(args[0], NumpyArrayVariable):  # np.float32(a.sum()): a cast
+            return scalar_type_call(tx, value, args[0])
     all_const = all(a.is_python_constant() for a in [*args, *kwargs.values()])
     if all_const and (
         value in (torch.Size, torch.device, torch.finfo, torch.iinfo, torch.dtype)
+        or _is_numpy_dtype_class(value)
         or getattr(value, "__module__", None) == "math"
         or is_numpy_number_function(value)
     ):
@@ -431,6 +437,12 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
         if why is not None:
             unsupported(f"making a {name} in the trace: {why}", BreakCode.OPAQUE_CALL)
     unsupported(f"call to {name}, which framejit cannot trace (not torch, not user Python code)", BreakCode.OPAQUE_CALL)
+
+
+def _is_numpy_dtype_class(value: Any) -> bool:
+    """np.dtype, np.finfo, np.iinfo: of constants, immutable descriptions of a dtype."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and any(value is c for c in (numpy.dtype, numpy.finfo, numpy.iinfo))
 
 
 def is_numpy_number_function(value: Any) -> bool:

@@ -19,6 +19,7 @@ from framejit.variables.containers import ListVariable, TupleVariable, BaseListV
 from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable, DictViewVariable
 from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.numpy_arrays import holds_array, numpy_operator_call
 from framejit.variables.symbolic import SymbolicVariable, numpy_result_type
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, python_class_method
@@ -68,8 +69,13 @@ def _compares_by_identity(value: Variable) -> bool:
 
 def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> Variable:
     """fn is an `operator` function (add, getitem, lt, contains, ...)."""
+    for arg in args:
+        if isinstance(arg, UnreadableArg):  # an argument the trace could not read: the break says why
+            arg.as_python_constant()
     if fn is operator.getitem and _is_type_hint(args[0]) and args[1].is_python_constant():
         return _getitem(tx, *args)  # `typing.List[Foo]`: typing's own __getitem__ is no code to trace
+    if holds_array(args):  # numpy arrays the graph computes (Tensor.numpy()): numpy's rules, via torch._numpy
+        return numpy_operator_call(tx, fn, args)
     overloaded = _python_operator(tx, fn, args)
     if overloaded is not None:
         return overloaded

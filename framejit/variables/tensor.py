@@ -66,7 +66,6 @@ _DATA_METHODS = frozenset(
     {
         "item",
         "tolist",
-        "numpy",
         "__bool__",
         "__int__",
         "__float__",
@@ -181,6 +180,13 @@ class TensorVariable(Variable):
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if name == "item" and not args and not kwargs and tx.output.shapes.env.allow_scalar_outputs:
             return tx.output.call_graph_op(tx, "call_method", name, [self], {})  # an unbacked symbol (fullgraph)
+        if name == "numpy" and not args and set(kwargs) <= {"force"}:
+            from framejit.variables.numpy_arrays import tensor_to_array
+
+            force = kwargs.get("force", ConstantVariable(False))
+            if not force.is_python_constant():
+                unsupported("Tensor.numpy(force=...) with a force known only at run time", BreakCode.NUMPY)
+            return tensor_to_array(tx, self, bool(force.as_python_constant()))
         if name in _DATA_METHODS:
             unsupported(f"Tensor.{name}() reads the tensor's data (data-dependent)", BreakCode.DATA_DEPENDENT)
         if name in META_METHODS:

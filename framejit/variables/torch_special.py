@@ -172,7 +172,8 @@ def check_op_before_run(target: Any, has_tensor_args: bool) -> None:
     name = op_name(target)
     if name in _STATEFUL or name in EFFECTFUL_METHODS:
         unsupported(f"{name}() has effects outside the graph", BreakCode.TORCH_STATEFUL)
-    pure_helper = getattr(target, "__module__", None) == "torch.nn.functional"  # e.g. _none_or_dtype(None)
+    # e.g. F's _none_or_dtype(None); numpy code on tensors (np.zeros(3)) makes tensors and nothing else
+    pure_helper = getattr(target, "__module__", None) == "torch.nn.functional" or _pure_tensor_code(target)
     # (a pure query of a non-tensor, is_tensor(3), is a constant)
     if (
         not has_tensor_args
@@ -206,6 +207,12 @@ def _functional_aten(target: Any) -> bool:
     )
 
 
+def _pure_tensor_code(target: Any) -> bool:
+    """A callable framejit puts in graphs that only computes its result from its arguments (numpy_graph_ops):
+    a non-tensor result of it (np.ndim(a)) comes from the arguments' metadata."""
+    return getattr(type(target), "pure_tensor_code", False) is True
+
+
 def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
     """For an op whose result holds no tensor: True if it must still be a node (it mutates its inputs, or it is a
     function allowed in the graph); raises Unsupported unless its result is a pure function of guarded metadata."""
@@ -218,7 +225,11 @@ def keeps_non_tensor_result(target: Any, kwargs: dict[str, Any]) -> bool:
         or policy.is_allowed_in_graph(target)
     ):
         return True
-    if name in PURE_QUERIES or (name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional"):
+    if (
+        name in PURE_QUERIES
+        or (name.startswith("_") and getattr(target, "__module__", None) == "torch.nn.functional")
+        or _pure_tensor_code(target)
+    ):
         # F's private helpers (_canonical_mask(None), ...) only check and convert their arguments
         return False
     unsupported(f"{name}() returns no tensor: it runs as Python", BreakCode.NON_TENSOR_OP)
@@ -252,6 +263,10 @@ def is_torch_op(value: Any) -> bool:
 
 
 def call_torch_function(tx: Tracer, fn: Any, args: list[Variable], kwargs: dict[str, Variable]) -> Variable:
+    from framejit.variables.numpy_arrays import holds_array, torch_function_on_arrays
+
+    if holds_array([*args, *kwargs.values()]):  # torch.from_numpy(a) of an array the graph computes
+        return torch_function_on_arrays(tx, fn, args, kwargs)
     name = getattr(fn, "__name__", "")
     if name in _STATEFUL:
         unsupported(f"torch.{name}() changes global state", BreakCode.TORCH_STATEFUL)
