@@ -65,10 +65,6 @@ class TraceShapes:
     ) -> tuple[torch.Tensor, frozenset[int]]:
         """The fake tensor the trace uses for input `value`, and its dynamic dims."""
         dims = self._dynamic_dims(value, source, is_module_state)
-        if value._base is not None:
-            # a view input is made from a fake of its base, whose symbols would not be the ones the base gets as an
-            # input of its own (AOTAutograd then meets a size it cannot trace): views stay static
-            dims = frozenset()
         if not dims:
             return self.fake_mode.from_tensor(value, static_shapes=True), dims
         token = self._token(source)
