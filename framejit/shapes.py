@@ -65,6 +65,10 @@ class TraceShapes:
     ) -> tuple[torch.Tensor, frozenset[int]]:
         """The fake tensor the trace uses for input `value`, and its dynamic dims."""
         dims = self._dynamic_dims(value, source, is_module_state)
+        # a view (a slice, a transpose, a narrow) is dynamic by the same rule: torch's meta converter makes its fake
+        # by as_strided of a fake of its base, with symbols of its own for its sizes, and for the strides and
+        # storage offset that are not plain numbers (the guards check those; 0 and 1 stay constants). The base's
+        # layout is not guarded: the trace never reads it (`_base` is a graph break)
         if not dims:
             return self.fake_mode.from_tensor(value, static_shapes=True), dims
         token = self._token(source)
