@@ -324,7 +324,11 @@ class GuardSet:
             self._equal(f"{X}.device", t.device, "device"),
             _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"),
             *layout,
-            *([] if dynamic_offset else [_literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset")]),
+            *(
+                []
+                if dynamic_offset
+                else [_literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset")]
+            ),
             self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys"),
         ]
 

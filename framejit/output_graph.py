@@ -188,7 +188,12 @@ class OutputGraph:
         node.meta[MODULE_STATE_META] = module_state
         self.inputs.append(GraphInput(source, value, node))
         self.guards.add(
-            source, GuardKind.TENSOR_MATCH, value, dynamic_dims, symbolic_strides(fake), is_symbolic(fake.storage_offset())
+            source,
+            GuardKind.TENSOR_MATCH,
+            value,
+            dynamic_dims,
+            symbolic_strides(fake),
+            is_symbolic(fake.storage_offset()),
         )
         return TensorVariable(node, fake, source, type(value))
 
