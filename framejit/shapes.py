@@ -65,7 +65,7 @@ class TraceShapes:
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
         self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
         self.marked: dict[tuple[str, int], tuple[torch.Tensor, int | None, int | None]] = {}  # mark_dynamic dims
-        self._views: list[tuple[torch.Tensor, Source, torch.Tensor]] = []  # dynamic view inputs: fake, source, base
+        self._views: list[tuple[torch.Tensor, Source, torch.Tensor]] = []  # view inputs: fake, source, base
 
     def fake_input(
         self, value: torch.Tensor, source: Source, is_module_state: bool
@@ -79,7 +79,10 @@ class TraceShapes:
         # reads them (`_base` is a graph break), a backend may (see view_bases)
         base_context = self._base_context(value, source, is_module_state)  # (its sizes recorded at every compile)
         if not dims:
-            return self.fake_mode.from_tensor(value, static_shapes=True), dims
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+            if value._base is not None:
+                self._views.append((fake, source, value._base))
+            return fake, dims
         token = self._token(source)
         # a dim mark_dynamic named gets a symbol of its own; the others are duck-sized, as in torch.compile: dims
         # of equal size share one symbol (a square image's height and width), guarded equal, which keeps the
@@ -203,7 +206,7 @@ class TraceShapes:
         return symbol
 
     def view_bases(self, shared: Callable[[torch.Tensor], bool]) -> list[tuple[Source, torch.Tensor, torch.Tensor]]:
-        """The bases of dynamic view inputs that a backend may have read, as (`<view>._base`, the base, its fake):
+        """The bases of view inputs that a backend may have read, as (`<view>._base`, the base, its fake):
         made inputs of the shape guards, to be guarded like inputs. AOTAutograd merges inputs that share memory,
         one of them written, into their base, compiles for its layout and guards how they lie in it
         (`a.size(0) * 6 > b.storage_offset()`): a view `shared(view)` (its memory is another input's too) has its
