@@ -27,8 +27,9 @@ from framejit.contracts import CompiledFrame, GuardKind
 from framejit.exc import BackendCompilerFailed, BreakCode, Unsupported, UserError, format_user_stack
 from framejit.break_resume import finish_at_break
 from framejit.guard_program import compile_guard_fn
+from framejit.op_effects import shared_storage, storage_of
 from framejit.output_graph import OutputGraph
-from framejit.shapes import TraceShapes
+from framejit.shapes import TraceShapes, is_symbolic, symbolic_sizes, symbolic_strides
 from framejit.trace.translator import root_translator
 
 
@@ -206,6 +207,10 @@ def convert_frame(
         logs.log.info(
             "%s (%s:%d): %s; that size is specialised", code.co_name, code.co_filename, code.co_firstlineno, broken
         )
+    shared = shared_storage([i.value for i in output.inputs])
+    for source, base, fake in output.shapes.view_bases(lambda t: storage_of(t) in shared):  # (a backend read them)
+        dims, strides, offset = symbolic_sizes(fake), symbolic_strides(fake), is_symbolic(fake.storage_offset())
+        output.guards.add(source, GuardKind.TENSOR_MATCH, base, dims, strides, offset)
     output.guards.settle_dynamic_dims(output.shapes.symbolic_dims(), output.shapes.specialised_ints())
     output.guards.add_shape_guards(output.shapes.guards(), output.shapes.tokens)
     output.guards.add_storage_sharing()

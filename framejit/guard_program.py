@@ -281,7 +281,8 @@ def compile_guard_fn(
     if tensors:
         dynamic = [sorted(guard_set.dynamic_dims.get(r.guarded_source().name(), ())) for r in tensors]
         strides = [sorted(guard_set.dynamic_strides.get(r.guarded_source().name(), ())) for r in tensors]
-        spec = _tensor_guard.make_spec([r.value for r in tensors], dynamic, strides)
+        offsets = [i for i, r in enumerate(tensors) if r.guarded_source().name() in guard_set.dynamic_offsets]
+        spec = _tensor_guard.make_spec([r.value for r in tensors], dynamic, strides, offsets)
         regs = tuple(program(r.guarded_source()) for r in tensors)
         program.check(
             TENSORS,

@@ -95,6 +95,7 @@ class GuardSet:
         self.watched: list[Any] = []  # objects guarded by id: their death invalidates the entry
         self.dynamic_dims: dict[str, frozenset[int]] = {}  # tensor source name -> its symbolic dims
         self.dynamic_strides: dict[str, frozenset[int]] = {}  # tensor source name -> the dims of its symbolic strides
+        self.dynamic_offsets: set[str] = set()  # tensor source names whose storage offset is symbolic
         self._by_id: dict[int, str] = {}
 
     def _const(self, value: Any) -> str:
@@ -111,11 +112,13 @@ class GuardSet:
         value: Any,
         dynamic_dims: frozenset[int] = frozenset(),
         dynamic_strides: frozenset[int] = frozenset(),
+        dynamic_offset: bool = False,
     ) -> None:
         """Record a guard; for ALIAS/NOT_ALIAS `value` is the other Source; for TENSOR_MATCH, `dynamic_dims` are
-        the dims whose size is symbolic and `dynamic_strides` those whose stride is (the shape guards cover
-        them). Every other size and stride of the trace's fake was a plain number the trace may have read
-        (`is_contiguous()` reads them all): each is checked by value."""
+        the dims whose size is symbolic, `dynamic_strides` those whose stride is and `dynamic_offset` whether
+        the storage offset is (the shape guards cover them). Every other size, stride and offset of the trace's
+        fake was a plain number the trace may have read (`is_contiguous()` reads the strides): each is checked
+        by value."""
         name = source.name()
         if issubclass(type(value), Source):  # not isinstance(): it may run a user __getattribute__
             key = (name, f"{kind} {value.name()}")
@@ -130,7 +133,7 @@ class GuardSet:
             self.constants.setdefault("K", {})[id(root.value)] = root.value
         if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH) and weakrefable(value):
             self.watched.append(value)
-        checks = tuple(self._checks(kind, value, dynamic_dims, dynamic_strides))
+        checks = tuple(self._checks(kind, value, dynamic_dims, dynamic_strides, dynamic_offset))
         code = tuple(c.text(name, _readable) for c in checks)
         self.records[key] = GuardRecord(
             source, kind, value, Guard(name=name, kind=kind, code_list=code, source_kind=source.kind, checks=checks)
@@ -139,6 +142,8 @@ class GuardSet:
             self.dynamic_dims[name] = dynamic_dims
         if dynamic_strides:
             self.dynamic_strides[name] = dynamic_strides
+        if dynamic_offset:
+            self.dynamic_offsets.add(name)
 
     def watch(self, value: Any) -> None:
         """Tie the entry's life to `value` (a module guarded by type): when it dies the entry is dropped, as one
@@ -158,7 +163,9 @@ class GuardSet:
             record = self.records.pop((name, GuardKind.TENSOR_MATCH))
             self.dynamic_dims.pop(name, None)
             strides = self.dynamic_strides.pop(name, frozenset()) if dims else frozenset()
-            self.add(record.guarded_source(), GuardKind.TENSOR_MATCH, record.value, dims, strides)
+            offset = name in self.dynamic_offsets and bool(dims)
+            self.dynamic_offsets.discard(name)
+            self.add(record.guarded_source(), GuardKind.TENSOR_MATCH, record.value, dims, strides, offset)
 
     def add_shape_guards(self, exprs: list[str], tokens: dict[str, Source]) -> None:
         """The shape environment's guards on the symbolic sizes (shapes.TraceShapes.guards), written over
@@ -251,11 +258,12 @@ class GuardSet:
         value: Any,
         dynamic_dims: frozenset[int] = frozenset(),
         dynamic_strides: frozenset[int] = frozenset(),
+        dynamic_offset: bool = False,
     ) -> list[Check]:
         """The checks of one guard, over the guarded value written X."""
         match kind:
             case GuardKind.TENSOR_MATCH:
-                return self._tensor_checks(value, dynamic_dims, dynamic_strides)
+                return self._tensor_checks(value, dynamic_dims, dynamic_strides, dynamic_offset)
             case GuardKind.ID_MATCH | GuardKind.FUNCTION_MATCH:
                 return [_literal(f"id({X})", "==", id(value))] if weakrefable(value) else [self._is(X, value)]
             case GuardKind.EQUALS:
@@ -293,7 +301,7 @@ class GuardSet:
         raise AssertionError(f"unknown guard kind {kind}")
 
     def _tensor_checks(
-        self, t: torch.Tensor, dynamic_dims: frozenset[int], dynamic_strides: frozenset[int]
+        self, t: torch.Tensor, dynamic_dims: frozenset[int], dynamic_strides: frozenset[int], dynamic_offset: bool
     ) -> list[Check]:
         if dynamic_dims:  # the static sizes and strides one by one; symbolic ones are the shape guards' business
             layout = [_literal(f"{X}.dim()", "==", t.dim(), "shape")]
@@ -316,7 +324,11 @@ class GuardSet:
             self._equal(f"{X}.device", t.device, "device"),
             _literal(f"{X}.requires_grad", "is", t.requires_grad, "requires_grad"),
             *layout,
-            _literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset"),
+            *(
+                []
+                if dynamic_offset
+                else [_literal(f"{X}.storage_offset()", "==", t.storage_offset(), "storage_offset")]
+            ),
             self._equal(f"___dispatch_keys({X})", _dispatch_keys(t), "dispatch_keys"),
         ]
 

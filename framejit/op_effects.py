@@ -202,6 +202,16 @@ def node_storage(node: torch.fx.Node) -> StorageWeakRef | None:
     return storage_of(node.meta.get("example_value"))
 
 
+def shared_storage(values: list[Any]) -> set[StorageWeakRef]:
+    """The storages that two or more of `values` (tensors) lie in."""
+    seen: set[StorageWeakRef] = set()
+    shared: set[StorageWeakRef] = set()
+    for storage in map(storage_of, values):
+        if storage is not None:
+            (shared if storage in seen else seen).add(storage)
+    return shared
+
+
 def inputs_share_storage(example_inputs: list[Any]) -> bool:
     """Whether two of the inputs are one tensor or share memory (views of one another)."""
     storages = [s for s in map(storage_of, example_inputs) if s is not None]

@@ -195,7 +195,14 @@ class OutputGraph:
         node.meta["framejit_source"] = source.name()  # where the value is loaded from (export reads it)
         node.meta[MODULE_STATE_META] = module_state
         self.inputs.append(GraphInput(source, value, node))
-        self.guards.add(source, GuardKind.TENSOR_MATCH, value, dynamic_dims, symbolic_strides(fake))
+        self.guards.add(
+            source,
+            GuardKind.TENSOR_MATCH,
+            value,
+            dynamic_dims,
+            symbolic_strides(fake),
+            is_symbolic(fake.storage_offset()),
+        )
         return TensorVariable(node, fake, source, type(value))
 
     def add_constant_tensor(self, tx: Translator, value: torch.Tensor) -> TensorVariable:

@@ -5,16 +5,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext, constrain_range
+from torch.fx.experimental.symbolic_shapes import (
+    DimDynamic,
+    ShapeEnv,
+    StatefulSymbolicContext,
+    StatelessSymbolicContext,
+    constrain_range,
+)
 
 from framejit.exc import BreakCode, UserError
-from framejit.sources import Source
+from framejit.sources import AttrSource, Source
 from framejit.weak_identity import WeakIdentityKeyDict
 
 # code object -> {source name: sizes seen by earlier compiles, None in a dim that already changed}
@@ -59,18 +65,24 @@ class TraceShapes:
         self._symbolic: list[tuple[torch.Tensor, _TokenSource]] = []
         self.has_unbacked = False  # a data-dependent size or number is in the graph (fullgraph)
         self.marked: dict[tuple[str, int], tuple[torch.Tensor, int | None, int | None]] = {}  # mark_dynamic dims
+        self._views: list[tuple[torch.Tensor, Source, torch.Tensor]] = []  # view inputs: fake, source, base
 
     def fake_input(
         self, value: torch.Tensor, source: Source, is_module_state: bool
     ) -> tuple[torch.Tensor, frozenset[int]]:
         """The fake tensor the trace uses for input `value`, and its dynamic dims."""
         dims = self._dynamic_dims(value, source, is_module_state)
-        if value._base is not None:
-            # a view input is made from a fake of its base, whose symbols would not be the ones the base gets as an
-            # input of its own (AOTAutograd then meets a size it cannot trace): views stay static
-            dims = frozenset()
+        # a view (a slice, a transpose, a narrow) is dynamic by the same rule: torch's meta converter makes its fake
+        # by as_strided of a fake of its base, with symbols of its own for its sizes, and for the strides and
+        # storage offset that are not plain numbers (the guards check those; 0 and 1 stay constants). The base's
+        # dims follow the rule at `<view>._base` (static until they change, as TorchDynamo's); the trace never
+        # reads them (`_base` is a graph break), a backend may (see view_bases)
+        base_context = self._base_context(value, source, is_module_state)  # (its sizes recorded at every compile)
         if not dims:
-            return self.fake_mode.from_tensor(value, static_shapes=True), dims
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+            if value._base is not None:
+                self._views.append((fake, source, value._base))
+            return fake, dims
         token = self._token(source)
         # a dim mark_dynamic named gets a symbol of its own; the others are duck-sized, as in torch.compile: dims
         # of equal size share one symbol (a square image's height and width), guarded equal, which keeps the
@@ -83,11 +95,13 @@ class TraceShapes:
             else DimDynamic.STATIC
             for d in range(value.dim())
         ]
-        context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token)
+        context = StatefulSymbolicContext(dynamic_sizes=sizes, tensor_source=token, view_base_context=base_context)
         # an unbacked input size is bound by the input itself, not by the first op that meets it
         with self.env.ignore_fresh_unbacked_symbols() if unbacked else contextlib.nullcontext():
             fake = self.fake_mode.from_tensor(value, source=token, symbolic_context=context)
         self._symbolic.append((fake, token))
+        if value._base is not None:
+            self._views.append((fake, source, value._base))
         for d, (low, high) in getattr(value, _DYNAMIC_ATTR, {}).items():  # mark_dynamic: a promise, with a range
             if d in dims:
                 self.marked[(source.name(), d)] = (fake, low, high)
@@ -100,6 +114,15 @@ class TraceShapes:
                 if low is not None or high is not None:
                     constrain_range(fake.shape[d], min=low, max=high)
         return fake, dims
+
+    def _base_context(self, value: torch.Tensor, source: Source, is_module_state: bool) -> Any:
+        """How the fake of a view's base is made: its dims dynamic by the automatic rule at `<view>._base`."""
+        base = value._base
+        if base is None:
+            return None
+        dims = self._dynamic_dims(base, AttrSource(source, "_base"), is_module_state)
+        sizes = [DimDynamic.DUCK if d in dims else DimDynamic.STATIC for d in range(base.dim())]
+        return StatelessSymbolicContext(dynamic_sizes=sizes, view_base_context=None)
 
     def _token(self, source: Source) -> _TokenSource:
         """A new name for an input in the shape environment's guards, standing for `source`."""
@@ -182,6 +205,29 @@ class TraceShapes:
         self._symbolic.append((symbol, token))
         return symbol
 
+    def view_bases(self, shared: Callable[[torch.Tensor], bool]) -> list[tuple[Source, torch.Tensor, torch.Tensor]]:
+        """The bases of view inputs that a backend may have read, as (`<view>._base`, the base, its fake):
+        made inputs of the shape guards, to be guarded like inputs. AOTAutograd merges inputs that share memory,
+        one of them written, into their base, compiles for its layout and guards how they lie in it
+        (`a.size(0) * 6 > b.storage_offset()`): a view `shared(view)` (its memory is another input's too) has its
+        base guarded, and so has one whose base's own symbols the guards name."""
+        bound = set().union(*(_layout_symbols(fake) for fake, _ in self._symbolic))
+        referenced = set(self.env.replacements).union(*(g.expr.free_symbols for g in self.env.guards))
+        bases = []
+        for fake, source, base in self._views:
+            fake_base = fake._base
+            if fake_base is None:
+                continue
+            own = _layout_symbols(fake_base) - bound
+            if not shared(base) and not own & referenced:
+                continue
+            base_source = AttrSource(source, "_base")
+            if _layout_symbols(fake_base):
+                self._symbolic.append((fake_base, self._token(base_source)))
+            bound |= own
+            bases.append((base_source, base, fake_base))
+        return bases
+
     def backend_context(self) -> Any:
         """Where the backend compiles: a tracing context that hands AOTAutograd and inductor the trace's fake
         mode, so that they fakify the real example inputs to the fakes the trace used (the mode memoises each
@@ -239,6 +285,20 @@ def hint(value: Any) -> Any:
     """The value a (symbolic) number has in the call being traced, read without a guard; None for an unbacked
     one. A plain number is itself."""
     return value.node.hint if isinstance(value, SYMBOLIC_TYPES) else value
+
+
+def _layout_symbols(value: Any) -> set[Any]:
+    """The free symbols of a symbolic number, or of a tensor's sizes, strides and storage offset."""
+    if isinstance(value, torch.Tensor):
+        numbers = [*value.shape, *value.stride(), value.storage_offset()]
+    else:
+        numbers = [value]
+    return set().union(*(n.node.expr.free_symbols for n in numbers if is_symbolic(n)))
+
+
+def symbolic_sizes(fake: torch.Tensor) -> frozenset[int]:
+    """The dims of `fake` whose size is symbolic."""
+    return frozenset(d for d, n in enumerate(fake.shape) if is_symbolic(n))
 
 
 def symbolic_strides(fake: torch.Tensor) -> frozenset[int]:

@@ -10,9 +10,11 @@ def make_spec(
     examples: list[torch.Tensor],
     dynamic_dims: Sequence[Sequence[int]] | None = None,
     dynamic_strides: Sequence[Sequence[int]] | None = None,
+    dynamic_offsets: Sequence[int] | None = None,
     /,
 ) -> CapsuleType:
-    """The TENSOR_MATCH spec of these example tensors (every size and stride checked but the dynamic ones)."""
+    """The TENSOR_MATCH spec of these example tensors (every size, stride and storage offset checked but the
+    dynamic ones; `dynamic_offsets`: the indices of the examples whose offset is symbolic)."""
 
 def modules_without_hooks(flags: bytes, /, *modules: Any) -> bool:
     """NO_HOOKS of each module (flags: a byte each, 1: forward hook dicts too, 2: no instance `forward`)."""

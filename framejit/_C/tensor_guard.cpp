@@ -24,7 +24,7 @@ struct TensorSpec {
   bool requires_grad;
   std::vector<int64_t> sizes;    // -1: a dynamic dim, any size (the shape guards check it)
   std::vector<int64_t> strides;  // -1: a symbolic stride, any (the shape guards check it)
-  int64_t storage_offset;
+  int64_t storage_offset;        // -1: a symbolic offset, any (the shape guards check it)
   int64_t shares_with;  // the first earlier example with the same storage, or -1 (none, or no storage)
 };
 
@@ -90,7 +90,7 @@ bool matches(const TensorSpec& s, PyObject* obj) {
   if (Py_TYPE(obj) != s.type || !THPVariable_Check(obj)) return false;
   const at::Tensor& t = THPVariable_Unpack(obj);
   if (t.scalar_type() != s.dtype || t.device() != s.device || t.requires_grad() != s.requires_grad) return false;
-  if (effective_keys(t) != s.keys || t.storage_offset() != s.storage_offset) return false;
+  if (effective_keys(t) != s.keys || (s.storage_offset >= 0 && t.storage_offset() != s.storage_offset)) return false;
   if (t.dim() != static_cast<int64_t>(s.sizes.size())) return false;
   auto sizes = t.sizes();
   auto strides = t.strides();
@@ -126,16 +126,18 @@ bool per_example(PyObject* lists, PyObject* examples) {
   return lists == Py_None || (PyList_Check(lists) && PyList_GET_SIZE(lists) == PyList_GET_SIZE(examples));
 }
 
-// make_spec(examples, dynamic_dims=None, dynamic_strides=None): dynamic_dims[i] lists the dims of examples[i]
-// whose size is symbolic, dynamic_strides[i] those whose stride is; every other size and stride is checked.
+// make_spec(examples, dynamic_dims=None, dynamic_strides=None, dynamic_offsets=None): dynamic_dims[i] lists the
+// dims of examples[i] whose size is symbolic, dynamic_strides[i] those whose stride is, dynamic_offsets the
+// indices of the examples whose storage offset is; every other size, stride and offset is checked.
 PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* examples = nargs > 0 ? args[0] : nullptr;
   PyObject* dynamic = nargs > 1 ? args[1] : Py_None;
   PyObject* dynamic_strides = nargs > 2 ? args[2] : Py_None;
-  if (nargs < 1 || nargs > 3 || !PyList_Check(examples) || !per_example(dynamic, examples) ||
-      !per_example(dynamic_strides, examples)) {
+  PyObject* dynamic_offsets = nargs > 3 ? args[3] : Py_None;
+  if (nargs < 1 || nargs > 4 || !PyList_Check(examples) || !per_example(dynamic, examples) ||
+      !per_example(dynamic_strides, examples) || (dynamic_offsets != Py_None && !PyList_Check(dynamic_offsets))) {
     PyErr_SetString(PyExc_TypeError, "make_spec(list of tensors, dynamic dims per tensor or None, dynamic strides "
-                    "per tensor or None)");
+                    "per tensor or None, indices of the tensors of symbolic storage offset or None)");
     return nullptr;
   }
   auto spec = new Spec();
@@ -159,6 +161,15 @@ PyObject* make_spec(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       return nullptr;
     }
     spec->push_back(std::move(ts));
+  }
+  for (Py_ssize_t k = 0; dynamic_offsets != Py_None && k < PyList_GET_SIZE(dynamic_offsets); ++k) {
+    int64_t i = PyLong_AsLongLong(PyList_GET_ITEM(dynamic_offsets, k));
+    if (i < 0 || i >= static_cast<int64_t>(spec->size())) {
+      delete spec;
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "make_spec: dynamic offset index out of range");
+      return nullptr;
+    }
+    (*spec)[i].storage_offset = -1;
   }
   return PyCapsule_New(spec, "framejit.TensorSpec", free_spec);
 }

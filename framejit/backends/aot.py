@@ -11,6 +11,7 @@ from framejit import fate
 from framejit.as_eager.autograd_parts import compile_per_autograd_part
 from framejit.as_eager.input_writes import why_aot_cannot
 from framejit.backends.common import without_capture
+from framejit.backends.layout_symbols import binding_layout_symbols
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import static_input_indices, with_static_inputs
 from framejit.contracts import Backend
@@ -89,7 +90,9 @@ def _aot_backend(
         if (why := why_aot_cannot(gm, example_inputs)) is not None:
             fate.ran_as_torch_ops(why)
             return gm
-        return compile_per_autograd_part(gm, example_inputs, compile_one, ops_when_nothing_saved)
+        return compile_per_autograd_part(
+            gm, example_inputs, binding_layout_symbols(compile_one), ops_when_nothing_saved
+        )
 
     def compile_one(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         from torch._functorch.aot_autograd import aot_module_simplified

@@ -13,6 +13,7 @@ from framejit import fate
 from framejit.as_eager.autograd_parts import compile_per_autograd_part
 from framejit.as_eager.input_writes import statistics_read_then_written, why_aot_cannot
 from framejit.backends.aot import compiled_or_own_ops
+from framejit.backends.layout_symbols import binding_layout_symbols
 from framejit.backends.common import without_capture
 from framejit.backends.registry import register_backend
 from framejit.backends.static_inputs import inductor_partitioner, static_input_indices
@@ -67,16 +68,18 @@ def inductor(
     return compile_per_autograd_part(
         gm,
         example_inputs,
-        lambda part, inputs: compiled_or_own_ops(
-            lambda noting: compile_fx(
-                flat_index_reductions(torch.fx.GraphModule(part, copy.deepcopy(part.graph))),
+        binding_layout_symbols(
+            lambda part, inputs: compiled_or_own_ops(
+                lambda noting: compile_fx(
+                    flat_index_reductions(torch.fx.GraphModule(part, copy.deepcopy(part.graph))),
+                    inputs,
+                    config_patches=_telling_static_inputs(patches, part, inputs),
+                    inner_compile=noting(_compile_inner_without_capture),
+                ),
+                part,
                 inputs,
-                config_patches=_telling_static_inputs(patches, part, inputs),
-                inner_compile=noting(_compile_inner_without_capture),
-            ),
-            part,
-            inputs,
-            "inductor",
+                "inductor",
+            )
         ),
         ops_when_nothing_saved=True,
     )

@@ -53,7 +53,7 @@ def bound_class_attribute(tx: Tracer, obj: Variable, attr: Any, source: Any) -> 
         if method is not None:
             return method
     if isinstance(attr, functools._lru_cache_wrapper) and isinstance(obj, UserObjectVariable):
-        return MemoisedMethod(attr, obj)  # an lru_cache'd method (logger.warning_once)
+        return MemoisedMethod(attr, obj, source)  # an lru_cache'd method (logger.warning_once)
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):  # object.__getattribute__...
         return UserMethodVariable(tx.wrap(attr, source), obj)
     return None
@@ -187,17 +187,30 @@ def user_truth(tx: Tracer, obj: Variable) -> bool:
     return True
 
 
-def call_memoised(tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-    """An lru_cache'd function called now: it answers what its cache holds, computing (and caching) it now if eager
-    would, as a constant. Its arguments must be constants, or objects from outside held by identity (guarded so)."""
+def call_memoised(
+    tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[str, Variable], source: Source | None = None
+) -> Variable:
+    """An lru_cache'd function called now. With arguments known at trace time (constants, or objects from outside
+    held by identity, guarded so) it answers what its cache holds, computing (and caching) it now if eager would,
+    as a constant. With any other argument (a symbolic size, a tensor) the function it wraps (`__wrapped__`) is
+    traced instead, as TorchDynamo does: its cache would be keyed by values the trace does not have."""
+
+    def known(arg: Variable) -> bool:
+        return arg.is_python_constant() or isinstance(arg, UserObjectVariable) and arg.source is not None
+
+    if not all(known(a) for a in [*args, *kwargs.values()]):
+        wrapped = getattr(fn, "__wrapped__", None)
+        if not isinstance(wrapped, types.FunctionType):
+            unknown = next(a for a in [*args, *kwargs.values()] if not known(a))
+            unsupported(f"an lru_cache'd function that wraps no Python function called with {unknown}", BreakCode.CALL)
+        return tx.wrap(wrapped, None if source is None else AttrSource(source, "__wrapped__")).call(tx, args, kwargs)
 
     def real(arg: Variable) -> Any:
         if arg.is_python_constant():
             return arg.as_python_constant()
-        if isinstance(arg, UserObjectVariable) and arg.source is not None:
-            tx.output.guards.add(arg.source, GuardKind.ID_MATCH, arg.value)
-            return arg.value
-        unsupported(f"an lru_cache'd function called with {arg}", BreakCode.CALL)
+        assert isinstance(arg, UserObjectVariable) and arg.source is not None  # (known)
+        tx.output.guards.add(arg.source, GuardKind.ID_MATCH, arg.value)
+        return arg.value
 
     return tx.wrap_constant(fn(*map(real, args), **{k: real(v) for k, v in kwargs.items()}))
 
@@ -205,11 +218,11 @@ def call_memoised(tx: Tracer, fn: Any, args: Sequence[Variable], kwargs: dict[st
 class MemoisedMethod(Variable):
     """An lru_cache'd function found on an object's class, bound to it (call_memoised)."""
 
-    def __init__(self, fn: Any, obj: Variable) -> None:
-        self.fn, self.obj = fn, obj
+    def __init__(self, fn: Any, obj: Variable, source: Source | None = None) -> None:
+        self.fn, self.obj, self.source = fn, obj, source
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
-        return call_memoised(tx, self.fn, [self.obj, *args], kwargs)
+        return call_memoised(tx, self.fn, [self.obj, *args], kwargs, self.source)
 
 
 def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
@@ -336,7 +349,7 @@ class UserObjectVariable(Variable):
             keywords = tx.wrap(self.value.keywords, AttrSource(self.source, "keywords"))
             return fn.call(tx, [*bound, *args], {**keywords.items, **kwargs})
         if cls is functools._lru_cache_wrapper:
-            return call_memoised(tx, self.value, args, kwargs)
+            return call_memoised(tx, self.value, args, kwargs, self.source)
         unsupported(f"calling a {cls.__name__} object", BreakCode.CALL)
 
     def __repr__(self) -> str:

@@ -249,6 +249,60 @@ def test_a_memoised_function_of_constants_answers_from_its_cache():
     assert same(run_fullgraph(fn, x), x + 1)
 
 
+@functools.lru_cache(maxsize=None)
+def _doubled_dims(shape, factor):
+    return tuple(n * factor for n in shape)
+
+
+def _flat_prefix(x):
+    rows, cols = _doubled_dims(x.shape, 2)  # the shape is symbolic once the sizes vary
+    return x.reshape(-1)[: rows * cols // 8] * 3, _doubled_dims((3, 4), 1)
+
+
+def test_a_memoised_function_called_with_symbolic_sizes_is_traced_through():
+    # as in TorchDynamo: its cache would be keyed by values the trace does not have, so the function it wraps is
+    # traced; a call of constants still answers from the cache
+    cnt = CompileCounter()
+    compiled = framejit.compile(_flat_prefix, backend=cnt)
+    for n in (4, 6, 8, 10, 12, 14, 6, 5):
+        x = torch.randn(n, 3)
+        assert same(compiled(x), _flat_prefix(x))
+    assert cnt.frame_count == 2  # static, then symbolic: no break, no recompile per size
+    explained = framejit.explain(_flat_prefix)(torch.randn(7, 3))
+    assert explained.graph_break_count == 0
+
+
+class _Scaler:
+    @functools.lru_cache
+    def scaled(self, t):
+        return t * 3
+
+
+def test_a_memoised_method_called_with_a_tensor_is_traced_through():
+    scaler = _Scaler()
+
+    def fn(x):
+        return scaler.scaled(x) + 1
+
+    x = torch.randn(4)
+    assert same(run_fullgraph(fn, x), x * 3 + 1)
+    assert _Scaler.scaled.cache_info().currsize == 0  # the trace did not fill the cache with a fake tensor
+
+
+_c_memoised = functools.lru_cache(maxsize=None)(len)
+
+
+def test_a_memoised_builtin_called_with_a_tensor_is_a_break_with_the_reason():
+    def fn(x):
+        return x * _c_memoised(x)
+
+    x = torch.randn(4)
+    explained = framejit.explain(fn)(x)
+    [reason] = [b.reason for b in explained.break_reasons]
+    assert reason.startswith("an lru_cache'd function that wraps no Python function called with TensorVariable(x")
+    assert same(framejit.compile(fn, backend="eager")(x), x * 4)
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_a_tensor_the_graph_computes_made_a_leaf_that_requires_grad(backend):
     # the graph hands the tensor out, Python makes it a leaf, and the rest of the frame takes it as an input: a
