@@ -404,7 +404,7 @@ def call_python_object(tx: Tracer, value: Any, args: Sequence[Variable], kwargs:
     ):  # cls.__subclasses__(): guarded on the answer (a class may be added)
         subclasses = value()
         tx.output.guards.add_query(type.__subclasses__, (value.__self__,), subclasses)
-        return ListVariable([tx.wrap(c, None) for c in subclasses])
+        return ListVariable([tx.wrap(c, ConstSource(c)) for c in subclasses])  # (guarded by the query)
     if is_numpy_number_function(value) and isinstance(value, type) and len(args) == 1 and not kwargs:
         from framejit.variables.numpy_arrays import NumpyArrayVariable, scalar_type_call
 

@@ -263,3 +263,52 @@ def test_not_equal_inverts_a_python_eq_and_plain_objects_compare_by_identity():
     x = torch.ones(3)
     args = (Num(x), Num(x[:2]), Square(1), Square(1))
     assert_equal(run_fullgraph(fn, x, *args), fn(x, *args))
+
+
+class _Backend:
+    """A registry filled lazily, on first use, with instances of the subclasses found by __subclasses__() (as
+    einops finds its tensor backends)."""
+
+    name = "?"
+
+    def scale(self, x):
+        return x
+
+
+class _TorchBackend(_Backend):
+    name = "torch"
+
+    def __init__(self):
+        self.factor = _FACTOR  # (a global of the class's module)
+
+    def scale(self, x):
+        return x * self.factor
+
+
+_loaded: dict = {}
+_FACTOR = 3.0
+
+
+def _backend_for(x):
+    if "torch" not in _loaded:
+        for cls in _Backend.__subclasses__():
+            backend = cls()
+            _loaded[backend.name] = backend
+    return _loaded["torch"]
+
+
+def test_a_subclass_found_by_subclasses_is_made_in_the_trace_and_registered():
+    _loaded.clear()
+
+    def fn(x):
+        return _backend_for(x).scale(x).sin()
+
+    x = torch.randn(4)
+    counter = CompileCounter()
+    got = framejit.compile(fn, backend=counter)(x)
+    assert counter.frame_count == 1 and counter.op_count == 2  # one graph, no break at the lazy first use
+    assert_equal(got, (x * 3.0).sin())
+    backend = _loaded["torch"]
+    assert type(backend) is _TorchBackend and backend.factor == 3.0  # the registry write happened, with the object
+    assert_equal(framejit.compile(fn, backend=counter)(x), (x * 3.0).sin())
+    assert _loaded["torch"] is backend
