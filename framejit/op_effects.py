@@ -13,6 +13,23 @@ from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 from torch.multiprocessing.reductions import StorageWeakRef
 
+# each in-place operator (`a += b`) and the operator it falls back to where the left side has no in-place form
+OUT_OF_PLACE = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod,
+    operator.ipow: operator.pow,
+    operator.imatmul: operator.matmul,
+    operator.iand: operator.and_,
+    operator.ior: operator.or_,
+    operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift,
+}
+
 
 def op_name(target: Any) -> str:
     """The name of a call's target: a method's name, a function's `__name__` ("" for what has none)."""

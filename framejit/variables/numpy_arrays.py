@@ -25,6 +25,7 @@ import torch
 from framejit import numpy_graph_ops
 from framejit.contracts import Emitter, Tracer
 from framejit.exc import BreakCode, unsupported
+from framejit.op_effects import OUT_OF_PLACE
 from framejit.sources import FromNumpySource, Source
 from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable
@@ -77,22 +78,7 @@ _WRITING_FUNCTIONS = frozenset({"copyto", "put", "place", "putmask", "fill_diago
 _DATA_METHODS = frozenset(
     {"item", "tolist", "tobytes", "tostring", "__bool__", "__int__", "__float__", "__index__", "__array__"}
 )
-_OUT_OF_PLACE = {
-    operator.iadd: operator.add,
-    operator.isub: operator.sub,
-    operator.imul: operator.mul,
-    operator.itruediv: operator.truediv,
-    operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod,
-    operator.ipow: operator.pow,
-    operator.imatmul: operator.matmul,
-    operator.iand: operator.and_,
-    operator.ior: operator.or_,
-    operator.ixor: operator.xor,
-    operator.ilshift: operator.lshift,
-    operator.irshift: operator.rshift,
-}
-_IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.delitem, *_OUT_OF_PLACE})
+_IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.delitem, *OUT_OF_PLACE})
 
 
 def _numpy() -> Any:
@@ -499,7 +485,7 @@ def numpy_operator_call(tx: Tracer, fn: Callable[..., Any], args: list[Variable]
         target = args[0]
         if fn is not operator.setitem and not (isinstance(target, NumpyArrayVariable) and not target.scalar):
             # a numpy scalar (or a number) is immutable: `s += a` is `s = s + a`
-            return numpy_operator_call(tx, _OUT_OF_PLACE[fn], args)
+            return numpy_operator_call(tx, OUT_OF_PLACE[fn], args)
         if any(isinstance(a, TensorVariable) for a in args):
             unsupported(f"operator.{fn.__name__} between a numpy array and a torch tensor", BreakCode.NUMPY)
         if fn is operator.delitem:

@@ -13,6 +13,7 @@ import torch
 
 from framejit.contracts import GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
+from framejit.op_effects import OUT_OF_PLACE
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, UnreadableArg, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import ListVariable, TupleVariable, BaseListVariable
@@ -95,8 +96,8 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     if fn is operator.getitem:
         return _getitem(tx, args[0], args[1])
     if _has_tensor(args):
-        if fn in _OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
-            fn = _OUT_OF_PLACE[fn]  # `b += t` with an immutable b (an int) is `b = b + t`
+        if fn in OUT_OF_PLACE and not isinstance(args[0], TensorVariable):
+            fn = OUT_OF_PLACE[fn]  # `b += t` with an immutable b (an int) is `b = b + t`
         result = tx.output.call_graph_op(tx, "call_function", fn, args, {})
         numpy_type = numpy_result_type(fn, args)
         if numpy_type is not None:
@@ -155,9 +156,9 @@ def _python_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -
     """An operator on an object whose class defines it in Python: the method is traced, then the reflected one
     on the other operand if the first gives NotImplemented (as Python does); `a += b` tries a.__iadd__ first and
     falls back to `a + b`. None if neither is Python code."""
-    if fn in _OUT_OF_PLACE:
-        result = _call_dunder(tx, args[0], "__i" + _DUNDERS[_OUT_OF_PLACE[fn]][0][2:], args[1:])
-        return result if result is not None else _python_operator(tx, _OUT_OF_PLACE[fn], args)
+    if fn in OUT_OF_PLACE:
+        result = _call_dunder(tx, args[0], "__i" + _DUNDERS[OUT_OF_PLACE[fn]][0][2:], args[1:])
+        return result if result is not None else _python_operator(tx, OUT_OF_PLACE[fn], args)
     names = _DUNDERS.get(fn)
     if names is None:
         return None
@@ -179,7 +180,7 @@ def _dunder_operators() -> dict[str, tuple[Callable[..., Any], bool]]:
         table[name] = (fn, False)
         if reflected is not None and reflected not in table and fn not in _COMPARISONS:
             table[reflected] = (fn, True)
-    for in_place, fn in _OUT_OF_PLACE.items():
+    for in_place, fn in OUT_OF_PLACE.items():
         table["__i" + _DUNDERS[fn][0][2:]] = (in_place, False)
     return table
 
@@ -249,23 +250,6 @@ def _call_dunder(tx: Tracer, obj: Variable, name: str, rest: list[Variable]) -> 
     return None if result.is_python_constant() and result.as_python_constant() is NotImplemented else result
 
 
-_OUT_OF_PLACE = {
-    operator.iadd: operator.add,
-    operator.isub: operator.sub,
-    operator.imul: operator.mul,
-    operator.itruediv: operator.truediv,
-    operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod,
-    operator.ipow: operator.pow,
-    operator.imatmul: operator.matmul,
-    operator.iand: operator.and_,
-    operator.ior: operator.or_,
-    operator.ixor: operator.xor,
-    operator.ilshift: operator.lshift,
-    operator.irshift: operator.rshift,
-}
-
-
 _DUNDER_OPERATORS = _dunder_operators()
 
 
@@ -290,7 +274,7 @@ def _set_operator(tx: Tracer, fn: Callable[..., Any], a: SetVariable, b: SetVari
     if fn in _SET_INPLACE and a.py_type is set and not from_view:
         a.call_method(tx, _SET_INPLACE[fn], [b], {})
         return a
-    fn = _OUT_OF_PLACE.get(fn, fn)
+    fn = OUT_OF_PLACE.get(fn, fn)
     if fn not in _SET_LIKE:
         unsupported(f"operator {fn.__name__} on sets", BreakCode.OPERATOR)
     result = fn(a.as_real_set(), b.as_real_set())

@@ -2,7 +2,8 @@
 
 `run_checks(module, names)` starts the ranks once; each rank runs every named check (a function of the module
 taking the rank) and records "ok" or the failure. A test then asserts its own check passed on both ranks, so a
-module's checks share one start of the processes.
+module's checks share one start of the processes: a test module ends with
+`results, test_on_two_ranks = two_rank_tests(__name__)`.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 import socket
 import tempfile
 import time
 import traceback
 from typing import Any
 
+import pytest
 import torch.multiprocessing as mp
 
 WORLD_SIZE = 2
@@ -76,3 +79,19 @@ def run_checks(module_name: str, names: list[str], timeout_s: float = 150.0) -> 
             with open(path) as f:
                 per_rank.append(json.load(f))
     return {name: [r.get(name, f"rank {i} did not report") for i, r in enumerate(per_rank)] for name in names}
+
+
+def two_rank_tests(module_name: str, timeout_s: float = 150.0) -> tuple[Any, Any]:
+    """(the module-scoped fixture that runs the module's `check_*` functions on the ranks, the test of each)."""
+    checks = sorted(name for name in vars(sys.modules[module_name]) if name.startswith("check_"))
+
+    @pytest.fixture(scope="module")
+    def results() -> dict[str, list[Any]]:
+        return run_checks(module_name, checks, timeout_s)
+
+    @pytest.mark.parametrize("check", checks)
+    def test_on_two_ranks(results: dict[str, list[Any]], check: str) -> None:
+        for rank, outcome in enumerate(results[check]):
+            assert outcome == "ok", f"rank {rank}:\n{outcome}"
+
+    return results, test_on_two_ranks

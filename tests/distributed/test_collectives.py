@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import warnings
 
-import pytest
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
 import framejit
-from tests.distributed.ranks import run_checks
+from tests.distributed.ranks import two_rank_tests
 
 BACKENDS = ("eager", "aot_eager")
 
@@ -116,15 +115,4 @@ def check_async_op_breaks_with_its_reason(rank: int) -> None:
     _same(expected, framejit.compile(fn, backend="eager")(make()))
 
 
-CHECKS = [name for name in dir() if name.startswith("check_")]
-
-
-@pytest.fixture(scope="module")
-def results():
-    return run_checks(__name__, CHECKS)
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_on_two_ranks(results, check):
-    for rank, outcome in enumerate(results[check]):
-        assert outcome == "ok", f"rank {rank}:\n{outcome}"
+results, test_on_two_ranks = two_rank_tests(__name__)

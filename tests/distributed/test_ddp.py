@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 import torch
 import torch.nn as nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -14,7 +13,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import framejit
-from tests.distributed.ranks import run_checks
+from tests.distributed.ranks import two_rank_tests
 
 WIDTH = 64
 LAYER_BYTES = (WIDTH * WIDTH + WIDTH) * 4  # one Linear(64, 64)'s weight and bias
@@ -163,15 +162,4 @@ def check_buckets_reduce_before_the_backward_ends(rank: int) -> None:
     assert whole.index("launch") > max(i for i, e in enumerate(whole) if e == "mm"), whole
 
 
-CHECKS = [name for name in dir() if name.startswith("check_")]
-
-
-@pytest.fixture(scope="module")
-def results():
-    return run_checks(__name__, CHECKS)
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_on_two_ranks(results, check):
-    for rank, outcome in enumerate(results[check]):
-        assert outcome == "ok", f"rank {rank}:\n{outcome}"
+results, test_on_two_ranks = two_rank_tests(__name__)

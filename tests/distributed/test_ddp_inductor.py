@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.distributed.ranks import run_checks
+from tests.distributed.ranks import two_rank_tests
 from tests.distributed.test_ddp import _pair, _train_side_by_side
 
 import framejit
@@ -21,15 +21,4 @@ def check_inductor_pieces_train_as_eager(rank: int) -> None:
     _train_side_by_side(rank, eager, compiled, steps=2)
 
 
-CHECKS = [name for name in dir() if name.startswith("check_")]
-
-
-@pytest.fixture(scope="module")
-def results():
-    return run_checks(__name__, CHECKS, timeout_s=600)
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_on_two_ranks(results, check):
-    for rank, outcome in enumerate(results[check]):
-        assert outcome == "ok", f"rank {rank}:\n{outcome}"
+results, test_on_two_ranks = two_rank_tests(__name__, timeout_s=600)

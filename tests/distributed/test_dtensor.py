@@ -3,13 +3,12 @@ Python (equal to eager), and each break names DTensor and the method."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 
 import framejit
-from tests.distributed.ranks import WORLD_SIZE, run_checks
+from tests.distributed.ranks import WORLD_SIZE, two_rank_tests
 
 
 def check_dtensor_methods_break_naming_them_and_match_eager(rank: int) -> None:
@@ -45,15 +44,4 @@ def check_dtensor_methods_break_naming_them_and_match_eager(rank: int) -> None:
     assert DTensor not in seen
 
 
-CHECKS = [name for name in dir() if name.startswith("check_")]
-
-
-@pytest.fixture(scope="module")
-def results():
-    return run_checks(__name__, CHECKS)
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_on_two_ranks(results, check):
-    for rank, outcome in enumerate(results[check]):
-        assert outcome == "ok", f"rank {rank}:\n{outcome}"
+results, test_on_two_ranks = two_rank_tests(__name__)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 import torch
 import torch.nn as nn
 from torch._dynamo.testing import CompileCounter
 from torch.distributed.fsdp import fully_shard
 
 import framejit
-from tests.distributed.ranks import run_checks
+from tests.distributed.ranks import two_rank_tests
 
 
 class Block(nn.Module):
@@ -126,15 +125,4 @@ def check_root_only_fully_shard_compiles_as_torch_compile(rank: int) -> None:
     assert len(graphs) == counter.frame_count == 2, (len(graphs), counter.frame_count)
 
 
-CHECKS = [name for name in dir() if name.startswith("check_")]
-
-
-@pytest.fixture(scope="module")
-def results():
-    return run_checks(__name__, CHECKS)
-
-
-@pytest.mark.parametrize("check", CHECKS)
-def test_on_two_ranks(results, check):
-    for rank, outcome in enumerate(results[check]):
-        assert outcome == "ok", f"rank {rank}:\n{outcome}"
+results, test_on_two_ranks = two_rank_tests(__name__)
