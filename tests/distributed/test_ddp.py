@@ -5,6 +5,7 @@ outputs, losses, every gradient, and the parameters after several optimizer step
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 import torch.nn as nn
@@ -13,6 +14,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import framejit
+from framejit.exc import NothingCompiledWarning
 from tests.distributed.ranks import two_rank_tests
 
 WIDTH = 64
@@ -116,6 +118,18 @@ def check_inference_in_pieces(rank: int) -> None:
         for _ in range(3):
             torch.testing.assert_close(compiled(x), eager(x))
     torch.testing.assert_close(compiled.eval()(x), eager.eval()(x))
+
+
+def check_ddp_of_torch_modules_alone_says_nothing_compiled(rank: int) -> None:
+    """DDP's forward and nn.Sequential's are torch internals: no graph (as under torch.compile), and it is said."""
+    sequential = DDP(nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh()))
+    x = torch.randn(4, WIDTH)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = framejit.compile(sequential, backend="eager")(x)
+    said = [str(w.message) for w in caught if issubclass(w.category, NothingCompiledWarning)]
+    assert len(said) == 1 and "DistributedDataParallel.forward" in said[0], said
+    torch.testing.assert_close(out, sequential(x))
 
 
 class _MatmulLog(TorchDispatchMode):
