@@ -21,7 +21,9 @@ import torch
 
 from framejit.contracts import OPAQUE_EFFECTS_META, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
+from framejit.variables.autograd_args import ApplyArguments
 from framejit.variables.autograd_ctx import AutogradCtxVariable
+from framejit.variables.autograd_writes import check_argument_writes, made_values_written
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BaseListVariable, ListVariable, TupleVariable
@@ -33,13 +35,21 @@ class Reading(NamedTuple):
 
     refusal: str | None  # why AOTAutograd must not trace through it in a training graph (None: it may)
     opaque_effects: bool  # its forward draws random numbers or writes into a tensor from before it
+    made: list  # [(Variable, path)]: what the forward made and wrote into its arguments (autograd_writes.py)
+    out: Variable | None  # what the forward returned, as read
 
 
 def speculate(
-    tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable], training: bool
+    tx: Tracer,
+    cls_var: Variable,
+    args: Sequence[Variable],
+    kwargs: dict[str, Variable],
+    training: bool,
+    arguments: ApplyArguments,
 ) -> Reading:
     """Read the forward and, in training, the backward of `cls_var`'s Function called with args/kwargs, then
-    forget what was traced. Raises Unsupported (a graph break at the call) where the call cannot be a graph op."""
+    forget what was traced, except the forward's writes into its arguments (autograd_writes.py). Raises
+    Unsupported (a graph break at the call) where the call cannot be a graph op."""
     cls = cls_var.as_python_constant()
     name = cls.__qualname__
     graph = tx.output.graph  # type: ignore[attr-defined]
@@ -56,12 +66,16 @@ def speculate(
             out = _forward(tx, cls_var, ctx, bound)
         except Unsupported as e:
             unsupported(f"the forward of autograd.Function {name} cannot be traced: {e.msg}", e.code)
-        if log.wrote_older_state(mark.checkpoint, tensors=False) or log.reported_since(mark):
+        if log.reported_since(mark):
             unsupported(
-                f"the forward of autograd.Function {name} has Python side effects (it writes state from before "
-                "it, warns or logs): the call runs as Python",
+                f"the forward of autograd.Function {name} warns or logs: the call runs as Python",
                 BreakCode.SIDE_EFFECT,
             )
+        keeps_writes = log.wrote_older_state(mark.checkpoint, tensors=False)
+        if keeps_writes:
+            check_argument_writes(tx, name, mark, arguments)
+            made = made_values_written(tx, arguments, set(graph.nodes) - nodes_before, mark.checkpoint[1])
+        forward_mark = log.speculation()
         _check_outputs(name, out)
         if any(_metadata(t.example) != meta for t, _, _, meta in held):
             unsupported(
@@ -78,13 +92,14 @@ def speculate(
         for node in reversed(list(graph.nodes)):
             if node not in nodes_before and node.op not in ("placeholder", "get_attr"):
                 graph.erase_node(node)
-    if not log.forgettable_since(mark):
+    kept = forward_mark if keeps_writes else mark
+    if not log.forgettable_since(kept):
         unsupported(
             f"the backward of autograd.Function {name} changes a list, dict or iterator from before the call",
             BreakCode.SIDE_EFFECT,
         )
-    log.forget_since(mark)
-    return Reading(refusal, random or writes)
+    log.forget_since(kept)
+    return Reading(refusal, random or writes, made if keeps_writes else [], out)
 
 
 def tensor_args(values: Sequence[Variable]) -> list[Any]:

@@ -1,0 +1,312 @@
+"""torch.autograd.Function calls given objects (dataclasses, modules, lists and dicts of tensors) and forwards that
+write into what they were given: one graph, outputs and gradients equal eager's, each write made once per call."""
+
+import copy
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+import framejit
+from framejit.testing import CompileCounterWithBackend
+from tests.helpers import assert_equal
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+def _tensors(value, depth=0):
+    """Every tensor reachable from value through lists, tuples, dicts and instance dicts."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v, depth + 1)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v, depth + 1)]
+    if isinstance(value, torch.nn.Module):
+        return list(value.parameters()) + [v for v in vars(value).values() if isinstance(v, torch.Tensor)]
+    if hasattr(value, "__dict__"):
+        return _tensors(vars(value), depth + 1)
+    return []
+
+
+def _grads(inputs):
+    return [None if t.grad is None else t.grad.clone() for t in _tensors(inputs)]
+
+
+def check(fn, make_inputs, backend, graphs=1, calls=1):
+    """fn under fullgraph and `backend` against eager, each on its own copy of the inputs: outputs, then the gradients
+    of every tensor reached from the inputs after a backward of the outputs' sum."""
+    cnt = CompileCounterWithBackend(backend)
+    compiled = framejit.optimize(cnt, nopython=True)(fn)
+    eager_inputs = make_inputs()
+    compiled_inputs = copy.deepcopy(eager_inputs)
+    for _ in range(calls):
+        expected, actual = fn(*eager_inputs), compiled(*compiled_inputs)
+        assert_equal(actual, expected)
+        for out, inputs in ((expected, eager_inputs), (actual, compiled_inputs)):
+            loss = sum(t.sum() for t in _tensors(out) if t.requires_grad)
+            if isinstance(loss, torch.Tensor):
+                loss.backward()
+        for a, e in zip(_grads(compiled_inputs), _grads(eager_inputs)):
+            assert (a is None) == (e is None)
+            if e is not None:
+                assert torch.allclose(a, e)
+    assert cnt.frame_count == graphs
+    return compiled_inputs, eager_inputs
+
+
+@dataclass
+class Scales:
+    offset: float
+    weight: torch.Tensor
+    bias: torch.Tensor
+
+
+class ScaleBy(torch.autograd.Function):
+    """Reads tensors inside an object it is given, and keeps the object on ctx for backward."""
+
+    @staticmethod
+    def forward(ctx, x, scales, y):
+        ctx.scales = scales
+        return x * scales.weight + scales.bias * y + scales.offset
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scales.weight * 2, None, grad * ctx.scales.bias
+
+
+def _scale_inputs():
+    return (
+        torch.randn(3, requires_grad=True),
+        Scales(0.5, torch.randn(3, requires_grad=True), torch.randn(3)),
+        torch.randn(3, requires_grad=True),
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dataclass_argument_is_one_graph_and_its_tensors_get_no_gradient(backend):
+    compiled_inputs, _ = check(lambda x, s, y: ScaleBy.apply(x, s, y), _scale_inputs, backend, calls=2)
+    assert compiled_inputs[1].weight.grad is None  # apply does not see tensors inside objects, as in eager
+
+
+def test_a_new_tensor_in_the_same_object_is_read_at_the_next_call():
+    cnt = CompileCounterWithBackend("eager")
+    compiled = framejit.optimize(cnt, nopython=True)(lambda x, s, y: ScaleBy.apply(x, s, y))
+    x, scales, y = _scale_inputs()
+    compiled(x, scales, y)
+    scales.weight = torch.randn(3)
+    scales.bias.mul_(3)
+    assert_equal(compiled(x, scales, y), ScaleBy.apply(x, scales, y))
+    other = Scales(0.5, torch.randn(3), torch.randn(3))  # another object: the node stands in for one by identity
+    assert_equal(compiled(x, other, y), ScaleBy.apply(x, other, y))
+    assert cnt.frame_count == 3  # the new weight does not require grad; the other object is another
+
+
+class Blend(torch.autograd.Function):
+    """Takes a list and a dict of tensors."""
+
+    @staticmethod
+    def forward(ctx, x, pair, table):
+        ctx.save_for_backward(pair[0])
+        return x * pair[0] + pair[1] * table["w"] - table["b"]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (first,) = ctx.saved_tensors
+        return grad * first, None, None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lists_and_dicts_of_tensors_as_arguments(backend):
+    def make():
+        return (
+            torch.randn(4, requires_grad=True),
+            [torch.randn(4, requires_grad=True), torch.randn(4)],
+            {"w": torch.randn(4), "b": torch.randn(4, requires_grad=True)},
+        )
+
+    check(lambda x, pair, table: Blend.apply(x, pair, table), make, backend)
+
+
+class Shift(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gain = 3
+        self.table = torch.randn(4, 4)
+        self.weight = torch.nn.Parameter(torch.randn(4, 4))
+
+
+@dataclass
+class Batch:
+    count: int
+    values: torch.Tensor
+
+
+class ModuleAndData(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, module, batch, x):
+        out = module.gain + module.table * batch.count * batch.values + module.weight
+        return out + x, batch.values + x
+
+    @staticmethod
+    def backward(ctx, g_out, g_values):
+        return None, None, g_out * 4 + g_values
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_module_and_a_dataclass_as_arguments(backend):
+    module = Shift()
+
+    def fn(batch, x):
+        y, values = ModuleAndData.apply(module, batch, x)
+        return x + y + values
+
+    check(fn, lambda: (Batch(5, torch.randn(4, 4)), torch.randn(4, 4, requires_grad=True)), backend, calls=2)
+    assert module.weight.grad is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dataclass_made_in_the_frame(backend):
+    def fn(x, w, b):
+        return ScaleBy.apply(x, Scales(1.5, w, b), x.cos())
+
+    check(fn, lambda: (torch.randn(3, requires_grad=True), torch.randn(3), torch.randn(3)), backend)
+
+
+class AppendsToWhatItIsGiven(torch.autograd.Function):
+    """Appends a tensor it made to a list it is given, and keeps another on an object it is given."""
+
+    @staticmethod
+    def forward(ctx, x, seen, box):
+        made = x.sin()
+        seen.append(made)
+        box.last = made * 2
+        box.history.append(x.sum())
+        return x.cos(), x * 2
+
+    @staticmethod
+    def backward(ctx, g_cos, g_double):
+        return g_cos + g_double, None, None
+
+
+class Box:
+    def __init__(self):
+        self.last = None
+        self.history = []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_into_a_local_list_and_an_object_happen_once_per_call(backend):
+    def fn(x, box):
+        seen = []
+        cos, double = AppendsToWhatItIsGiven.apply(x, seen, box)
+        return cos + double, seen[0], len(seen), box.last + 1
+
+    # (the lists from outside grow, and their lengths are guarded, as in code without a Function: one graph a call)
+    compiled, eager = check(fn, lambda: (torch.randn(3, requires_grad=True), Box()), backend, graphs=3, calls=3)
+    assert_equal(compiled[1].last, eager[1].last)
+    assert_equal(compiled[1].history, eager[1].history)  # three calls, three items
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_list_from_outside_grows_by_one_per_call(backend):
+    def fn(x, seen, box):
+        cos, _ = AppendsToWhatItIsGiven.apply(x, seen, box)
+        return cos * seen[-1]
+
+    compiled, eager = check(fn, lambda: (torch.randn(3, requires_grad=True), [], Box()), backend, graphs=3, calls=3)
+    assert len(compiled[1]) == len(eager[1]) == 3
+    assert_equal(compiled[1], eager[1])
+
+
+class Counts(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, counter):
+        counter.calls += 1
+        return x * counter.calls
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class Counter:
+    def __init__(self):
+        self.calls = 0
+
+
+def test_an_attribute_written_in_forward_is_written_once():
+    compiled, eager = check(lambda x, c: Counts.apply(x, c), lambda: (torch.randn(3), Counter()), "eager")
+    assert compiled[1].calls == eager[1].calls == 1
+
+
+class AliasedLists(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, first, second):
+        first.append(x + 1)
+        return x * len(second)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, None
+
+
+def test_one_list_given_twice_is_one_list_in_the_forward():
+    def fn(x):
+        items = [x]
+        return AliasedLists.apply(x, items, items), items[1]
+
+    check(fn, lambda: (torch.randn(3, requires_grad=True),), "eager")
+
+
+records = []
+
+
+class AppendsToAGlobal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        records.append(x.detach().sum())
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_a_write_into_a_global_breaks_naming_it_and_happens_once_per_call():
+    records.clear()
+    fn = framejit.compile(lambda x: AppendsToAGlobal.apply(x) + 1, backend="eager")
+    x = torch.randn(3, requires_grad=True)
+    for _ in range(2):
+        assert_equal(fn(x), AppendsToAGlobal.apply(x) + 1)
+    assert len(records) == 4
+    framejit.reset()
+    out = framejit.explain(lambda x: AppendsToAGlobal.apply(x) + 1)(x)
+    assert "the forward of autograd.Function AppendsToAGlobal changes G['records']" in out.break_reasons[0].reason
+
+
+class Slotted:
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+
+class ReadsSlot(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, holder):
+        return x + holder.t
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def test_an_object_the_node_cannot_stand_in_for_breaks_naming_it():
+    x, holder = torch.randn(2, requires_grad=True), Slotted(torch.randn(2))
+    out = framejit.explain(lambda x, h: ReadsSlot.apply(x, h))(x, holder)
+    assert out.graph_break_count == 1
+    assert "ReadsSlot.apply gets UserObjectVariable(Slotted)" in out.break_reasons[0].reason
+    assert_equal(framejit.compile(lambda x, h: ReadsSlot.apply(x, h))(x, holder), ReadsSlot.apply(x, holder))
