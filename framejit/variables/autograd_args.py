@@ -47,6 +47,10 @@ class ApplyArguments:
         self.kwargs: dict[str, Spec] = {}
         self.held: dict[int, tuple[Variable, tuple]] = {}  # id(container or object Variable) -> (it, its path)
 
+    def direct_leaves(self) -> tuple[int, ...]:
+        """The positions among the leaves of the tensors apply gets as arguments of its own."""
+        return tuple(s[1] for s in (*self.args, *self.kwargs.values()) if s[0] == "leaf")
+
     def rebuild(self, leaves: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
         memo: dict[int, Any] = {}
         return [_build(s, leaves, memo) for s in self.args], {

@@ -11,6 +11,7 @@ import torch
 from framejit import policy
 from framejit.contracts import (
     AUTOGRAD_FUNCTION_APPLY_META,
+    AUTOGRAD_FUNCTION_INPUTS_META,
     AUTOGRAD_FUNCTION_REFUSAL_META,
     OPAQUE_EFFECTS_META,
     Tracer,
@@ -126,6 +127,7 @@ class AutogradApplyVariable(Variable):
         for node in tx.output.graph.nodes:  # type: ignore[attr-defined]
             if node.target is target:
                 node.meta[AUTOGRAD_FUNCTION_APPLY_META] = name
+                node.meta[AUTOGRAD_FUNCTION_INPUTS_META] = arguments.direct_leaves()
                 if reading.refusal is not None:
                     node.meta[AUTOGRAD_FUNCTION_REFUSAL_META] = reading.refusal
                 if reading.opaque_effects:

@@ -4,8 +4,9 @@ whether AOTAutograd may trace through it.
 
 The graph node calls the real `apply` (autograd_function.py), so a graph that runs as its torch ops is eager's
 program. Reading the forward first guards what it reads (a global, the class's methods) and finds Python side
-effects: a forward that writes state from before it (a list it was given, a global, an attribute), warns, logs or
-returns an object holding tensors is a graph break, since the call cannot be a graph op then. Reading the backward
+effects: its writes into its arguments are kept (autograd_writes.py); a forward that writes other state from before
+it (a global, an object it was not given), warns, logs or returns an object holding tensors is a graph break, since
+the call cannot be a graph op then. Reading the backward
 finds what AOTAutograd, which traces forward and backward once into its own graph, would get wrong: Python side
 effects and data-dependent code in backward, a None gradient (AOTAutograd gives zeros), set_materialize_grads(False)
 (AOTAutograd materializes), gradient strides read (AOTAutograd's are contiguous), writes into inputs. A training
