@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import types
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import torch
 
@@ -30,12 +30,22 @@ from framejit.variables.user_object import NewObjectVariable, UserObjectVariable
 
 _DEPTH = 4  # how deep objects and containers inside arguments are rebuilt
 _MODULE_PARTS = ("_parameters", "_buffers", "_modules")
+_HEAPTYPE = 1 << 9  # a class statement's class, not one written in C
 
 # A spec says how one argument is rebuilt from the node's tensor arguments (`leaves`):
 #   ("leaf", i) | ("const", value) | ("seq", type, key, [spec]) | ("map", type, key, [(k, spec)])
 #   ("obj", cls, template | None, key, {name: spec}, {part: {name: spec}})
 # `key` names one container or object: two places holding it get one rebuilt value.
 Spec = tuple
+
+
+class LiveState(NamedTuple):
+    """A list, dict or object from outside that the forward writes into, reached from a global."""
+
+    var: Variable
+    value: Any  # the real one (guarded by identity)
+    before: Any  # what the trace held in it when the call started, where the trace had changed it: items (a list),
+    # (key, item) pairs (a dict), {name: value} (an object's attributes); None where it holds what it held
 
 
 class ApplyArguments:
@@ -46,10 +56,61 @@ class ApplyArguments:
         self.args: list[Spec] = []
         self.kwargs: dict[str, Spec] = {}
         self.held: dict[int, tuple[Variable, tuple]] = {}  # id(container or object Variable) -> (it, its path)
+        # lists, dicts and objects from outside the forward writes into, reached from globals (autograd_writes.py)
+        self.live: list[LiveState] = []
+        self.installs: list[Spec | None] = []  # for each, what the trace holds in it when the call starts
 
     def direct_leaves(self) -> tuple[int, ...]:
         """The positions among the leaves of the tensors apply gets as arguments of its own."""
         return tuple(s[1] for s in (*self.args, *self.kwargs.values()) if s[0] == "leaf")
+
+    def describe_live_state(self, tx: Tracer, name: str) -> None:
+        """What the node puts in each live list, dict or object before the real forward runs: what the trace held
+        in it when the call started (the graph's earlier calls have not written it yet at run time)."""
+        for live in self.live:
+            before, path = live.before, (("live", 0),)
+            if before is None:
+                self.installs.append(None)
+            elif isinstance(live.value, list):
+                items = [_describe(tx, name, v, self, path, 1) for v in before]
+                self.installs.append(("seq", list, id(before), items))
+            elif isinstance(live.value, dict):
+                self.installs.append(
+                    ("map", dict, id(before), [(k, _describe(tx, name, v, self, path, 1)) for k, v in before])
+                )
+            else:
+                self.installs.append(("attrs", {n: _describe(tx, name, v, self, path, 1) for n, v in before.items()}))
+
+    def enter_live_state(self, leaves: Sequence[Any]) -> Any:
+        """Put in the live lists, dicts and objects what the trace held in them when the call started; calling
+        the result puts back what they held before. (The forward's writes there are the replay's to make, after
+        the graph: the trace keeps them.)"""
+        saved = [
+            (v, list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else dict(v.__dict__))
+            for v in (live.value for live in self.live)
+        ]
+        memo: dict[int, Any] = {}
+        for live, spec in zip(self.live, self.installs):
+            if spec is None:
+                continue
+            if spec[0] == "attrs":
+                live.value.__dict__.update((n, _build(s, leaves, memo)) for n, s in spec[1].items())
+            elif isinstance(live.value, list):
+                list.__setitem__(live.value, slice(None), _build(spec, leaves, memo))
+            else:
+                dict.clear(live.value)
+                dict.update(live.value, _build(spec, leaves, memo))
+
+        def restore() -> None:
+            for value, held in saved:
+                if isinstance(value, list):
+                    list.__setitem__(value, slice(None), held)
+                else:
+                    target = value if isinstance(value, dict) else value.__dict__
+                    dict.clear(target)
+                    dict.update(target, held)
+
+        return restore
 
     def rebuild(self, leaves: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
         memo: dict[int, Any] = {}
@@ -113,7 +174,7 @@ def _describe_object(tx: Tracer, name: str, var: Variable, out: ApplyArguments, 
         or isinstance(var, NewModuleVariable)
         or not isinstance(getattr(real, "__dict__", None), dict)
         or lookup_class_attr(cls, "__slots__")[0] is not None
-        or isinstance(real, (list, dict, set, frozenset, tuple, torch.Tensor))
+        or not all(base.__flags__ & _HEAPTYPE for base in cls.__mro__[:-1])  # object.__new__ cannot make it
     ):
         _refuse(name, var, "an object the node cannot stand in for (no source, slots, or a builtin base)")
     out.held.setdefault(key, (var, path))
@@ -182,10 +243,10 @@ def _build(spec: Spec, leaves: Sequence[Any], memo: dict[int, Any]) -> Any:
     return made
 
 
-def read_path(args: Sequence[Any], kwargs: dict[str, Any], path: tuple) -> Any:
-    """What `path` names among rebuilt arguments (after the forward wrote into them)."""
+def read_path(args: Sequence[Any], kwargs: dict[str, Any], live: list, path: tuple) -> Any:
+    """What `path` names among rebuilt arguments or in live state (after the forward wrote into them)."""
     (kind, first), rest = path[0], path[1:]
-    value = args[first] if kind == "arg" else kwargs[first]
+    value = args[first] if kind == "arg" else kwargs[first] if kind == "kw" else live[first].value
     for kind, step in rest:
         if kind == "item":
             value = value[step]

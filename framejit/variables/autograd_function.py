@@ -12,6 +12,7 @@ from framejit import policy
 from framejit.contracts import (
     AUTOGRAD_FUNCTION_APPLY_META,
     AUTOGRAD_FUNCTION_INPUTS_META,
+    AUTOGRAD_FUNCTION_LIVE_WRITES_META,
     AUTOGRAD_FUNCTION_REFUSAL_META,
     OPAQUE_EFFECTS_META,
     Tracer,
@@ -105,6 +106,7 @@ class AutogradApplyVariable(Variable):
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         from framejit.variables.autograd_args import describe
         from framejit.variables.autograd_speculation import Reading, speculate, tensor_args
+        from framejit.variables.autograd_writes import named
 
         name = self.cls.__qualname__
         arguments = describe(tx, name, args, kwargs)
@@ -117,6 +119,7 @@ class AutogradApplyVariable(Variable):
             reading = speculate(tx, cls_var, args, kwargs, training, arguments)
         outputs = _output_count(name, reading)
         target = _apply_of(self.cls, arguments, [path for _, path in reading.made], outputs)
+        arguments.describe_live_state(tx, name)
         try:
             result = tx.output.call_graph_op(tx, "call_function", target, arguments.leaves, {})
         except Unsupported as e:
@@ -130,8 +133,13 @@ class AutogradApplyVariable(Variable):
                 node.meta[AUTOGRAD_FUNCTION_INPUTS_META] = arguments.direct_leaves()
                 if reading.refusal is not None:
                     node.meta[AUTOGRAD_FUNCTION_REFUSAL_META] = reading.refusal
-                if reading.opaque_effects:
+                if reading.opaque_effects or arguments.live:
                     node.meta[OPAQUE_EFFECTS_META] = True
+                if arguments.live:  # AOTAutograd would run the forward's writes once, when it compiles
+                    live = ", ".join(named(state.var) for state in arguments.live)
+                    node.meta[AUTOGRAD_FUNCTION_LIVE_WRITES_META] = node.meta[AUTOGRAD_FUNCTION_REFUSAL_META] = (
+                        f"the forward of autograd.Function {name} writes into {live} at every call"
+                    )
         if not reading.made:
             return result
         # the tensors the forward wrote into its arguments are the node's last outputs: the Variables the kept
@@ -156,11 +164,16 @@ def _apply_of(cls: type, arguments: Any, made: list[tuple], outputs: int | None)
 
     def apply(*leaves: Any) -> Any:
         args, kwargs = arguments.rebuild(leaves)
-        result = cls.apply(*args, **kwargs)
-        if not made:
-            return result
-        outs = (result,) if outputs is None else tuple(result)
-        return (*outs, *(read_path(args, kwargs, path) for path in made))
+        restore = arguments.enter_live_state(leaves) if arguments.live else None
+        try:
+            result = cls.apply(*args, **kwargs)
+            if not made:
+                return result
+            outs = (result,) if outputs is None else tuple(result)
+            return (*outs, *(read_path(args, kwargs, arguments.live, path) for path in made))
+        finally:
+            if restore is not None:
+                restore()
 
     apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
     return apply

@@ -24,7 +24,7 @@ from framejit.contracts import OPAQUE_EFFECTS_META, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
 from framejit.variables.autograd_args import ApplyArguments
 from framejit.variables.autograd_ctx import AutogradCtxVariable
-from framejit.variables.autograd_writes import check_argument_writes, made_values_written
+from framejit.variables.autograd_writes import check_writes, container_contents, made_values_written
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BaseListVariable, ListVariable, TupleVariable
@@ -57,6 +57,7 @@ def speculate(
     nodes_before = set(graph.nodes)
     log = tx.output.side_effects
     mark = log.speculation()
+    contents = container_contents(log)
     held = [(t, t.node, t.example, _metadata(t.example)) for t in tensor_args([*args, *kwargs.values()])]
     grad_mode = torch.is_grad_enabled()
     try:
@@ -74,7 +75,7 @@ def speculate(
             )
         keeps_writes = log.wrote_older_state(mark.checkpoint, tensors=False)
         if keeps_writes:
-            check_argument_writes(tx, name, mark, arguments)
+            check_writes(tx, name, mark, arguments, contents)
             made = made_values_written(tx, arguments, set(graph.nodes) - nodes_before, mark.checkpoint[1])
         forward_mark = log.speculation()
         _check_outputs(name, out)

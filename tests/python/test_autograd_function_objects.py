@@ -265,26 +265,107 @@ records = []
 
 
 class AppendsToAGlobal(torch.autograd.Function):
+    """Records what it made in a global list, and scales by how many records there are."""
+
     @staticmethod
     def forward(ctx, x):
-        records.append(x.detach().sum())
-        return x * 2
+        records.append(x.detach().sin())
+        ctx.scale = len(records)
+        return x * len(records)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 2
+        return grad * ctx.scale
 
 
-def test_a_write_into_a_global_breaks_naming_it_and_happens_once_per_call():
+def _twice(x):
+    y = AppendsToAGlobal.apply(x) + AppendsToAGlobal.apply(x.cos())
+    return y, records[-1] * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_a_forward_writing_a_global_list_is_one_graph_writing_once_per_call(backend):
     records.clear()
-    fn = framejit.compile(lambda x: AppendsToAGlobal.apply(x) + 1, backend="eager")
+    cnt = CompileCounterWithBackend(backend)
+    compiled = framejit.optimize(cnt, nopython=True)(_twice)
     x = torch.randn(3, requires_grad=True)
-    for _ in range(2):
-        assert_equal(fn(x), AppendsToAGlobal.apply(x) + 1)
-    assert len(records) == 4
-    framejit.reset()
-    out = framejit.explain(lambda x: AppendsToAGlobal.apply(x) + 1)(x)
-    assert "the forward of autograd.Function AppendsToAGlobal changes G['records']" in out.break_reasons[0].reason
+    expected = _twice(x)
+    eager_records = list(records)
+    records.clear()
+    actual = compiled(x)
+    assert_equal(actual, expected)
+    assert_equal(records, eager_records)  # two calls, two items: the forward's own tensors
+    assert records[-1] is not None and cnt.frame_count == 1
+    actual[0].sum().backward()
+    grad = x.grad.clone()
+    x.grad = None
+    expected[0].sum().backward()
+    assert_equal(grad, x.grad)
+
+
+class Ledger:
+    def __init__(self):
+        self.count, self.last, self.table, self.log = 0, None, {}, []
+
+
+LEDGER = Ledger()
+
+
+class KeepsALedger(torch.autograd.Function):
+    """Writes an int and a tensor attribute of a global object, a dict and a list it holds; reads them back."""
+
+    @staticmethod
+    def forward(ctx, x):
+        LEDGER.count += 1
+        LEDGER.last = x * 3
+        LEDGER.table["k"] = x + 1
+        LEDGER.log.append(len(LEDGER.log))
+        return x * LEDGER.count
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def _keeps_ledger(x):
+    LEDGER.log.clear()  # the frame changes the list before the calls: each forward sees what the trace holds
+    LEDGER.log.append(-1)
+    return KeepsALedger.apply(x) + KeepsALedger.apply(x + 1), LEDGER.last, LEDGER.table["k"], list(LEDGER.log)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_into_a_global_object_its_dict_and_list_are_eagers(backend):
+    def state():
+        return [LEDGER.count, LEDGER.last, dict(LEDGER.table), list(LEDGER.log)]
+
+    x = torch.randn(3, requires_grad=True)
+    LEDGER.__init__()
+    expected, expected_state = _keeps_ledger(x), state()
+    LEDGER.__init__()
+    cnt = CompileCounterWithBackend(backend)
+    assert_equal(framejit.optimize(cnt, nopython=True)(_keeps_ledger)(x), expected)
+    assert_equal(state(), expected_state)
+    assert cnt.frame_count == 1
+
+
+def test_a_forward_rebinding_a_global_breaks_naming_it():
+    global BOUND
+    BOUND = 0
+
+    class Rebinds(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            global BOUND
+            BOUND = BOUND + 1
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    out = framejit.explain(lambda x: Rebinds.apply(x))(torch.randn(2))
+    assert "Rebinds rebinds the global 'BOUND': the call runs as Python" in out.break_reasons[0].reason
+    assert BOUND == 1  # the call ran once, as Python
 
 
 class Slotted:
