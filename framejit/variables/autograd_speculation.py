@@ -47,6 +47,7 @@ def speculate(
     kwargs: dict[str, Variable],
     training: bool,
     arguments: ApplyArguments,
+    writes_allowed: bool = True,
 ) -> Reading:
     """Read the forward and, in training, the backward of `cls_var`'s Function called with args/kwargs, then
     forget what was traced, except the forward's writes into its arguments (autograd_writes.py). Raises
@@ -74,6 +75,11 @@ def speculate(
                 BreakCode.SIDE_EFFECT,
             )
         keeps_writes = log.wrote_older_state(mark.checkpoint, tensors=False)
+        if keeps_writes and not writes_allowed:
+            unsupported(
+                f"the forward of autograd.Function {name} writes state from before it, under torch.vmap",
+                BreakCode.SIDE_EFFECT,
+            )
         if keeps_writes:
             check_writes(tx, name, mark, arguments, contents)
             made = made_values_written(tx, arguments, set(graph.nodes) - nodes_before, mark.checkpoint[1])

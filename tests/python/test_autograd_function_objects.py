@@ -391,3 +391,56 @@ def test_an_object_the_node_cannot_stand_in_for_breaks_naming_it():
     assert out.graph_break_count == 1
     assert "ReadsSlot.apply gets UserObjectVariable(Slotted)" in out.break_reasons[0].reason
     assert_equal(framejit.compile(lambda x, h: ReadsSlot.apply(x, h))(x, holder), ReadsSlot.apply(x, holder))
+
+
+class Triple(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, y):
+        return x * 3 + y
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 5, grad  # deliberately not the forward's gradient: eager's backward must run
+
+
+class TripleWithItsOwnRule(Triple):
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, x, y):
+        return x * 2 + y, in_dims[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_of_a_functions_apply_is_one_graph_with_eagers_gradients(backend):
+    def fn(x, y):
+        return torch.vmap(Triple.apply, in_dims=(0, None))(x, y).sin()
+
+    check(fn, lambda: (torch.randn(4, 3, requires_grad=True), torch.randn(3, requires_grad=True)), backend, calls=2)
+
+
+def test_vmap_of_anything_else_breaks_naming_it():
+    x, y = torch.randn(4, 3), torch.randn(3)
+    for fn, expected in (
+        (lambda x, y: torch.vmap(TripleWithItsOwnRule.apply, in_dims=(0, None))(x, y), "has a vmap rule of its own"),
+        (lambda x, y: torch.vmap(lambda a: Triple.apply(a, y))(x), "vmap only of an autograd.Function's apply"),
+    ):
+        framejit.reset()
+        out = framejit.explain(fn)(x, y)
+        assert expected in out.break_reasons[0].reason
+        assert_equal(framejit.compile(fn)(x, y), fn(x, y))
+
+
+def test_torch_func_grad_of_a_compiled_function_calling_a_function():
+    """A compiled frame inside an eager torch.func.grad runs as Python: the transform sees the real Function."""
+    compiled = framejit.compile(lambda x: Triple.apply(x, x))
+    x = torch.randn(3)
+    assert_equal(
+        torch.func.grad(lambda x: compiled(x).sum())(x), torch.func.grad(lambda x: Triple.apply(x, x).sum())(x)
+    )
