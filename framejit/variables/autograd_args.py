@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Sequence
 import torch
 
 from framejit.contracts import Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.guards import GuardKind
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.containers import ListVariable, TupleVariable
@@ -192,13 +192,25 @@ def _describe_object(tx: Tracer, name: str, var: Variable, out: ApplyArguments, 
             continue
         if (module and attr.startswith("_")) or _is_data_descriptor(cls, attr) or not _holds_state(real.__dict__[attr]):
             continue  # module internals (hooks), a name a class property shadows, a function: the live one
-        attrs[attr] = _describe(tx, name, var.var_getattr(tx, attr), out, (*path, ("attr", attr)), depth + 1)
+        try:
+            attrs[attr] = _describe(tx, name, var.var_getattr(tx, attr), out, (*path, ("attr", attr)), depth + 1)
+        except Unsupported:
+            if _holds_tensor(real.__dict__[attr]):
+                raise
+            # (a value the node cannot rebuild, holding no tensor: the live one, as the forward reads it)
     return ("obj", cls, real, key, attrs, parts)
 
 
 def _holds_state(value: Any) -> bool:
     """Whether an attribute's value is data the trace reads (and the stand-in must hold as the trace sees it)."""
     return not isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, type))
+
+
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return any(isinstance(v, torch.Tensor) for v in items)
 
 
 def _is_data_descriptor(cls: type, name: str) -> bool:

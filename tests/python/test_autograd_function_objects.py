@@ -2,6 +2,7 @@
 write into what they were given: one graph, outputs and gradients equal eager's, each write made once per call."""
 
 import copy
+import itertools
 from dataclasses import dataclass
 
 import pytest
@@ -444,3 +445,23 @@ def test_torch_func_grad_of_a_compiled_function_calling_a_function():
     assert_equal(
         torch.func.grad(lambda x: compiled(x).sum())(x), torch.func.grad(lambda x: Triple.apply(x, x).sum())(x)
     )
+
+
+class WithACounter:
+    def __init__(self):
+        self.weight = torch.randn(3)
+        self.ticket = itertools.count()  # the node cannot rebuild it, and need not: the stand-in holds the live one
+
+
+class ReadsWeight(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, holder):
+        return x * holder.weight
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def test_an_object_holding_something_the_node_cannot_rebuild_besides_tensors():
+    check(lambda x, h: ReadsWeight.apply(x, h), lambda: (torch.randn(3, requires_grad=True), WithACounter()), "eager")
