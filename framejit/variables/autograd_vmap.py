@@ -18,9 +18,11 @@ from framejit.contracts import (
     AUTOGRAD_FUNCTION_LIVE_WRITES_META,
     AUTOGRAD_FUNCTION_REFUSAL_META,
     OPAQUE_EFFECTS_META,
+    GuardKind,
     Tracer,
 )
 from framejit.exc import BreakCode, Unsupported, unsupported
+from framejit.sources import AttrSource
 from framejit.variables.autograd_function import AutogradApplyVariable, AutogradFunctionClassVariable
 from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable
@@ -45,6 +47,12 @@ class VmapVariable(KnownValueVariable):
             )
         fn = args[0]
         cls = fn.cls
+        if fn.cls_source is None:
+            unsupported(f"torch.vmap of {cls.__qualname__}.apply, a class made in the trace", BreakCode.OPAQUE_CALL)
+        for attr in ("generate_vmap_rule", "vmap", "setup_context"):  # which rule torch's vmap takes
+            value = getattr(cls, attr, None)
+            kind = GuardKind.EQUALS if attr == "generate_vmap_rule" else GuardKind.ID_MATCH
+            tx.output.guards.add(AttrSource(fn.cls_source, attr), kind, value)
         if not getattr(cls, "generate_vmap_rule", False) or cls.vmap is not torch.autograd.Function.vmap:
             unsupported(
                 f"torch.vmap of autograd.Function {cls.__qualname__}.apply, which has a vmap rule of its own "
