@@ -465,3 +465,31 @@ class ReadsWeight(torch.autograd.Function):
 
 def test_an_object_holding_something_the_node_cannot_rebuild_besides_tensors():
     check(lambda x, h: ReadsWeight.apply(x, h), lambda: (torch.randn(3, requires_grad=True), WithACounter()), "eager")
+
+
+def test_a_vmap_rule_changed_later_recompiles():
+    class Thrice(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 3
+
+    def fn(x):
+        return torch.vmap(Thrice.apply)(x)
+
+    compiled, x = framejit.compile(fn), torch.randn(2, 3)
+    assert_equal(compiled(x), fn(x))
+    Thrice.generate_vmap_rule = False
+    with pytest.raises(RuntimeError, match="does not have vmap support"):  # eager's error, the call run as Python
+        compiled(x)
+    Thrice.vmap = staticmethod(lambda info, in_dims, x: (x * 2, in_dims[0]))
+    assert_equal(compiled(x), x * 2)
