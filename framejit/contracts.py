@@ -64,6 +64,12 @@ MODULE_STATE_META = "framejit_module_state"
 # the meta key of a node calling a torch.autograd.Function's real apply (the Function's name): only its tensor
 # arguments are the Function's inputs (a tensor in a list it gets carries no gradient back)
 AUTOGRAD_FUNCTION_APPLY_META = "framejit_autograd_function_apply"
+# the positions, among such a node's arguments, of the tensors apply gets as arguments of its own (the node also
+# takes the tensors inside the lists and objects it gets, which are no inputs of the Function)
+AUTOGRAD_FUNCTION_INPUTS_META = "framejit_autograd_function_inputs"
+# the meta key of such a node whose forward writes into Python state at every call (a list reached from a global):
+# a graph holding one runs as its torch ops under any grad mode, so that the forward runs at every call
+AUTOGRAD_FUNCTION_LIVE_WRITES_META = "framejit_autograd_function_live_writes"
 # the meta key of a node whose target draws random numbers or writes into tensors from before it though its name
 # does not say so (a torch.autograd.Function's apply): a graph holding one never runs twice (as_eager/rerun.py)
 OPAQUE_EFFECTS_META = "framejit_opaque_effects"

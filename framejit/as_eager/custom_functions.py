@@ -10,7 +10,11 @@ from typing import Any, Callable
 import torch
 
 from framejit import fate
-from framejit.contracts import AUTOGRAD_FUNCTION_REFUSAL_META, OPAQUE_EFFECTS_META
+from framejit.contracts import (
+    AUTOGRAD_FUNCTION_LIVE_WRITES_META,
+    AUTOGRAD_FUNCTION_REFUSAL_META,
+    OPAQUE_EFFECTS_META,
+)
 from framejit.op_effects import AUTOCAST_STATE_TARGETS, RANDOM_OP, node_storage, op_name, writes_into_first_argument
 
 Compile = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
@@ -21,9 +25,12 @@ def custom_function_refusal(gm: torch.fx.GraphModule) -> str | None:
     """Why AOTAutograd must not trace through a torch.autograd.Function this training graph calls (its backward
     has Python side effects, gives None gradients...: variables/autograd_speculation.py, the node's meta), or
     None."""
+    for node in gm.graph.nodes:  # (only calls: a part's input copies the meta of the value it stands for)
+        if node.op == "call_function" and AUTOGRAD_FUNCTION_LIVE_WRITES_META in node.meta:
+            return str(node.meta[AUTOGRAD_FUNCTION_LIVE_WRITES_META])  # (in any grad mode)
     if not torch.is_grad_enabled():
         return None
-    for node in gm.graph.nodes:  # (only calls: a part's input copies the meta of the value it stands for)
+    for node in gm.graph.nodes:
         if node.op == "call_function" and AUTOGRAD_FUNCTION_REFUSAL_META in node.meta:
             return str(node.meta[AUTOGRAD_FUNCTION_REFUSAL_META])
     return None

@@ -9,7 +9,7 @@ from torch._C._autograd import CreationMeta
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from framejit.as_eager.input_writes import autograd_needs_eager_ops
-from framejit.contracts import AUTOGRAD_FUNCTION_APPLY_META
+from framejit.contracts import AUTOGRAD_FUNCTION_APPLY_META, AUTOGRAD_FUNCTION_INPUTS_META
 from framejit.op_effects import (
     AUTOCAST_STATE_TARGETS,
     creation_meta,
@@ -36,8 +36,9 @@ def output_dependencies(graph: torch.fx.Graph) -> tuple[list[frozenset[int]], fr
         if not grad_on or _detaches(node) or _no_grad_value(node):  # no gradient flows through what it makes
             found = frozenset()
         elif AUTOGRAD_FUNCTION_APPLY_META in node.meta:  # a Function's inputs are its tensor arguments alone
+            inputs = [node.args[i] for i in node.meta.get(AUTOGRAD_FUNCTION_INPUTS_META, range(len(node.args)))]
             found = frozenset().union(
-                *(deps.get(a, frozenset()) for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node))
+                *(deps.get(a, frozenset()) for a in (*inputs, *node.kwargs.values()) if isinstance(a, torch.fx.Node))
             )
         else:
             # what it reads, and the writes made before it into the memory it reads (a value computed before a

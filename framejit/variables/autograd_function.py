@@ -3,7 +3,6 @@ the trace read its forward and backward (autograd_speculation.py)."""
 
 from __future__ import annotations
 
-import enum
 import types
 from typing import Any, Sequence
 
@@ -12,6 +11,8 @@ import torch
 from framejit import policy
 from framejit.contracts import (
     AUTOGRAD_FUNCTION_APPLY_META,
+    AUTOGRAD_FUNCTION_INPUTS_META,
+    AUTOGRAD_FUNCTION_LIVE_WRITES_META,
     AUTOGRAD_FUNCTION_REFUSAL_META,
     OPAQUE_EFFECTS_META,
     Tracer,
@@ -19,6 +20,8 @@ from framejit.contracts import (
 from framejit.exc import BreakCode, Unsupported, unsupported
 from framejit.sources import AttrSource
 from framejit.variables.base import KnownValueVariable, Variable
+from framejit.variables.containers import TupleVariable
+from framejit.variables.tensor import TensorVariable
 
 
 def is_autograd_function_class(value: Any) -> bool:
@@ -101,30 +104,24 @@ class AutogradApplyVariable(Variable):
         return type(self.cls.apply)
 
     def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        from framejit.variables.autograd_args import describe
         from framejit.variables.autograd_speculation import Reading, speculate, tensor_args
+        from framejit.variables.autograd_writes import named
 
         name = self.cls.__qualname__
-        baked: dict[int | str, Any] = {}
-        for key, arg in [*enumerate(args), *kwargs.items()]:
-            if _bakeable(arg):
-                baked[key] = arg.as_python_constant()
-            elif not _graph_argument(arg):
-                unsupported(
-                    f"autograd.Function {name}.apply gets {arg}, which a graph op cannot take (tensors, numbers, "
-                    "strings, lists and tuples of them, and enum members)",
-                    BreakCode.AUTOGRAD_FUNCTION,
-                )
+        arguments = describe(tx, name, args, kwargs)
         training = torch.is_grad_enabled() and any(
             t.example.requires_grad for t in tensor_args([*args, *kwargs.values()])
         )
-        reading = Reading(None, False)
+        reading = Reading(None, False, [], None)
         if not policy.is_allowed_in_graph(self.cls):
-            reading = speculate(tx, AutogradFunctionClassVariable(self.cls, self.cls_source), args, kwargs, training)
-        target = _apply_of(self.cls, baked)
-        node_args = [a for i, a in enumerate(args) if i not in baked]
-        node_kwargs = {k: v for k, v in kwargs.items() if k not in baked}
+            cls_var = AutogradFunctionClassVariable(self.cls, self.cls_source)
+            reading = speculate(tx, cls_var, args, kwargs, training, arguments)
+        outputs = _output_count(name, reading)
+        target = _apply_of(self.cls, arguments, [path for _, path in reading.made], outputs)
+        arguments.describe_live_state(tx, name)
         try:
-            result = tx.output.call_graph_op(tx, "call_function", target, node_args, node_kwargs)
+            result = tx.output.call_graph_op(tx, "call_function", target, arguments.leaves, {})
         except Unsupported as e:
             unsupported(
                 f"the forward of autograd.Function {name} cannot run on fake tensors: {e.msg}",
@@ -133,52 +130,63 @@ class AutogradApplyVariable(Variable):
         for node in tx.output.graph.nodes:  # type: ignore[attr-defined]
             if node.target is target:
                 node.meta[AUTOGRAD_FUNCTION_APPLY_META] = name
+                node.meta[AUTOGRAD_FUNCTION_INPUTS_META] = arguments.direct_leaves()
                 if reading.refusal is not None:
                     node.meta[AUTOGRAD_FUNCTION_REFUSAL_META] = reading.refusal
-                if reading.opaque_effects:
+                if reading.opaque_effects or arguments.live:
                     node.meta[OPAQUE_EFFECTS_META] = True
-        return result
+                if arguments.live:  # AOTAutograd would run the forward's writes once, when it compiles
+                    live = ", ".join(named(state.var) for state in arguments.live)
+                    node.meta[AUTOGRAD_FUNCTION_LIVE_WRITES_META] = node.meta[AUTOGRAD_FUNCTION_REFUSAL_META] = (
+                        f"the forward of autograd.Function {name} writes into {live} at every call"
+                    )
+        if not reading.made:
+            return result
+        # the tensors the forward wrote into its arguments are the node's last outputs: the Variables the kept
+        # writes hold stand for them from here on
+        items = result.items  # type: ignore[attr-defined]
+        for (var, _), item in zip(reading.made, items[len(items) - len(reading.made) :]):
+            var.node, var.example = item.node, item.example  # type: ignore[attr-defined]
+        if outputs is None:
+            return items[0]
+        return TupleVariable(items[:outputs])
 
     def __repr__(self) -> str:
         return f"AutogradApplyVariable({self.cls.__qualname__})"
 
 
-def _apply_of(cls: type, baked: dict[int | str, Any]) -> Any:
-    """A plain function calling `cls.apply`, named after the class: FX names a target from torch by its module
-    path, which a classmethod bound to a user class does not have. The `baked` arguments (by position or keyword:
-    enum members, which FX cannot write in its code) are put back where the call had them."""
+def _apply_of(cls: type, arguments: Any, made: list[tuple], outputs: int | None) -> Any:
+    """A plain function calling `cls.apply`, named after the class (FX names a target from torch by its module
+    path, which a classmethod bound to a user class does not have). It takes the tensors of the call's arguments
+    and rebuilds the arguments around them (autograd_args.py). With `made` (paths to what the forward wrote into
+    its arguments), it returns the outputs, then what those paths hold after the call."""
+    from framejit.variables.autograd_args import read_path
 
-    def apply(*args: Any, **kwargs: Any) -> Any:
-        if baked:
-            rest = iter(args)
-            count = len(args) + sum(1 for k in baked if isinstance(k, int))
-            args = tuple(baked[i] if i in baked else next(rest) for i in range(count))
-            kwargs = {**kwargs, **{k: v for k, v in baked.items() if isinstance(k, str)}}
-        return cls.apply(*args, **kwargs)
+    def apply(*leaves: Any) -> Any:
+        args, kwargs = arguments.rebuild(leaves)
+        restore = arguments.enter_live_state(leaves) if arguments.live else None
+        try:
+            result = cls.apply(*args, **kwargs)
+            if not made:
+                return result
+            outs = (result,) if outputs is None else tuple(result)
+            return (*outs, *(read_path(args, kwargs, arguments.live, path) for path in made))
+        finally:
+            if restore is not None:
+                restore()
 
     apply.__name__ = apply.__qualname__ = f"{cls.__name__}_apply"
     return apply
 
 
-def _bakeable(var: Variable) -> bool:
-    """An enum member (guarded by identity): immutable, so the node may hold it."""
-    return var.is_python_constant() and isinstance(var.as_python_constant(), enum.Enum)
-
-
-def _graph_argument(var: Variable) -> bool:
-    """A tensor, a constant FX can write, or a tuple/list of them: what a graph node can take as an argument."""
-    from framejit.variables.containers import ListVariable, TupleVariable
-    from framejit.variables.symbolic import SymbolicVariable
-    from framejit.variables.tensor import TensorVariable
-
-    if type(var) in (TupleVariable, ListVariable):
-        return all(_graph_argument(v) for v in var.items)  # type: ignore[attr-defined]
-    if isinstance(var, (TensorVariable, SymbolicVariable)):
-        return True
-    if not var.is_python_constant():
-        return False
-    try:
-        var.as_node_arg()
-    except Unsupported:
-        return False
-    return True
+def _output_count(name: str, reading: Any) -> int | None:
+    """How many outputs a forward that wrote into its arguments returns as a tuple (None: one tensor)."""
+    if not reading.made or isinstance(reading.out, TensorVariable):
+        return None
+    if type(reading.out) is TupleVariable:
+        return len(reading.out.items)
+    unsupported(
+        f"autograd.Function {name} writes into its arguments and returns {reading.out}: only a tensor or a tuple "
+        "can come out beside what it wrote",
+        BreakCode.AUTOGRAD_FUNCTION,
+    )

@@ -4,8 +4,9 @@ whether AOTAutograd may trace through it.
 
 The graph node calls the real `apply` (autograd_function.py), so a graph that runs as its torch ops is eager's
 program. Reading the forward first guards what it reads (a global, the class's methods) and finds Python side
-effects: a forward that writes state from before it (a list it was given, a global, an attribute), warns, logs or
-returns an object holding tensors is a graph break, since the call cannot be a graph op then. Reading the backward
+effects: its writes into its arguments are kept (autograd_writes.py); a forward that writes other state from before
+it (a global, an object it was not given), warns, logs or returns an object holding tensors is a graph break, since
+the call cannot be a graph op then. Reading the backward
 finds what AOTAutograd, which traces forward and backward once into its own graph, would get wrong: Python side
 effects and data-dependent code in backward, a None gradient (AOTAutograd gives zeros), set_materialize_grads(False)
 (AOTAutograd materializes), gradient strides read (AOTAutograd's are contiguous), writes into inputs. A training
@@ -21,7 +22,9 @@ import torch
 
 from framejit.contracts import OPAQUE_EFFECTS_META, Tracer
 from framejit.exc import BreakCode, Unsupported, raise_observed, unsupported
+from framejit.variables.autograd_args import ApplyArguments
 from framejit.variables.autograd_ctx import AutogradCtxVariable
+from framejit.variables.autograd_writes import check_writes, container_contents, made_values_written
 from framejit.variables.base import Variable
 from framejit.variables.constant import ConstantVariable
 from framejit.variables.containers import BaseListVariable, ListVariable, TupleVariable
@@ -33,19 +36,29 @@ class Reading(NamedTuple):
 
     refusal: str | None  # why AOTAutograd must not trace through it in a training graph (None: it may)
     opaque_effects: bool  # its forward draws random numbers or writes into a tensor from before it
+    made: list  # [(Variable, path)]: what the forward made and wrote into its arguments (autograd_writes.py)
+    out: Variable | None  # what the forward returned, as read
 
 
 def speculate(
-    tx: Tracer, cls_var: Variable, args: Sequence[Variable], kwargs: dict[str, Variable], training: bool
+    tx: Tracer,
+    cls_var: Variable,
+    args: Sequence[Variable],
+    kwargs: dict[str, Variable],
+    training: bool,
+    arguments: ApplyArguments,
+    writes_allowed: bool = True,
 ) -> Reading:
     """Read the forward and, in training, the backward of `cls_var`'s Function called with args/kwargs, then
-    forget what was traced. Raises Unsupported (a graph break at the call) where the call cannot be a graph op."""
+    forget what was traced, except the forward's writes into its arguments (autograd_writes.py). Raises
+    Unsupported (a graph break at the call) where the call cannot be a graph op."""
     cls = cls_var.as_python_constant()
     name = cls.__qualname__
     graph = tx.output.graph  # type: ignore[attr-defined]
     nodes_before = set(graph.nodes)
     log = tx.output.side_effects
     mark = log.speculation()
+    contents = container_contents(log)
     held = [(t, t.node, t.example, _metadata(t.example)) for t in tensor_args([*args, *kwargs.values()])]
     grad_mode = torch.is_grad_enabled()
     try:
@@ -56,12 +69,21 @@ def speculate(
             out = _forward(tx, cls_var, ctx, bound)
         except Unsupported as e:
             unsupported(f"the forward of autograd.Function {name} cannot be traced: {e.msg}", e.code)
-        if log.wrote_older_state(mark.checkpoint, tensors=False) or log.reported_since(mark):
+        if log.reported_since(mark):
             unsupported(
-                f"the forward of autograd.Function {name} has Python side effects (it writes state from before "
-                "it, warns or logs): the call runs as Python",
+                f"the forward of autograd.Function {name} warns or logs: the call runs as Python",
                 BreakCode.SIDE_EFFECT,
             )
+        keeps_writes = log.wrote_older_state(mark.checkpoint, tensors=False)
+        if keeps_writes and not writes_allowed:
+            unsupported(
+                f"the forward of autograd.Function {name} writes state from before it, under torch.vmap",
+                BreakCode.SIDE_EFFECT,
+            )
+        if keeps_writes:
+            check_writes(tx, name, mark, arguments, contents)
+            made = made_values_written(tx, arguments, set(graph.nodes) - nodes_before, mark.checkpoint[1])
+        forward_mark = log.speculation()
         _check_outputs(name, out)
         if any(_metadata(t.example) != meta for t, _, _, meta in held):
             unsupported(
@@ -78,13 +100,14 @@ def speculate(
         for node in reversed(list(graph.nodes)):
             if node not in nodes_before and node.op not in ("placeholder", "get_attr"):
                 graph.erase_node(node)
-    if not log.forgettable_since(mark):
+    kept = forward_mark if keeps_writes else mark
+    if not log.forgettable_since(kept):
         unsupported(
             f"the backward of autograd.Function {name} changes a list, dict or iterator from before the call",
             BreakCode.SIDE_EFFECT,
         )
-    log.forget_since(mark)
-    return Reading(refusal, random or writes)
+    log.forget_since(kept)
+    return Reading(refusal, random or writes, made if keeps_writes else [], out)
 
 
 def tensor_args(values: Sequence[Variable]) -> list[Any]:

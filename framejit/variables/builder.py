@@ -43,6 +43,7 @@ from framejit.variables.autocast import (
     is_autocast_decorated,
 )
 from framejit.variables.base import Variable
+from framejit.variables.autograd_vmap import VmapVariable, is_vmap
 from framejit.variables.callable_ops import CallableOpVariable, is_callable_op
 from framejit.variables.builtins import TRACED_BUILTINS, BuiltinVariable
 from framejit.variables.callables import (
@@ -452,6 +453,12 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: is_autograd_function_class(v),
         guard=GuardKind.ID_MATCH,
         make=lambda tx, v, s: AutogradFunctionClassVariable(v, s),
+    ),
+    WrapRule(
+        kind="torch.vmap",
+        matches=lambda v, s: is_vmap(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: VmapVariable(v, s),
     ),
     WrapRule(
         kind="callable op",
