@@ -238,8 +238,8 @@ ONE_GRAPH: dict[str, tuple[dict[str, Any], Callable[[], dict[str, torch.Tensor]]
 }
 
 # In a training step these break the graph, with this reason, and still match eager: SpecAugment draws its time
-# masks with numpy's random generator, which runs as Python (a real reason: numpy is not in a torch graph).
-TRAIN_BREAKS = {name: "cython_function_or_method" for name in ("wav2vec2", "hubert", "data2vec-audio", "wavlm")}
+# masks with numpy's random generator, which runs as Python (a real reason: a graph would not advance numpy's state).
+TRAIN_BREAKS = {name: "numpy's random state" for name in ("wav2vec2", "hubert", "data2vec-audio", "wavlm")}
 # M2M100's LayerDrop draws a random number per layer in training and skips the layer on its value
 TRAIN_BREAKS["m2m_100"] = "branching on the value of a tensor"
 
