@@ -163,7 +163,3 @@ class CallOps(FrameState):
         saved = self.pop()
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)
-
-    @handles("WITH_EXCEPT_START")
-    def RAISE(self, inst: Inst) -> None:
-        unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

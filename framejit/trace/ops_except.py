@@ -48,6 +48,17 @@ class ExceptOps(FrameState):
             raise_observed(exc.value)
         unsupported("RERAISE: re-raising an exception inside a compiled region", BreakCode.EXCEPTION)
 
+    @handles("WITH_EXCEPT_START")
+    def WITH_EXCEPT_START(self, inst: Inst) -> None:
+        """The exception path of a with block: [__exit__, lasti, previous exc_info, exc] -> push
+        `__exit__(type(exc), exc, None)`. A true result suppresses it (the jump after this), else RERAISE. The
+        traceback is None: the trace has no real one (torch.compile passes None too)."""
+        exit_, exc = self.stack[-4], self.stack[-1]
+        if not (isinstance(exc, ObjectVariable) and isinstance(exc.value, BaseException)):
+            unsupported(f"{inst.opname} with {exc}, not an exception the trace raised", BreakCode.EXCEPTION)
+        kind = self.wrap(type(exc.value), None)
+        self.push(exit_.call(self, [kind, exc, ConstantVariable(None)], {}))
+
     def route_exception(self, e: ObservedException) -> bool:
         """Jump to the handler covering the current instruction, as CPython's unwinding does; False if none."""
         if self.current is None:

@@ -38,7 +38,7 @@ from framejit.variables.autograd_ctx import AutogradCtxVariable
 from framejit.variables.base import LazyArg, UnreadableArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import NestedFunctionVariable, SuperVariable
-from framejit.variables.constant import ConstantVariable
+from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.generators import GeneratorVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
@@ -307,6 +307,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         if isinstance(obj, (NestedFunctionVariable, AutogradCtxVariable)):  # made in the trace: its own attributes
             obj.set_attr(name, value)
             return
+        if _keeps_no_traceback(obj, name, value):
+            return
         if not generic:
             custom = python_class_method(self, obj, "__setattr__")
             if custom is not None:
@@ -346,6 +348,20 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
 
 
 OPCODE_HANDLERS = build_table(Translator.__mro__)
+
+
+def _keeps_no_traceback(obj: Variable, name: str, value: Variable) -> bool:
+    """`exc.__traceback__ = None` (contextlib's __exit__ puts back the traceback it was given) on an exception
+    that has none: the trace gives its exceptions no traceback (WITH_EXCEPT_START passes None), so this changes
+    nothing."""
+    return (
+        name == "__traceback__"
+        and isinstance(obj, ObjectVariable)
+        and isinstance(obj.value, BaseException)
+        and obj.value.__traceback__ is None
+        and value.is_python_constant()
+        and value.as_python_constant() is None
+    )
 
 
 def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Source | None:
