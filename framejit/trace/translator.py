@@ -95,6 +95,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
             try:
                 return self._run_until_return()
             except ObservedException as e:
+                self.chain_to_handled(e)
                 if not self.route_exception(e):  # else: go on at the handler
                     raise self._at_the_handled_raise(e) if self._handling(e) else self._located(e)
             except Unsupported as e:
@@ -261,6 +262,15 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
 
     def in_yield_from(self) -> bool:
         return self.ip >= 2 and self.instructions[self.ip - 2].opname == "SEND"
+
+    def yield_from_delegate(self) -> Variable:
+        return self.stack[-1]  # (SEND left the iterator below the value it yielded)
+
+    def leave_yield_from(self) -> None:
+        """The delegate of the `yield from` it is suspended in is done: dropped, and the frame goes on after the
+        SEND loop (where CPython's throw() moves it before resuming it with the value or exception)."""
+        self.pop()
+        self.jump(self.instructions[self.ip - 2])
 
     def suspended_in_try(self) -> bool:
         assert self.current is not None

@@ -224,7 +224,9 @@ def replaced_by_exit(x, log):
             x = x + 1
             raise KeyError("first")
     except RuntimeError as e:
-        log.append(str(e))
+        log.append(
+            (str(e), type(e.__context__).__name__, str(e.__context__), e.__suppress_context__)
+        )  # the one it replaced is its context
     return x
 
 
@@ -234,7 +236,7 @@ def nested_blocks(x, log):
             x = x * 2
             raise KeyError("deep")
     except KeyError as e:
-        log.append(repr(e))
+        log.append(str(e))
     with Recorder(log), contextlib.nullcontext(), Recorder(log, swallow=(IndexError,)):
         x = x + log[len(log)]  # swallowed by the innermost: the outer ones see no exception
     return x
@@ -266,6 +268,55 @@ def test_grad_mode_inside_the_block_is_eager_s():
 def test_grad_mode_set_when_the_block_raised_is_restored_under_no_grad():
     with torch.no_grad():
         compare(caught_around_grad_mode, torch.enable_grad)
+
+
+def chained_in_handlers(x, log):
+    try:
+        try:
+            raise KeyError("first")
+        except KeyError:
+            with contextlib.suppress(IndexError):
+                raise ValueError("second")  # raised while handling the KeyError: that is its context
+    except ValueError as e:
+        log.append((type(e.__context__).__name__, str(e.__context__), e.__cause__))
+        try:
+            raise  # a bare raise keeps the context it has
+        except ValueError as again:
+            log.append(str(again.__context__))
+    return x + 1
+
+
+def test_an_exception_raised_while_another_is_handled_has_it_as_context():
+    compare(chained_in_handlers)
+
+
+class PrintingExit:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        print("leaving after", kind.__name__)  # a break while the exception is handled
+        self.log.append(str(value))
+        return True
+
+
+def breaks_in_exit(x, log):
+    with PrintingExit(log):
+        x = x + 1
+        raise KeyError("k")
+    return x * 2
+
+
+def test_a_break_inside_exit_on_the_exception_path_runs_the_handler_as_python(capsys):
+    x = torch.randn(3)
+    log, expected_log = [], []
+    expected = breaks_in_exit(x, expected_log)
+    assert same(framejit.compile(breaks_in_exit, backend="eager")(x, log), expected)
+    assert log == expected_log == ["'k'"]
+    assert capsys.readouterr().out == "leaving after KeyError\n" * 2
 
 
 # -- in inlined frames -----------------------------------------------------------------------------------------------
