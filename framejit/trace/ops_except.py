@@ -89,6 +89,7 @@ class ExceptOps(FrameState):
             return False
         if self.parent is None and self.handling is None:
             self.handling = self.ip - 1  # until the outermost handler is done (POP_EXCEPT)
+            self.handling_stack = e.user_stack or self.user_stack()
         del self.stack[entry.depth :]
         if entry.lasti:
             self.push(ConstantVariable(self.current.offset))

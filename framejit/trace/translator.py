@@ -87,6 +87,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         # a break while handling it is made at that raise instead (the handler then runs as Python)
         self.handling: int | None = None
         self.handled: list[Variable] = []
+        self.handling_stack: list[traceback.FrameSummary] = []
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
@@ -147,6 +148,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         raise, so that Python raises it and runs the handler (a handler's code, in a continuation, could not
         re-raise it)."""
         assert self.handling is not None
+        if isinstance(e, ObservedException) and not e.user_stack:  # one leaving the frame: where it was raised
+            e.user_stack = self.handling_stack
         e.user_stack = e.user_stack or self.user_stack()
         e.break_index, e.break_budget = self.handling, None
         return e

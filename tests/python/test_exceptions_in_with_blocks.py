@@ -5,12 +5,14 @@ Each test runs the same function eagerly and compiled and compares results, logs
 caught cases must be one graph with no break."""
 
 import contextlib
+import re
 
 import pytest
 import torch
 
 import framejit
 from framejit.testing import CompileCounter, same
+from tests.helpers import line_of
 
 
 class Recorder:
@@ -399,11 +401,79 @@ def test_an_exception_no_one_catches_is_raised_as_in_eager(fn):
     with pytest.raises(Exception) as eager:
         fn(x, eager_log)
     framejit.reset()
-    with pytest.raises(eager.type, match=f"^{eager.value}$"):
+    with pytest.raises(eager.type, match=f"^{re.escape(str(eager.value))}$"):
         framejit.compile(fn, backend="eager")(x, compiled_log)
     assert compiled_log == eager_log
     assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
     framejit.reset()
-    with pytest.raises(framejit.exc.Unsupported, match=f"{eager.type.__name__}: {eager.value}"):
+    with pytest.raises(framejit.exc.Unsupported, match=re.escape(f"{eager.type.__name__}: {eager.value}")):
         framejit.compile(fn, backend="eager", fullgraph=True)(x, [])
     assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+
+
+def escapes_after_work(x, log):
+    y = (x * 2).sin()
+    log.append(y.shape)
+    with Recorder(log):
+        raise KeyError(f"escapes after {y.shape}")
+
+
+def test_the_work_before_an_escaping_raise_is_a_graph_and_the_break_is_at_the_raise():
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    with pytest.raises(KeyError) as eager:
+        escapes_after_work(x, eager_log)
+    counter = CompileCounter()
+    framejit.reset()
+    with pytest.raises(KeyError) as compiled:
+        framejit.compile(escapes_after_work, backend=counter)(x, compiled_log)
+    assert str(compiled.value) == str(eager.value) and compiled_log == eager_log
+    assert counter.frame_count == 1  # the graph of the work, then Python raises and runs __exit__
+    framejit.reset()
+    with pytest.raises(framejit.exc.Unsupported, match="KeyError") as refused:
+        framejit.compile(escapes_after_work, backend="eager", fullgraph=True)(x, [])
+    assert refused.value.user_stack[-1].lineno == line_of(escapes_after_work, "raise KeyError")
+
+
+def handled_after_the_block_with_a_break(x, log):
+    try:
+        with Recorder(log):
+            x = x + 1
+            raise KeyError("k")
+    except KeyError as e:
+        print("handling", e)  # a break while handling: made at the raise, the rest runs as Python
+        x = x * 3
+    return x - 1
+
+
+def test_a_break_in_the_handler_after_the_block_keeps_the_graph_before_the_raise(capsys):
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    expected = handled_after_the_block_with_a_break(x, eager_log)
+    counter = CompileCounter()
+    framejit.reset()
+    assert same(framejit.compile(handled_after_the_block_with_a_break, backend=counter)(x, compiled_log), expected)
+    assert compiled_log == eager_log
+    assert counter.frame_count == 1
+    assert capsys.readouterr().out == "handling 'k'\n" * 2
+
+
+def escapes_a_finally(x, log):
+    try:
+        y = x.cos() + 1
+        raise ValueError(f"escapes {y.shape}")
+    finally:
+        log.append("finally")  # the cleanup ends in RERAISE: the exception goes on out of the frame
+
+
+def test_an_exception_leaving_a_finally_keeps_the_graph_before_the_raise():
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    with pytest.raises(ValueError) as eager:
+        escapes_a_finally(x, eager_log)
+    counter = CompileCounter()
+    framejit.reset()
+    with pytest.raises(ValueError, match=f"^{re.escape(str(eager.value))}$"):
+        framejit.compile(escapes_a_finally, backend=counter)(x, compiled_log)
+    assert compiled_log == eager_log == ["finally"]
+    assert counter.frame_count == 1
