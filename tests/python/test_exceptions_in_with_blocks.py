@@ -147,6 +147,26 @@ def swallowed_in_a_loop(x, log):
     return x
 
 
+class SwallowsAll(contextlib.AbstractContextManager):
+    def __exit__(self, *exc_info):
+        return True
+
+
+def swallowed_by_an_abstract_context_manager(x, log):
+    with SwallowsAll() as same_object:
+        x = x + 1
+        log.append(type(same_object).__name__)
+        raise KeyError("k")
+    return x
+
+
+def swallowed_under_no_grad(x, log):
+    with torch.no_grad(), contextlib.suppress(KeyError):
+        y = x * 2
+        log.append({}[1])
+    return y, x.sum(), torch.is_grad_enabled()
+
+
 @pytest.mark.parametrize(
     ("fn", "args"),
     [
@@ -156,6 +176,8 @@ def swallowed_in_a_loop(x, log):
         (swallowed_by_suppress, ("b",)),
         (swallowed_by_a_generator, ()),
         (swallowed_in_a_loop, ()),
+        (swallowed_by_an_abstract_context_manager, ()),
+        (swallowed_under_no_grad, ()),
     ],
 )
 def test_an_exit_that_answers_true_swallows_the_exception_in_one_graph(fn, args):
@@ -244,6 +266,50 @@ def nested_blocks(x, log):
     return x
 
 
+class Resource:
+    def __init__(self, log):
+        self.log = log
+
+    def close(self):
+        self.log.append("closed")
+
+
+def caught_around_closing(x, log):
+    try:
+        with contextlib.closing(Resource(log)):
+            x = x + 1
+            raise KeyError("k")
+    except KeyError:
+        x = x * 2
+    return x
+
+
+class Logged(contextlib.ContextDecorator):
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("in")
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.log.append(("out", kind.__name__ if kind else None))
+        return False
+
+
+def caught_around_a_decorated_call(x, log):
+    @Logged(log)
+    def decorated(y):
+        raise ValueError(f"from {y.dim()}-d")
+
+    try:
+        decorated(x)
+    except ValueError as e:
+        log.append(str(e))
+        x = x - 1
+    return x
+
+
 @pytest.mark.parametrize(
     ("fn", "args"),
     [
@@ -256,6 +322,8 @@ def nested_blocks(x, log):
         (translated_by_a_generator, ()),
         (replaced_by_exit, ()),
         (nested_blocks, ()),
+        (caught_around_closing, ()),
+        (caught_around_a_decorated_call, ()),
     ],
 )
 def test_an_exception_exit_lets_through_is_caught_by_the_enclosing_try_in_one_graph(fn, args):
