@@ -59,6 +59,10 @@ class GeneratorFrame(Protocol):
         """Drop the delegate and go on after the `yield from` loop (the next resume gives its value)."""
         ...
 
+    def handled_exceptions(self) -> list[Variable]:
+        """The trace's list of the exceptions being handled (trace.frame_state.FrameState)."""
+        ...
+
 
 class GeneratorVariable(IteratorVariable):
     """A generator object made in the trace; its frame runs when it is advanced."""
@@ -72,6 +76,7 @@ class GeneratorVariable(IteratorVariable):
         self.state = CREATED
         self.advances = 0  # times its frame was resumed (a speculative read that resumed it cannot be forgotten)
         self.rest: list[Variable] | None = None  # the items left, once settled for a rebuild
+        self.exc_state: list[Variable] = []  # the exceptions its frame's except clauses handle while suspended
         self.has_handlers = bool(exception_table(frame.code))  # a try or with block somewhere in its body
         frame.output.side_effects.generators.append(self)
 
@@ -114,16 +119,26 @@ class GeneratorVariable(IteratorVariable):
             self.frame.parent = tx  # the frame advancing it (for the user's stack of what happens inside)
         started, self.state = self.state == SUSPENDED, RUNNING
         self.advances += 1
+        # the exceptions its suspended except clauses handle are current only while it runs (CPython keeps them
+        # with the generator): not its caller's, for a bare raise or a new exception's __context__
+        handled = self.frame.handled_exceptions()
+        depth = len(handled)
+        handled.extend(self.exc_state)
         try:
             yielded, value = self.frame.resume_generator(started, sent, thrown)
         except ObservedException as e:
             self.state = DONE
             if isinstance(e.exc, StopIteration):  # PEP 479
-                raise_observed(RuntimeError("generator raised StopIteration"))
+                error = RuntimeError("generator raised StopIteration")
+                error.__cause__ = e.exc
+                raise_observed(error)
             raise
         except BaseException:
             self.state = DONE  # (a break: the trace stops; what it made of the generator is not used)
             raise
+        finally:
+            self.exc_state = handled[depth:]
+            del handled[depth:]
         if yielded:
             self.state = SUSPENDED
             return value

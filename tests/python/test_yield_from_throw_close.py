@@ -176,3 +176,49 @@ def test_a_delegate_left_suspended_in_its_handlers_runs_as_python(fn):
     framejit.reset()
     reasons = [r.reason for r in framejit.explain(fn)(x, []).break_reasons]
     assert any("dropped suspended inside a try or with block" in r for r in reasons), reasons
+
+
+def suspended_in_an_except_clause():
+    try:
+        raise KeyError("in the generator")
+    except KeyError:
+        yield 1  # suspended while handling: the KeyError is the generator's, not its caller's
+        yield 2
+        raise  # ...and current again when it is resumed
+
+
+def raises_stop_iteration():
+    yield 1
+    raise StopIteration("done")
+
+
+def handled_exceptions_stay_with_the_generator(x, log):
+    g = suspended_in_an_except_clause()
+    first = next(g)
+    try:
+        raise ValueError("in the caller")
+    except ValueError as e:
+        log.append(type(e.__context__).__name__)  # NoneType, as in eager
+    second = next(g)
+    try:
+        next(g)
+    except KeyError as e:
+        log.append(("re-raised", str(e)))
+    try:
+        list(raises_stop_iteration())
+    except RuntimeError as e:  # PEP 479, with the StopIteration as its cause
+        log.append((str(e), type(e.__cause__).__name__))
+    return x + first + second
+
+
+def test_a_suspended_generator_keeps_the_exception_it_handles_to_itself():
+    x = torch.randn(3)
+    eager_log, compiled_log = [], []
+    expected = handled_exceptions_stay_with_the_generator(x, eager_log)
+    counter = CompileCounter()
+    framejit.reset()
+    assert same(
+        framejit.compile(handled_exceptions_stay_with_the_generator, backend=counter)(x, compiled_log), expected
+    )
+    assert compiled_log == eager_log and eager_log[0] == "NoneType"
+    assert counter.frame_count == 1
