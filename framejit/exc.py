@@ -217,14 +217,18 @@ class ObservedException(Unsupported):
     """A Python exception the traced code raised and could catch (`exc`, a real instance): an inlined frame whose
     try block covers the raising instruction jumps to its handler; otherwise it is a graph break like any other."""
 
-    def __init__(self, msg: str, exc: BaseException, *, code: BreakCode = BreakCode.EXCEPTION) -> None:
+    def __init__(
+        self, msg: str, exc: BaseException, *, code: BreakCode = BreakCode.EXCEPTION, reraised: bool = False
+    ) -> None:
         super().__init__(msg, code=code)
         self.exc = exc
+        self.chained = reraised  # its __context__ is set (a re-raise keeps the one it has)
 
 
-def raise_observed(exc: BaseException, code: BreakCode = BreakCode.EXCEPTION) -> NoReturn:
-    """The traced code raises `exc` here (a missing key, an index out of range, a `raise` statement)."""
-    raise ObservedException(f"{type(exc).__name__}: {exc}", exc, code=code)
+def raise_observed(exc: BaseException, code: BreakCode = BreakCode.EXCEPTION, *, reraised: bool = False) -> NoReturn:
+    """The traced code raises `exc` here (a missing key, an index out of range, a `raise` statement); `reraised`:
+    a bare `raise` or RERAISE, which leave its __context__ as it is."""
+    raise ObservedException(f"{type(exc).__name__}: {exc}", exc, code=code, reraised=reraised)
 
 
 class UserError(Unsupported):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ class FrameState:
     kw_names: tuple[str, ...]  # KW_NAMES' names, for the CALL that follows
     handling: int | None  # root frame: the index of the raise whose exception a handler is handling
     handled: list[Variable]  # root frame: the exceptions handlers are handling (PUSH_EXC_INFO to POP_EXCEPT)
+    handling_stack: list[traceback.FrameSummary]  # root frame: where that raise is (the user's stack)
 
     def handled_exceptions(self) -> list[Variable]:
         """The exceptions being handled, innermost last: one list for the trace, as CPython keeps one per thread."""
@@ -76,6 +78,8 @@ class FrameState:
         ) -> Variable: ...
 
         def zero_arg_super(self) -> Variable: ...
+
+        def user_stack(self) -> list[traceback.FrameSummary]: ...
 
         def load_global(self, name: str) -> None: ...
 

@@ -158,12 +158,8 @@ class CallOps(FrameState):
         handled = self.handled_exceptions()
         if handled:
             handled.pop()
-        if self.parent is None and not handled:
-            self.handling = None  # the outermost handler is done
+        if self.parent is None and not handled and self.instructions[self.ip].opname != "RERAISE":
+            self.handling = None  # the outermost handler is done (a cleanup's RERAISE goes on propagating it)
         saved = self.pop()
         if not isinstance(saved, ExcInfoVariable):  # a real PUSH_EXC_INFO ran before this continuation
             self.output.side_effects.restore_exc_info(saved)
-
-    @handles("WITH_EXCEPT_START")
-    def RAISE(self, inst: Inst) -> None:
-        unsupported(f"{inst.opname}: raising or handling an exception inside a compiled region", BreakCode.EXCEPTION)

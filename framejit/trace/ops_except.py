@@ -32,6 +32,8 @@ class ExceptOps(FrameState):
         if not args:  # a bare raise: the exception being handled, if the trace raised it
             handled = self.handled_exceptions()
             exc = _raised(handled[-1]) if handled else None
+            if exc is not None:
+                raise_observed(exc, reraised=True)
         else:
             exc = _raised(args[0])
         if exc is None:
@@ -43,10 +45,40 @@ class ExceptOps(FrameState):
 
     @handles("RERAISE")
     def RERAISE(self, inst: Inst) -> None:
-        exc = self.pop()
-        if isinstance(exc, ObjectVariable) and isinstance(exc.value, BaseException):
-            raise_observed(exc.value)
+        exc = _raised(self.pop())
+        if exc is not None:
+            raise_observed(exc, reraised=True)
         unsupported("RERAISE: re-raising an exception inside a compiled region", BreakCode.EXCEPTION)
+
+    @handles("WITH_EXCEPT_START")
+    def WITH_EXCEPT_START(self, inst: Inst) -> None:
+        """The exception path of a with block: [__exit__, lasti, previous exc_info, exc] -> push
+        `__exit__(type(exc), exc, None)`. A true result suppresses it (the jump after this), else RERAISE. The
+        traceback is None: the trace has no real one (torch.compile passes None too)."""
+        exit_, exc = self.stack[-4], self.stack[-1]
+        value = _raised(exc)
+        if value is None:
+            unsupported(f"{inst.opname} with {exc}, not an exception known at trace time", BreakCode.EXCEPTION)
+        kind = self.wrap(type(value), None)
+        self.push(exit_.call(self, [kind, exc, ConstantVariable(None)], {}))
+
+    def chain_to_handled(self, e: ObservedException) -> None:
+        """What CPython does when an exception is raised while another is handled: the handled one becomes its
+        __context__ (a cycle through the handled one's own chain is cut). A re-raise keeps its context."""
+        if e.chained:
+            return
+        e.chained = True
+        handled = self.handled_exceptions()
+        current = _raised(handled[-1]) if handled else None
+        if current is None or current is e.exc:
+            return
+        link = current
+        while (context := link.__context__) is not None:
+            if context is e.exc:
+                link.__context__ = None
+                break
+            link = context
+        e.exc.__context__ = current
 
     def route_exception(self, e: ObservedException) -> bool:
         """Jump to the handler covering the current instruction, as CPython's unwinding does; False if none."""
@@ -57,6 +89,7 @@ class ExceptOps(FrameState):
             return False
         if self.parent is None and self.handling is None:
             self.handling = self.ip - 1  # until the outermost handler is done (POP_EXCEPT)
+            self.handling_stack = e.user_stack or self.user_stack()
         del self.stack[entry.depth :]
         if entry.lasti:
             self.push(ConstantVariable(self.current.offset))

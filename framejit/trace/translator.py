@@ -38,7 +38,7 @@ from framejit.variables.autograd_ctx import AutogradCtxVariable
 from framejit.variables.base import LazyArg, UnreadableArg, Variable
 from framejit.variables.builder import wrap_constant_result, wrap_value
 from framejit.variables.callables import NestedFunctionVariable, SuperVariable
-from framejit.variables.constant import ConstantVariable
+from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.generators import GeneratorVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import python_class_method
@@ -87,6 +87,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         # a break while handling it is made at that raise instead (the handler then runs as Python)
         self.handling: int | None = None
         self.handled: list[Variable] = []
+        self.handling_stack: list[traceback.FrameSummary] = []
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> Variable | None:
@@ -95,6 +96,7 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
             try:
                 return self._run_until_return()
             except ObservedException as e:
+                self.chain_to_handled(e)
                 if not self.route_exception(e):  # else: go on at the handler
                     raise self._at_the_handled_raise(e) if self._handling(e) else self._located(e)
             except Unsupported as e:
@@ -146,6 +148,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         raise, so that Python raises it and runs the handler (a handler's code, in a continuation, could not
         re-raise it)."""
         assert self.handling is not None
+        if isinstance(e, ObservedException) and not e.user_stack:  # one leaving the frame: where it was raised
+            e.user_stack = self.handling_stack
         e.user_stack = e.user_stack or self.user_stack()
         e.break_index, e.break_budget = self.handling, None
         return e
@@ -262,6 +266,15 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
     def in_yield_from(self) -> bool:
         return self.ip >= 2 and self.instructions[self.ip - 2].opname == "SEND"
 
+    def yield_from_delegate(self) -> Variable:
+        return self.stack[-1]  # (SEND left the iterator below the value it yielded)
+
+    def leave_yield_from(self) -> None:
+        """The delegate of the `yield from` it is suspended in is done: dropped, and the frame goes on after the
+        SEND loop (where CPython's throw() moves it before resuming it with the value or exception)."""
+        self.pop()
+        self.jump(self.instructions[self.ip - 2])
+
     def suspended_in_try(self) -> bool:
         assert self.current is not None
         return exception_entry_at(exception_table(self.code), self.current.offset) is not None
@@ -307,6 +320,8 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         if isinstance(obj, (NestedFunctionVariable, AutogradCtxVariable)):  # made in the trace: its own attributes
             obj.set_attr(name, value)
             return
+        if _keeps_no_traceback(obj, name, value):
+            return
         if not generic:
             custom = python_class_method(self, obj, "__setattr__")
             if custom is not None:
@@ -346,6 +361,20 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
 
 
 OPCODE_HANDLERS = build_table(Translator.__mro__)
+
+
+def _keeps_no_traceback(obj: Variable, name: str, value: Variable) -> bool:
+    """`exc.__traceback__ = None` (contextlib's __exit__ puts back the traceback it was given) on an exception
+    that has none: the trace gives its exceptions no traceback (WITH_EXCEPT_START passes None), so this changes
+    nothing."""
+    return (
+        name == "__traceback__"
+        and isinstance(obj, ObjectVariable)
+        and isinstance(obj.value, BaseException)
+        and obj.value.__traceback__ is None
+        and value.is_python_constant()
+        and value.as_python_constant() is None
+    )
 
 
 def _globals_source(f_globals: dict[str, Any], fn_source: Source | None) -> Source | None:

@@ -188,6 +188,8 @@ class ObjectVariable(KnownValueVariable):
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         value = getattr(self.value, name)
+        if isinstance(self.value, BaseException) and isinstance(value, BaseException) and self.source is None:
+            return ObjectVariable(value)  # __context__/__cause__ of an exception the trace raised: one as well
         if is_immutable(self):  # a method of it is wrapped like any (Signature.bind has a rule of its own)
             return tx.wrap(value, None) if isinstance(value, types.MethodType) else tx.wrap_constant(value)
         if self.source is not None:

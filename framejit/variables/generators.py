@@ -51,6 +51,18 @@ class GeneratorFrame(Protocol):
         """Whether the frame is suspended in a `yield from` (at the yield after SEND)."""
         ...
 
+    def yield_from_delegate(self) -> Variable:
+        """The iterator of the `yield from` it is suspended in."""
+        ...
+
+    def leave_yield_from(self) -> None:
+        """Drop the delegate and go on after the `yield from` loop (the next resume gives its value)."""
+        ...
+
+    def handled_exceptions(self) -> list[Variable]:
+        """The trace's list of the exceptions being handled (trace.frame_state.FrameState)."""
+        ...
+
 
 class GeneratorVariable(IteratorVariable):
     """A generator object made in the trace; its frame runs when it is advanced."""
@@ -64,6 +76,7 @@ class GeneratorVariable(IteratorVariable):
         self.state = CREATED
         self.advances = 0  # times its frame was resumed (a speculative read that resumed it cannot be forgotten)
         self.rest: list[Variable] | None = None  # the items left, once settled for a rebuild
+        self.exc_state: list[Variable] = []  # the exceptions its frame's except clauses handle while suspended
         self.has_handlers = bool(exception_table(frame.code))  # a try or with block somewhere in its body
         frame.output.side_effects.generators.append(self)
 
@@ -106,16 +119,26 @@ class GeneratorVariable(IteratorVariable):
             self.frame.parent = tx  # the frame advancing it (for the user's stack of what happens inside)
         started, self.state = self.state == SUSPENDED, RUNNING
         self.advances += 1
+        # the exceptions its suspended except clauses handle are current only while it runs (CPython keeps them
+        # with the generator): not its caller's, for a bare raise or a new exception's __context__
+        handled = self.frame.handled_exceptions()
+        depth = len(handled)
+        handled.extend(self.exc_state)
         try:
             yielded, value = self.frame.resume_generator(started, sent, thrown)
         except ObservedException as e:
             self.state = DONE
             if isinstance(e.exc, StopIteration):  # PEP 479
-                raise_observed(RuntimeError("generator raised StopIteration"))
+                error = RuntimeError("generator raised StopIteration")
+                error.__cause__ = e.exc
+                raise_observed(error)
             raise
         except BaseException:
             self.state = DONE  # (a break: the trace stops; what it made of the generator is not used)
             raise
+        finally:
+            self.exc_state = handled[depth:]
+            del handled[depth:]
         if yielded:
             self.state = SUSPENDED
             return value
@@ -154,9 +177,7 @@ class GeneratorVariable(IteratorVariable):
             item = self.resume(tx, sent, None)
             return item if item is not None else self._stop()
         if name == "throw" and 1 <= len(args) <= 3:
-            if self.state == SUSPENDED and self.frame.in_yield_from():
-                unsupported(f"throw() into generator {self.name} suspended in `yield from`", BreakCode.GENERATOR)
-            item = self.resume(tx, None, _exception_of(args))
+            item = self.throw(tx, _exception_of(args))
             return item if item is not None else self._stop()
         if name == "close" and not args:
             return self._close(tx)
@@ -172,15 +193,62 @@ class GeneratorVariable(IteratorVariable):
             unsupported(f"generator {self.name} returned {returned} (StopIteration's value)", BreakCode.GENERATOR)
         return StopIteration(returned.as_python_constant()) if returned is not None else StopIteration()
 
-    def _close(self, tx: Tracer) -> Variable:
+    def throw(self, tx: Tracer | None, exc: BaseException) -> Variable | None:
+        """`exc` raised at the suspended yield: the next item, or None when it returned. Suspended in `yield from`,
+        the delegate gets it first, as CPython's throw() does: GeneratorExit closes the delegate (an error its
+        close raises is raised here instead); another exception is thrown into a delegate generator, whose next
+        item is ours; when the delegate returns, its value is the value of the `yield from`; when it raises, that
+        is raised here. An iterator with no throw() (a list's) has it raised here."""
+        if self.state != SUSPENDED or not self.frame.in_yield_from():
+            return self.resume(tx, None, exc)
+        delegate = self.frame.yield_from_delegate()
+        if isinstance(exc, GeneratorExit):
+            return self.resume(tx, None, self._close_delegate(tx, delegate) or exc)
+        if not isinstance(delegate, GeneratorVariable):
+            return self.resume(tx, None, exc)
+        self.state = RUNNING  # (the delegate's code advancing this generator is Python's ValueError)
+        try:
+            item = delegate.throw(tx, exc)
+        except ObservedException as e:
+            self.state = SUSPENDED
+            self.frame.leave_yield_from()
+            return self.resume(tx, None, e.exc)
+        except BaseException:
+            self.state = DONE
+            raise
+        self.state = SUSPENDED
+        if item is not None:
+            return item
+        self.frame.leave_yield_from()
+        return self.resume(tx, delegate.returned or ConstantVariable(None), None)
+
+    def _close_delegate(self, tx: Tracer | None, delegate: Variable) -> BaseException | None:
+        """close() of the delegate of a `yield from` (a list's iterator has none): what it raised, or None."""
+        if not isinstance(delegate, GeneratorVariable):
+            return None
+        self.state = RUNNING
+        try:
+            delegate.close(tx)
+        except ObservedException as e:
+            return e.exc
+        except BaseException:
+            self.state = DONE
+            raise
+        finally:
+            if self.state == RUNNING:
+                self.state = SUSPENDED
+        return None
+
+    def close(self, tx: Tracer | None) -> None:
         """GeneratorExit at the suspended yield: a handler that yields again is Python's RuntimeError."""
+        self._close(tx)
+
+    def _close(self, tx: Tracer | None) -> Variable:
         if self.state != SUSPENDED:
             self.state = DONE
             return ConstantVariable(None)
-        if self.frame.in_yield_from():
-            unsupported(f"close() of generator {self.name} suspended in `yield from`", BreakCode.GENERATOR)
         try:
-            item = self.resume(tx, None, GeneratorExit())
+            item = self.throw(tx, GeneratorExit())
         except ObservedException as e:
             if isinstance(e.exc, (GeneratorExit, StopIteration)):
                 return ConstantVariable(None)
@@ -294,7 +362,7 @@ def dropped_while_handling(generators: list[GeneratorVariable], reached: set[int
         checkpoint = effects.checkpoint()
         why = f"generator {gen.name} is dropped suspended inside a try or with block, and its handlers "
         try:
-            if gen.resume(None, None, GeneratorExit()) is not None:
+            if gen.throw(None, GeneratorExit()) is not None:
                 unsupported(why + "yield again when Python closes it", BreakCode.GENERATOR)
         except ObservedException as e:
             if not isinstance(e.exc, (GeneratorExit, StopIteration)):

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from framejit.contracts import GuardKind, Tracer
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.op_effects import OUT_OF_PLACE
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, UnreadableArg, Variable, lookup_class_attr
 from framejit.variables.constant import ConstantVariable
@@ -118,8 +118,8 @@ def call_operator(tx: Tracer, fn: Callable[..., Any], args: list[Variable]) -> V
     if all(a.is_python_constant() for a in args):
         try:
             return tx.wrap_constant(fn(*[a.as_python_constant() for a in args]))
-        except Exception as e:  # the same error would be raised by the original code
-            unsupported(f"{fn.__name__} on constants raised {type(e).__name__}: {e}", BreakCode.CONSTANT_ERROR)
+        except Exception as e:  # the user's operation raises it (1 / 0): a try in the trace may catch it
+            raise_observed(e.with_traceback(None), BreakCode.CONSTANT_ERROR)
     return _sequence_operator(tx, fn, args)
 
 
