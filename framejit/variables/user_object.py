@@ -498,23 +498,9 @@ class NewObjectVariable(Variable):
             cg.load(self.set_part)
         cg.call(2 if self.set_part is not None and self.set_part.py_type is frozenset else 1)
         if self.set_part is not None and self.set_part.py_type is set:  # set.update(obj, items): set's own
-            cg.emit("COPY", 1)
-            cg.emit("PUSH_NULL")
-            cg.emit("SWAP", 2)
-            cg.emit_const(set.update)
-            cg.emit("SWAP", 2)
-            cg.load(self.set_part)
-            cg.call(2)
-            cg.emit("POP_TOP")
+            _fill_with_base_method(cg, set.update, self.set_part)
         if self.list_part is not None:  # list.extend(obj, items): list's own, as the trace already ran the class's
-            cg.emit("COPY", 1)
-            cg.emit("PUSH_NULL")
-            cg.emit("SWAP", 2)
-            cg.emit_const(list.extend)
-            cg.emit("SWAP", 2)
-            cg.load(self.list_part)
-            cg.call(2)
-            cg.emit("POP_TOP")
+            _fill_with_base_method(cg, list.extend, self.list_part)
         if self.dict_part is None:
             return
         # its items, set as the base dict type sets them (the class's own __setitem__ ran during the trace)
@@ -579,3 +565,15 @@ class EnvironVariable(Variable):
         if name == "get":
             return args[1] if len(args) > 1 else ConstantVariable(None)
         raise_observed(KeyError(key), BreakCode.DICT_KEY)
+
+
+def _fill_with_base_method(cg: Emitter, method: Any, items: Variable) -> None:
+    """`method(obj, items)` (a base type's own, unbound) on the object at the top of the stack, which stays there."""
+    cg.emit("COPY", 1)
+    cg.emit("PUSH_NULL")
+    cg.emit("SWAP", 2)
+    cg.emit_const(method)
+    cg.emit("SWAP", 2)
+    cg.load(items)
+    cg.call(2)
+    cg.emit("POP_TOP")
