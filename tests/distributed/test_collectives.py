@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
 import framejit
 from tests.distributed.ranks import two_rank_tests
+
+pytestmark = pytest.mark.slow  # (processes on 2 ranks: tens of seconds per module)
 
 BACKENDS = ("eager", "aot_eager")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import warnings
 
+import pytest
 import torch
 import torch.nn as nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -16,6 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import framejit
 from framejit.exc import NothingCompiledWarning
 from tests.distributed.ranks import two_rank_tests
+
+pytestmark = pytest.mark.slow  # (processes on 2 ranks: tens of seconds per module)
 
 WIDTH = 64
 LAYER_BYTES = (WIDTH * WIDTH + WIDTH) * 4  # one Linear(64, 64)'s weight and bias

@@ -3,12 +3,15 @@ Python (equal to eager), and each break names DTensor and the method."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 
 import framejit
 from tests.distributed.ranks import WORLD_SIZE, two_rank_tests
+
+pytestmark = pytest.mark.slow  # (processes on 2 ranks: tens of seconds per module)
 
 
 def check_dtensor_methods_break_naming_them_and_match_eager(rank: int) -> None:

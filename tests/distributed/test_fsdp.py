@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 import torch.nn as nn
 from torch._dynamo.testing import CompileCounter
@@ -13,6 +14,8 @@ from torch.distributed.fsdp import fully_shard
 
 import framejit
 from tests.distributed.ranks import two_rank_tests
+
+pytestmark = pytest.mark.slow  # (processes on 2 ranks: tens of seconds per module)
 
 
 class Block(nn.Module):
