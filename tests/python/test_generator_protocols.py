@@ -182,19 +182,23 @@ def _equal(got, want):
     return same(got, want) if isinstance(want, torch.Tensor) else got == want
 
 
-@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
-def test_generator_protocols_match_eager_in_one_graph(fn):
-    framejit.reset()
-    x = torch.randn(3)
+def _one_graph_with_eagers_log(fn, x):
+    """fn compiled is one graph, no break, and gives eager's result and log; eager's log is returned."""
     del log[:]
-    want = fn(x)
-    want_log = list(log)
+    want, want_log = fn(x), list(log)
     del log[:]
     explained = framejit.explain(fn)(x)
     assert explained.graph_count == 1 and explained.break_reasons == [], explained.break_reasons
     del log[:]
     got = framejit.compile(fn, backend="eager")(x)
     assert _equal(got, want) and log == want_log
+    return want_log
+
+
+@pytest.mark.parametrize("fn", CASES, ids=lambda f: f.__name__)
+def test_generator_protocols_match_eager_in_one_graph(fn):
+    framejit.reset()
+    _one_graph_with_eagers_log(fn, torch.randn(3))
 
 
 def test_a_generator_with_side_effects_runs_interleaved_with_its_consumer():
@@ -209,15 +213,7 @@ def test_a_generator_with_side_effects_runs_interleaved_with_its_consumer():
             log.append("consumed")
         return out
 
-    x = torch.randn(3)
-    del log[:]
-    want, want_log = fn(x), list(log)
-    del log[:]
-    explained = framejit.explain(fn)(x)
-    assert explained.graph_count == 1 and explained.break_reasons == []
-    del log[:]
-    got = framejit.compile(fn, backend="eager")(x)
-    assert same(got, want) and log == want_log
+    want_log = _one_graph_with_eagers_log(fn, torch.randn(3))
     assert want_log[:3] == ["before", ("made", 0), "between"]
 
 
@@ -233,15 +229,7 @@ def test_enumerate_and_zip_take_a_generators_items_one_at_a_time():
         g = noisy(x)
         return out, list(zip(g, g))  # consecutive items paired, as in eager
 
-    x = torch.randn(3)
-    del log[:]
-    want, want_log = fn(x), list(log)
-    del log[:]
-    explained = framejit.explain(fn)(x)
-    assert explained.graph_count == 1 and explained.break_reasons == []
-    del log[:]
-    got = framejit.compile(fn, backend="eager")(x)
-    assert _equal(got, want) and log == want_log
+    want_log = _one_graph_with_eagers_log(fn, torch.randn(3))
     assert want_log[:4] == [("made", 0), "enumerated", ("made", 1), "enumerated"]
 
 
