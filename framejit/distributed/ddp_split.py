@@ -14,6 +14,7 @@ tensors (symbolic where the trace's were), its other inputs as the graph's own e
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import torch
@@ -25,13 +26,21 @@ from framejit import config
 Backend = Callable[[torch.fx.GraphModule, list[Any]], Any]
 
 
-def active_ddp_module() -> Any:
-    """The DistributedDataParallel whose forward is running (it marks itself while it calls its module), or None."""
+@functools.cache
+def _ddp_class() -> Any:
+    """DistributedDataParallel, or None where torch.distributed is not built (looked up once: the guard below
+    asks at every call)."""
     if not torch.distributed.is_available():
         return None
     from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel._get_active_ddp_module()
+    return DistributedDataParallel
+
+
+def active_ddp_module() -> Any:
+    """The DistributedDataParallel whose forward is running (it marks itself while it calls its module), or None."""
+    ddp_class = _ddp_class()
+    return None if ddp_class is None else ddp_class._get_active_ddp_module()
 
 
 def active_bucket_caps() -> tuple[int, tuple[int, ...]] | None:
