@@ -110,6 +110,7 @@ def test_a_backend_with_wrong_results_is_reported_as_mismatch(tmp_path, monkeypa
     assert all(float(r["max_error"]) > 0.5 for r in rows)
 
 
+@pytest.mark.slow
 def test_compare_torch_adds_torch_compile_rows(tmp_path):
     assert (
         main(
@@ -193,6 +194,7 @@ def test_autotune_rows_say_what_was_chosen(tmp_path, monkeypatch):
     assert row["status"] == "ok" and any(n.startswith("autotune: ") for n in row["notes"]), row
 
 
+@pytest.mark.slow
 def test_jits_take_turns_going_first_and_reports_keep_suite_order(tmp_path):
     from framejit.bench.runner import BenchOptions, jobs
 
@@ -284,6 +286,7 @@ def _hf_sweep():
     return module
 
 
+@pytest.mark.slow
 def test_hf_sweep_builds_tiny_models_with_inputs_and_runs_both_jits():
     pytest.importorskip("transformers")
     sweep = _hf_sweep()

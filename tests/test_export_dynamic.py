@@ -111,7 +111,7 @@ RUN_SAVED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("kind", ["onnx", "torchscript"])
+@pytest.mark.parametrize("kind", ["torchscript", pytest.param("onnx", marks=pytest.mark.slow)])
 def test_saved_program_runs_in_a_fresh_process_without_framejit(kind, tmp_path):
     model, gm, _ = export_encoder()
     path = str(tmp_path / ("m.onnx" if kind == "onnx" else "m.pt"))

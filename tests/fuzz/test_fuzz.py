@@ -70,6 +70,7 @@ def test_ci_sample_agrees_wherever_torch_compile_does(ci_sample: dict) -> None:
     assert not own, {i: v["detail"][:200] for i, v in list(own.items())[:10]}
 
 
+@pytest.mark.slow
 def test_planted_wrong_backend_is_a_mismatch(tmp_path: "os.PathLike[str]") -> None:
     src = _program("def program(x):\n    y = x.sin() * 2\n    return y + 1\n")
     [r] = run_programs([src], 0, str(tmp_path), backend=f"{PLANTED}:perturb")
@@ -114,6 +115,7 @@ def test_generator_is_deterministic_and_its_programs_parse() -> None:
     assert len({generate(seed) for seed in range(20)}) == 20
 
 
+@pytest.mark.slow
 def test_generated_programs_mostly_run_to_the_end_eagerly(tmp_path: "os.PathLike[str]") -> None:
     """The generator tracks shapes and dtypes so that most programs are valid for every call."""
     complete = 0
@@ -218,6 +220,7 @@ def test_graphs_run_as_torch_ops_are_tallied_with_their_reason(tmp_path: "os.Pat
     assert any("another history" in reason for reason in summary["torch_ops"]), summary["torch_ops"]
 
 
+@pytest.mark.slow
 def test_expanded_inputs_only_where_nothing_writes_them(tmp_path: "os.PathLike[str]") -> None:
     assert written_arguments(
         "def h(a):\n    a.add_(1)\n    return a\n\ndef program(x, y):\n    t = h(x[0])\n    return t + y\n"
@@ -281,6 +284,7 @@ def test_runner_builds_equal_layouts_for_both_sides(tmp_path: "os.PathLike[str]"
         assert set(leaves) == {"x", "y", "img"} and all(t.requires_grad and t.is_leaf for t in leaves.values())
 
 
+@pytest.mark.slow
 def test_planted_stride_blind_backend_is_caught_by_layouts_alone(tmp_path: "os.PathLike[str]") -> None:
     body = "def program(x, y):\n    return (x * 2 + y).sum(0), y.t() @ x\n"
     inputs = "[('tensor', ('N', 4)), ('tensor', ('N', 4))]"

@@ -64,7 +64,7 @@ def training_step(model, call, inputs):
     return loss.detach(), {name: p.grad for name, p in model.named_parameters()}
 
 
-@pytest.mark.parametrize("model_type", fast_share(sorted(ONE_GRAPH), FAMILIES))
+@pytest.mark.parametrize("model_type", fast_share(sorted(ONE_GRAPH), {"gpt2", "bert", "vit"}))
 def test_training_step_matches_eager(model_type):
     overrides, make_inputs = ONE_GRAPH[model_type]
     model, inputs = build(model_type, overrides, train=True), make_inputs()

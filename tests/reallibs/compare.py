@@ -1,7 +1,5 @@
-"""What the real-library tests share: importing a library or skipping with why, running a program under framejit
-and under torch.compile side by side with a counting backend each, and the failure that marks framejit making
-more graphs than torch.compile (the only exception the strict xfails of a known gap accept, so that any other
-failure of those tests still fails them).
+"""What the real-library tests share: importing a library or skipping with why, and running a program under
+framejit and under torch.compile side by side with a counting backend each.
 
 framejit never imports torch._dynamo; these tests do, for the comparison only, and reset it before and after."""
 
@@ -35,11 +33,12 @@ def import_or_skip(name: str, why: str = "") -> Any:
 
 @dataclasses.dataclass
 class Run:
-    """What one compiled program did: its results, the graph count after each step, why each recompile
+    """What one compiled program did: its results, the graph and op counts after each step, why each recompile
     happened (framejit only)."""
 
     results: list[Any]
     counts: list[int]
+    ops: list[int] = dataclasses.field(default_factory=list)
     recompiles: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -54,10 +53,11 @@ def run_framejit(fn: Callable[..., Any], steps: Sequence[Step], **options: Any) 
     compiled = framejit.optimize(counter, guard_fail_fn=lambda failure: recompiles.append(failure.reason), **options)(
         fn
     )
-    run = Run([], [], recompiles)
+    run = Run([], [], recompiles=recompiles)
     for step in steps:
         run.results.append(step(compiled))
         run.counts.append(counter.frame_count)
+        run.ops.append(counter.op_count)
     return run
 
 
@@ -74,28 +74,17 @@ def run_torch_compile(fn: Callable[..., Any], steps: Sequence[Step]) -> Run:
         for step in steps:
             run.results.append(step(compiled))
             run.counts.append(counter.frame_count)
+            run.ops.append(counter.op_count)
     finally:
         torch._dynamo.reset()
     return run
 
 
-class MoreGraphsThanTorchCompile(AssertionError):
-    """framejit compiled more graphs than torch.compile for the same program (a known gap is an xfail that
-    accepts this failure alone)."""
-
-
 def assert_not_more_graphs(framejit_counts: Sequence[int], torch_counts: Sequence[int]) -> None:
     """framejit's graph count after each step is at most torch.compile's."""
-    if any(f > t for f, t in zip(framejit_counts, torch_counts, strict=True)):
-        raise MoreGraphsThanTorchCompile(
-            f"framejit's graphs after each step {list(framejit_counts)}, torch.compile's {list(torch_counts)}"
-        )
-
-
-def worse_than_torch_compile(reason: str) -> pytest.MarkDecorator:
-    """A known gap: framejit makes more graphs than torch.compile here, for `reason` (framejit's break or recompile
-    reason). Strict: the test fails once framejit closes the gap, so the mark goes with it."""
-    return pytest.mark.xfail(raises=MoreGraphsThanTorchCompile, strict=True, reason=reason)
+    assert all(f <= t for f, t in zip(framejit_counts, torch_counts, strict=True)), (
+        f"framejit's graphs after each step {list(framejit_counts)}, torch.compile's {list(torch_counts)}"
+    )
 
 
 def assert_close_tree(got: Any, want: Any, **tol: float) -> None:

@@ -23,7 +23,7 @@ def stack_all(*ts):
     return torch.stack(ts).sum(0) + 1 if ts else torch.ones(3)
 
 
-@pytest.mark.parametrize("n", [0, 1, 254, 255, 256, 1000, 5000])
+@pytest.mark.parametrize("n", [0, 1, 254, 255, 256, 1000, pytest.param(5000, marks=pytest.mark.slow)])
 def test_a_graph_of_n_inputs_runs_many_times(n):
     counter = CompileCounter()
     compiled = framejit.compile(stack_all, backend=counter)
