@@ -101,7 +101,7 @@ def getattr_of(tx: Tracer, var: Any, name: str) -> Variable | None:
         and isinstance(raw, (types.FunctionType, property))
     ):
         return _user_method(tx, var, raw)  # a user's subclass: its Python code is traced as any
-    if hasattr(torch.Tensor, name) or name in ("__class__", "grad", "is_leaf"):
+    if hasattr(torch.Tensor, name):
         return None
     unsupported(
         f"{subclass_name(cls)}.{name}: an attribute of a tensor subclass that framejit does not trace; the code "
@@ -131,7 +131,7 @@ def call_method_of(
     """A DTensor method of _DTENSOR_METHODS called on `var`: one graph op, a function of the DTensor alone that
     holds the other arguments (meshes, placements: objects an FX graph cannot write as literals). None for other
     methods."""
-    if name not in _DTENSOR_METHODS or type(var.example) is not _dtensor_type():
+    if name not in _DTENSOR_METHODS or var.python_type() is not _dtensor_type():
         return None
     consts = [_constant_argument(tx, a, f"DTensor.{name}") for a in args]
     kw = {k: _constant_argument(tx, v, f"DTensor.{name}") for k, v in kwargs.items()}
