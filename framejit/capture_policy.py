@@ -31,16 +31,20 @@ _TORCH_TRACED_DIRS = _TORCH_INLINED_DIRS + tuple(
     os.path.join(_TORCH_DIR, sub) + os.sep for sub in ("optim", "distributions")
 )
 # torch files traced when user code calls into them (never captured as frames): the wrapper that
-# `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it
+# `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it; tensor
+# parallelism's input and output functions (DTensor.from_local, redistribute, to_local around a module's call)
 _TORCH_TRACED_FILES = frozenset(
-    os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py")
+    [os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py")]
+    + [os.path.join(_TORCH_DIR, "distributed", "tensor", "parallel", "style.py")]
 )
 # torch functions traced when user code calls them, in files that are not: the wrappers `torch.amp.custom_fwd` and
 # `custom_bwd` put around an autograd.Function's forward and backward (they set and read ctx attributes, cast the
-# inputs and enter autocast), and the one `once_differentiable` puts around a backward (it runs it under no_grad)
+# inputs and enter autocast), the one `once_differentiable` puts around a backward (it runs it under no_grad), and
+# the module hooks `distribute_module` registers (lambdas calling tensor parallelism's input and output functions)
 _TORCH_TRACED_FUNCTIONS = frozenset(
     [(os.path.join(_TORCH_DIR, "amp", "autocast_mode.py"), n) for n in ("decorate_fwd", "decorate_bwd", "_cast")]
     + [(os.path.join(_TORCH_DIR, "autograd", "function.py"), "wrapper")]
+    + [(os.path.join(_TORCH_DIR, "distributed", "tensor", "_api.py"), "<lambda>")]
 )
 # TorchDynamo's own files: a few of its functions reach traced code (torch's optimizers call its graph_break(); once
 # torch.compile ran, it wraps nn.Module.__init__). They are recognised by file and name, never imported.

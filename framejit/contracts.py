@@ -48,6 +48,7 @@ class GuardKind(enum.StrEnum):
     GLOBAL_QUERY = "GLOBAL_QUERY"  # a query of global state folded to its answer
     SHAPE_ENV = "SHAPE_ENV"  # what the trace assumed of dynamic sizes (equalities, ranges...)
     STORAGE_SHARING = "STORAGE_SHARING"  # which guarded tensors share storage (views of one another)
+    SUBCLASS_METADATA = "SUBCLASS_METADATA"  # a wrapper subclass's type and __tensor_flatten__ metadata (placements)
 
 
 GUARDED_VALUE = "\x00"

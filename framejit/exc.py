@@ -117,8 +117,9 @@ class BreakCode(enum.StrEnum):
     TORCH_FUNCTION = "torch_function"
     TENSOR_SUBCLASS = (
         "tensor_subclass",
-        "A tensor subclass that dispatches its ops in Python (DTensor, a wrapper subclass) is not traced yet; "
-        "the code using it runs as Python, between graphs.",
+        "Wrapper tensor subclasses are traced when their ops dispatch through __torch_dispatch__ alone (DTensor, "
+        "TwoTensor), with DTensor's to_local/redistribute/full_tensor/from_local; other attributes of torch's "
+        "subclasses, and subclasses with a __torch_function__ of their own, run as Python, between graphs.",
     )
     NON_TENSOR_OP = "non_tensor_op"
     GRAD_MODE = "grad_mode"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import math
 import operator
@@ -42,6 +43,18 @@ def _storage_key(tensor: torch.Tensor) -> int | None:
         return None
 
 
+def _subclass_metadata(t: Any) -> tuple[Any, bool]:
+    """What a SUBCLASS_METADATA guard keeps of a wrapper subclass tensor: a copy of its `__tensor_flatten__`
+    metadata, and whether its class compares two with a `__metadata_guard__` of its own."""
+    return copy.deepcopy(t.__tensor_flatten__()[1]), hasattr(type(t), "__metadata_guard__")
+
+
+def _subclass_metadata_matches(t: Any, saved: tuple[Any, bool]) -> bool:
+    metadata, custom = saved
+    now = t.__tensor_flatten__()[1]
+    return bool(type(t).__metadata_guard__(metadata, now) if custom else now == metadata)
+
+
 def _autocast_state() -> tuple[Any, ...]:
     """Which devices autocast is on for, and to which dtype: part of what a graph was traced under."""
     return tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES)
@@ -58,6 +71,7 @@ HELPERS: dict[str, Any] = {
     "___storage_sharing": _storage_sharing,
     "___object_getattr": object.__getattribute__,
     "___dict_getitem": dict.__getitem__,
+    "___subclass_metadata_matches": _subclass_metadata_matches,
     # what the shape environment's guards name when printed as Python (a float symbol's `math.isnan(...)`)
     "math": math,
     "torch": torch,
@@ -272,6 +286,12 @@ class GuardSet:
                 return [self._is(f"type({X})", type(value)), self._is(f"{X}.__code__", value.__code__)]
             case GuardKind.TYPE_MATCH:
                 return [self._is(f"type({X})", type(value))]
+            case GuardKind.SUBCLASS_METADATA:
+                saved = self._const(_subclass_metadata(value))
+                return [
+                    self._is(f"type({X})", type(value), "type"),
+                    Check(f"___subclass_metadata_matches({X}, {saved})", field="metadata"),
+                ]
             case GuardKind.LEN_MATCH:
                 return [self._is(f"type({X})", type(value)), _literal(f"len({X})", "==", len(value))]
             case GuardKind.DICT_KEYS:
@@ -451,6 +471,9 @@ def _describe(guard: Guard, check: Check, text: str, actual: Any, ns: dict[str, 
         case GuardKind.AUTOCAST:
             on = [f"{d} ({str(dtype).removeprefix('torch.')})" for d, enabled, dtype in _autocast_state() if enabled]
             return f"autocast changed: now {'on for ' + ', '.join(on) if on else 'off'}"
+        case GuardKind.SUBCLASS_METADATA if check.field == "metadata":
+            now = eval(guard.name, ns).__tensor_flatten__()[1]
+            return f"{guard.name}: {type(eval(guard.name, ns)).__name__}'s metadata changed to {safe_repr(now)}"
         case GuardKind.TENSOR_MATCH if check.field == "type":
             return f"{guard.name}: expected a {check.expected.__name__}, got {actual.__name__}"
         case GuardKind.TENSOR_MATCH if check.field == "dispatch_keys":

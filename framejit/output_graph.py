@@ -52,6 +52,7 @@ from framejit.variables.callables import NestedFunctionVariable
 from framejit.variables.containers import ListVariable, TupleVariable
 from framejit.variables.kernel_refusals import check_eager_accepts_dtypes
 from framejit.variables.symbolic import SymbolicVariable, plain_number
+from framejit.variables import wrapper_subclass
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.torch_special import check_op_before_run, keeps_non_tensor_result
 
@@ -172,11 +173,12 @@ class OutputGraph:
         return SymbolicVariable(node, symbol, source)
 
     def add_graph_input(self, source: Source, value: torch.Tensor) -> TensorVariable:
-        if is_traceable_wrapper_subclass(value):  # its ops dispatch in Python (to other tensors, collectives...)
-            name = f"{type(value).__module__}.{type(value).__qualname__}"
+        subclass = is_traceable_wrapper_subclass(value)  # its ops dispatch in Python (to its inner tensors)
+        refusal = wrapper_subclass.input_refusal(value) if subclass else None
+        if refusal is not None:
             unsupported(
-                f"{source.name()} is a {name}, a tensor subclass with its own dispatch, which framejit does not "
-                "trace yet: the code that uses it runs as Python",
+                f"{source.name()} is a {wrapper_subclass.subclass_name(type(value))}, a tensor subclass with its own "
+                f"dispatch, which framejit does not trace ({refusal}): the code that uses it runs as Python",
                 BreakCode.TENSOR_SUBCLASS,
             )
         node = self._placeholder(source)
@@ -203,6 +205,8 @@ class OutputGraph:
             symbolic_strides(fake),
             is_symbolic(fake.storage_offset()),
         )
+        if subclass:
+            wrapper_subclass.guard_input(self.guards, source, value)
         return TensorVariable(node, fake, source, type(value))
 
     def add_constant_tensor(self, tx: Translator, value: torch.Tensor) -> TensorVariable:
@@ -339,7 +343,9 @@ class OutputGraph:
         if isinstance(result, torch.Tensor):
             # the op's own autograd node: a later in-place op gives the fake another one (saved_versions reads it)
             node.meta["grad_fn"] = grad_fn_of(result)
-            return TensorVariable(node, result)
+            return TensorVariable(
+                node, result, py_type=type(result) if is_traceable_wrapper_subclass(result) else torch.Tensor
+            )
         if is_symbolic(result):
             return SymbolicVariable(node, result)
         if isinstance(result, (tuple, list)):

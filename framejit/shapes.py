@@ -11,6 +11,7 @@ import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     ShapeEnv,
@@ -71,6 +72,8 @@ class TraceShapes:
         self, value: torch.Tensor, source: Source, is_module_state: bool
     ) -> tuple[torch.Tensor, frozenset[int]]:
         """The fake tensor the trace uses for input `value`, and its dynamic dims."""
+        if is_traceable_wrapper_subclass(value):  # static: its inner tensors' sizes follow from its own
+            return self.fake_mode.from_tensor(value, static_shapes=True), frozenset()
         dims = self._dynamic_dims(value, source, is_module_state)
         # a view (a slice, a transpose, a narrow) is dynamic by the same rule: torch's meta converter makes its fake
         # by as_strided of a fake of its base, with symbols of its own for its sizes, and for the strides and

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from framejit.op_effects import (
     BATCH_NORM_STATS,
@@ -14,6 +15,7 @@ from framejit.op_effects import (
     is_view,
     node_storage,
     requires_grad,
+    shared_storage,
     writes_into_first_argument,
 )
 
@@ -63,12 +65,30 @@ def view_of_aliased_written_inputs(gm: torch.fx.GraphModule) -> bool:
     return any(node_storage(n) in written for n in outputs if n.op != "placeholder")
 
 
+SUBCLASS_WITH_SHARED_INNER_TENSORS = (
+    "it writes in place while a tensor subclass input has inner tensors that share memory (TwoTensor(x, x)): "
+    "AOTAutograd asserts on the second write"
+)
+
+
+def writes_subclass_with_shared_inner_tensors(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """True when an input is a wrapper subclass two of whose inner tensors share memory and the graph writes in
+    place (into anything: a write into the subclass reaches each inner tensor)."""
+    shared = any(
+        is_traceable_wrapper_subclass(x) and shared_storage([getattr(x, a) for a in x.__tensor_flatten__()[0]])
+        for x in example_inputs
+    )
+    return shared and any(writes_into_first_argument(n) for n in gm.graph.nodes)
+
+
 def why_aot_cannot(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
     """Why a graph must run as its torch ops rather than through AOTAutograd (the fate's reason), or None."""
     if autograd_needs_eager_ops(gm, example_inputs):
         return EAGER_HISTORY
     if view_of_aliased_written_inputs(gm):
         return VIEW_OF_ALIASED_WRITTEN_INPUTS
+    if writes_subclass_with_shared_inner_tensors(gm, example_inputs):
+        return SUBCLASS_WITH_SHARED_INNER_TENSORS
     return None
 
 

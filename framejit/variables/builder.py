@@ -81,6 +81,14 @@ from framejit.variables.torch_special import (
 )
 from framejit.variables.optimizer import OptimizerVariable
 from framejit.variables.user_object import EnvironVariable, UserObjectVariable, has_custom_lookup
+from framejit.variables.wrapper_subclass import (
+    DistributedConstantVariable,
+    FoldedCallVariable,
+    FromLocalVariable,
+    is_from_local,
+    is_mesh_or_placement,
+    is_placement_class,
+)
 
 
 _BUILTIN_CALLABLES = {id(v) for v in vars(builtins).values() if callable(v)} | {
@@ -92,6 +100,8 @@ def wrap_constant_result(value: Any) -> Variable:
     """A value computed at trace time from constants (no source, no guard)."""
     if is_literal(value):
         return ConstantVariable(value)
+    if is_mesh_or_placement(value):
+        return DistributedConstantVariable(value)
     if isinstance(value, tuple):
         return TupleVariable([wrap_constant_result(v) for v in value], py_type=type(value))
     if isinstance(value, list):
@@ -495,6 +505,24 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         matches=lambda v, s: is_numpy_function(v),
         guard=GuardKind.ID_MATCH,
         make=lambda tx, v, s: NumpyFunctionVariable(v, s),
+    ),
+    WrapRule(
+        kind="DTensor placement class",
+        matches=lambda v, s: is_placement_class(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: FoldedCallVariable(v, s),
+    ),
+    WrapRule(
+        kind="DeviceMesh or placement",
+        matches=lambda v, s: is_mesh_or_placement(v),
+        guard=GuardKind.ID_MATCH,
+        make=lambda tx, v, s: DistributedConstantVariable(v, s),
+    ),
+    WrapRule(
+        kind="DTensor.from_local",
+        matches=lambda v, s: is_from_local(v),
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: FromLocalVariable(v, s),
     ),
     WrapRule(
         kind="user function", matches=lambda v, s: isinstance(v, types.FunctionType), guard=None, make=_wrap_function

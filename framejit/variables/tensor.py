@@ -15,7 +15,9 @@ from framejit.variables.base import Variable
 from framejit.sources import AttrSource
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.containers import BoundMethod
+from framejit.variables import wrapper_subclass
 from framejit.variables.symbolic import has_symbolic, plain_number
+from framejit.variables.wrapper_subclass import is_wrapper_subclass_type
 
 # Attributes whose value only depends on guarded metadata (or the fake's autograd state).
 _META_ATTRS = frozenset(
@@ -141,6 +143,10 @@ class TensorVariable(Variable):
         return tx.output.call_graph_op(tx, "call_method", "unbind", [self, ConstantVariable(0)], {}).unpack(tx)
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        if is_wrapper_subclass_type(self.py_type):  # its own attributes first (DTensor's placements, to_local)
+            own = wrapper_subclass.getattr_of(tx, self, name)
+            if own is not None:
+                return own
         if name in _META_ATTRS:
             value = getattr(self.example, name)
             if has_symbolic(value):  # a dynamic size: its value comes from the graph
@@ -178,6 +184,10 @@ class TensorVariable(Variable):
         return real.is_leaf
 
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if is_wrapper_subclass_type(self.py_type):
+            own = wrapper_subclass.call_method_of(tx, self, name, args, kwargs)
+            if own is not None:
+                return own
         if name == "item" and not args and not kwargs and tx.output.shapes.env.allow_scalar_outputs:
             return tx.output.call_graph_op(tx, "call_method", name, [self], {})  # an unbacked symbol (fullgraph)
         if name == "numpy" and not args and set(kwargs) <= {"force"}:

@@ -88,6 +88,18 @@ def writes_first(x, y):
     return y * 2
 
 
+def writes_wrapper_subclass(t):
+    t.add_(1)  # once into each inner tensor: twice into one shared by both
+    return t.a + t.b * 10
+
+
+def _two_tensor(changed, n):
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    a = _t(n, 4)
+    return (TwoTensor(a, a if changed else a.clone()),)
+
+
 def reads_grad_mode(x):
     return x + 1 if torch.is_grad_enabled() else x - 1
 
@@ -156,6 +168,7 @@ PROPS = [
         writes_first,  # the same aliasing, another storage offset
         lambda changed, n: (lambda a: (a[2] if changed else a[1], a))(_t(n, 4)),
     ),
+    Prop("a wrapper subclass's inner aliasing", writes_wrapper_subclass, _two_tensor),
     Prop(
         "grad mode",
         reads_grad_mode,
