@@ -136,6 +136,14 @@ def reduce_scatter(output, input_list, op=dist.ReduceOp.SUM, group=None, async_o
     output.copy_(_ops.wait_tensor(scattered).view(output.shape))
 
 
+@substitute_in_graph(dist.all_to_all_single)
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):  # type: ignore[no-untyped-def]
+    _synchronous(async_op, "all_to_all_single")
+    name, size = _group(group, "all_to_all_single")
+    exchanged = _exchange(input, output_split_sizes, input_split_sizes, name, size)
+    output.copy_(exchanged.view(output.shape))
+
+
 @substitute_in_graph(dist.get_rank, can_constant_fold_through=True)
 def get_rank(group=None):  # type: ignore[no-untyped-def]
     return _rank(group)
@@ -189,6 +197,29 @@ for _name in (
     "reduce_scatter_tensor_autograd",
 ):
     substitute_in_graph(getattr(funcol, _name))(reduce_scatter_single)
+
+
+def _exchange(input, output_split_sizes, input_split_sizes, name, size):  # type: ignore[no-untyped-def]
+    """all_to_all_single: split sizes the program left None are equal shares of dim 0 (the op takes lists)."""
+    even = [input.size(0) // size] * size
+    sizes_out = even if output_split_sizes is None else list(output_split_sizes)
+    sizes_in = even if input_split_sizes is None else list(input_split_sizes)
+    return _ops.wait_tensor(_ops.all_to_all_single(input.contiguous(), sizes_out, sizes_in, name))
+
+
+def functional_all_to_all_single(self, output_split_sizes, input_split_sizes, group, tag=""):  # type: ignore[no-untyped-def]
+    name, size = _group(group, "all_to_all_single", tag)
+    return _exchange(self, output_split_sizes, input_split_sizes, name, size)
+
+
+for _name in ("all_to_all_single", "all_to_all_single_autograd"):
+    substitute_in_graph(getattr(funcol, _name))(functional_all_to_all_single)
+
+
+@substitute_in_graph(funcol.all_reduce_coalesced)
+def all_reduce_coalesced(self, reduceOp, group, tag=""):  # type: ignore[no-untyped-def]
+    reduced = _ops.all_reduce_coalesced(self, _op_name(reduceOp), _group(group, "all_reduce_coalesced", tag)[0])
+    return [_ops.wait_tensor(t) for t in reduced]
 
 
 @substitute_in_graph(funcol.broadcast)

@@ -89,12 +89,30 @@ def check_functional_collectives(rank: int) -> None:
     _one_graph_each_backend(fn, _rank_input(rank))
 
 
+def check_all_to_all_and_coalesced(rank: int) -> None:
+    group = dist.group.WORLD
+
+    def fn(t):
+        even = funcol.all_to_all_single(t, None, None, group)
+        # rank 0 sends 2 then 4 items, rank 1 sends 3 and 3: rank 0 gets 2 + 3, rank 1 gets 4 + 3
+        uneven = funcol.all_to_all_single(t.reshape(6), [[2, 3], [4, 3]][rank], [2 + rank, 4 - rank], group)
+        exchanged = torch.empty_like(t)
+        dist.all_to_all_single(exchanged, t * 2)
+        summed, largest = funcol.all_reduce_coalesced([t, t.T], "sum", group)
+        return even, uneven, exchanged, summed, largest
+
+    _one_graph_each_backend(fn, _rank_input(rank))
+
+
 def check_backward_through_all_reduce(rank: int) -> None:
     torch.manual_seed(0)
     weight = torch.randn(3, 3)
 
     def fn(x, w):
-        return (funcol.all_reduce(x @ w, "sum", dist.group.WORLD).sin() * (rank + 1)).sum()
+        reduced = funcol.all_reduce(x @ w, "sum", dist.group.WORLD).sin() * (rank + 1)
+        sends, gets = [2 + rank, 4 - rank], [[2, 3], [4, 3]][rank]  # uneven: see check_all_to_all_and_coalesced
+        exchanged = funcol.all_to_all_single_autograd(reduced.reshape(6), gets, sends, dist.group.WORLD)
+        return reduced.sum() + (exchanged * torch.arange(len(exchanged))).sum()
 
     def grads(f):
         w = weight.clone().requires_grad_()
