@@ -41,6 +41,12 @@ def mark_skip(code: types.CodeType) -> None:
     _codes.add(code)
 
 
+def unmark_skip(code: types.CodeType) -> None:
+    """Let the hook ask about `code` again (a frame refused before that is now to be captured)."""
+    if _hook.get_extra(code) is SKIP:
+        _hook.set_extra(code, None)
+
+
 def install(code: types.CodeType, frame: CompiledFrame, owner: Any) -> CacheEntry:
     """Add an entry for `frame` to `code`'s cache (newest first) and return it."""
     _hook.set_extra(frame.code, SKIP)  # the replacement's own frames must pass straight through

@@ -14,6 +14,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import (
+    _get_current_dispatch_mode_stack,
+    is_in_any_mode_without_ignore_compile_internals,
+)
 
 from framejit import cache, capture_policy, config, logs, policy, shapes, stance
 from framejit._C import _hook
@@ -25,6 +29,7 @@ from framejit.exc import (
     BreakCode,
     CacheLimitExceeded,
     FramejitError,
+    FramejitWarning,
     InternalError,
     NothingCompiledWarning,
     RecompileError,
@@ -87,6 +92,8 @@ class FrameCallback:
         self.guard_fail_fn = guard_fail_fn
         self.guard_export_fn = guard_export_fn
         self.graph_count = 0  # graphs compiled so far
+        self.mode_runs = 0  # frames run as Python under a user's TorchDispatchMode
+        self.warned_mode = False
 
     def __call__(self, fn: types.FunctionType, args: tuple) -> Callable | None:
         code = fn.__code__
@@ -102,6 +109,9 @@ class FrameCallback:
         if reason is not None or policy.is_disabled(fn):
             cache.mark_skip(code)
             return None
+        if is_in_any_mode_without_ignore_compile_internals():
+            self._run_under_dispatch_mode(code)
+            return None
         logs.apply_level(config.log_level)
         with _compile_lock:
             existing = cache.entries(code, self)
@@ -116,6 +126,23 @@ class FrameCallback:
             if existing and not self._recompile_allowed(fn, args):
                 return None
             return self._compile(fn, args, bool(existing))
+
+    def _run_under_dispatch_mode(self, code: types.CodeType) -> None:
+        """A user's TorchDispatchMode is active (FlopCounterMode, a logging mode): the frame runs as Python, so
+        that the mode sees eager's ops (a backend's would be others, and the trace's fakes would reach it), as
+        torch.compile does; said once."""
+        self.mode_runs += 1
+        modes = [type(m).__qualname__ for m in _get_current_dispatch_mode_stack() if not m.ignore_compile_internals()]
+        log.info("framejit runs %s as Python: a TorchDispatchMode (%s) is active", frame_label(code), modes)
+        if not self.warned_mode:
+            self.warned_mode = True
+            warnings.warn(
+                f"framejit runs frames as Python while a TorchDispatchMode ({', '.join(modes) or 'its handler'}) is "
+                f"active, so that it sees eager's ops, as torch.compile does: {frame_label(code)} and what it "
+                "calls are not compiled",
+                FramejitWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     def _refuse_recompile(self, fn: types.FunctionType, args: tuple) -> None:
         """set_stance("eager_on_recompile"): run the frame as Python (its entries still serve later calls);
@@ -398,10 +425,17 @@ def module_call(mod: nn.Module, call: Callable, ctx: _Context, owner: Any) -> Ca
     """`call` (a call of `mod`) run under `ctx`: the frame handed over is `mod`'s forward, captured while `owner`
     lives even where its file is refused (optimize(nn.Linear(...)) captures Linear.forward)."""
     policy.mark_compiled_module(mod)
+    return ctx.wrap(call, force_forward_capture(mod, owner))
+
+
+def force_forward_capture(mod: nn.Module, owner: Any) -> types.CodeType | None:
+    """Capture frames of `mod`'s forward while `owner` lives, even where its file is refused (nn.Linear's);
+    its code, if Python."""
     forward = getattr(type(mod).forward, "__code__", None)
     if forward is not None:
         capture_policy.force_capture(forward, owner)
-    return ctx.wrap(call, forward)
+        cache.unmark_skip(forward)  # (its file's refusal, met where it ran as Python under framejit before)
+    return forward
 
 
 def _code_of(fn: Any) -> types.CodeType | None:
@@ -409,13 +443,13 @@ def _code_of(fn: Any) -> types.CodeType | None:
     return getattr(getattr(fn, "__func__", fn), "__code__", None)
 
 
-def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> tuple[int, int] | None:
+def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> tuple[int, int, int] | None:
     """Before the first call of a function or module handed to framejit: a frame framejit will not capture is an
     error under fullgraph=True, and otherwise a warning (never a silent run as plain Python). (The number of graphs
     compiled so far, the hook's count of cached graph code run so far), or None where that was said."""
     reason = capture_policy.capture_refusal(entry)
     if reason is None:
-        return callback.graph_count, _hook.get_stats()["graph_hits"]
+        return callback.graph_count, _hook.get_stats()["graph_hits"], callback.mode_runs
     message = (
         f"framejit captures nothing in {frame_label(entry)}, the frame it was given: it is {reason}, which "
         f"framejit runs as Python (what it calls is still captured where it is user code)"
@@ -426,12 +460,13 @@ def _before_first_call(entry: types.CodeType, callback: FrameCallback) -> tuple[
     return None
 
 
-def _after_first_call(entry: types.CodeType, callback: FrameCallback, before: tuple[int, int] | None) -> None:
+def _after_first_call(entry: types.CodeType, callback: FrameCallback, before: tuple[int, int, int] | None) -> None:
     """After it: a first call that compiled no graph anywhere, ran none compiled before (a frame the call reached
-    may reuse the graph another instance of its module compiled), and has none for its frame, warns."""
+    may reuse the graph another instance of its module compiled), ran nothing as Python under a dispatch mode
+    (said already), and has none for its frame, warns."""
     if (
         before is None
-        or (callback.graph_count, _hook.get_stats()["graph_hits"]) != before
+        or (callback.graph_count, _hook.get_stats()["graph_hits"], callback.mode_runs) != before
         or entry in _warned_frames
         or any(frame.graph_names for frame in cache.compiled_frames(entry))
     ):

@@ -81,6 +81,10 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return lambda *a, **kw: _explain(fn, a, kw)
 
 
+class _ExplainCall:
+    """Owns what one explain forces to be captured, for as long as the call runs."""
+
+
 def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput:
     graphs: list[torch.fx.GraphModule] = []
     breaks: list[BreakReason] = []
@@ -108,11 +112,15 @@ def _explain(fn: Callable[..., Any], args: tuple, kwargs: dict) -> ExplainOutput
     )
     saved = eval_frame.snapshot_state()
     start = time.perf_counter()
+    call = _ExplainCall()
+    if isinstance(fn, torch.nn.Module):  # its forward is captured as compile's would be (nn.Linear's too)
+        eval_frame.force_forward_capture(fn, call)
     try:
         with ctx:
             fn(*args, **kwargs)
     finally:
         eval_frame.restore_state(saved)
+        del call
     ops = [_ops(gm) for gm in graphs]
     return ExplainOutput(
         graphs=graphs,

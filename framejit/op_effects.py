@@ -12,6 +12,7 @@ import torch
 from torch._C._autograd import CreationMeta, _get_creation_meta
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 # each in-place operator (`a += b`) and the operator it falls back to where the left side has no in-place form
 OUT_OF_PLACE = {
@@ -170,6 +171,19 @@ RANDOM_OP = re.compile(
     r"(rand\w*|\w*dropout\w*|normal_?|log_normal_|bernoulli_?|multinomial|uniform_|exponential_"
     r"|cauchy_|geometric_|random_|poisson|rrelu_?|gumbel_softmax)"
 )
+
+
+# -- communication --------------------------------------------------------------------------------------------
+_COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd", "c10d"})
+
+
+def communicates(node: torch.fx.Node) -> bool:
+    """Whether `node` may talk to other ranks: a collective op, or a wrapper subclass value (a DTensor: the ops
+    that take it dispatch through it, and may redistribute). A second run would communicate again, where the other
+    ranks do not."""
+    target = node.target
+    namespace = getattr(target, "namespace", None) or getattr(target, "_qualified_op_name", "").partition("::")[0]
+    return namespace in _COLLECTIVE_NAMESPACES or is_traceable_wrapper_subclass(node.meta.get("example_value"))
 
 
 # -- grad mode and autocast -----------------------------------------------------------------------------------

@@ -17,7 +17,14 @@ from framejit import logs
 from framejit._C import _hook, _tensor_state
 from framejit.contracts import OPAQUE_EFFECTS_META
 from framejit.exc import FramejitError
-from framejit.op_effects import RANDOM_OP, batch_norm_stats_written, creation_meta, op_name, writes_into_first_argument
+from framejit.op_effects import (
+    RANDOM_OP,
+    batch_norm_stats_written,
+    communicates,
+    creation_meta,
+    op_name,
+    writes_into_first_argument,
+)
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
@@ -38,12 +45,14 @@ def _example(value: Any) -> list[torch.Tensor]:
 
 def inputs_written(graph: torch.fx.Graph, unversioned: frozenset[int]) -> list[int] | None:
     """The positions of the graph inputs it writes into in place, with the `unversioned` ones
-    (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others) or calls what
-    may (a torch.autograd.Function's apply, OPAQUE_EFFECTS_META)."""
+    (`unversioned_inputs`); None if the graph draws random numbers (a second run would draw others), calls what
+    may (a torch.autograd.Function's apply, OPAQUE_EFFECTS_META), or talks to other ranks (they would not run
+    it again)."""
     if any(
         n.op in ("call_function", "call_method")
         and RANDOM_OP.fullmatch(op_name(n.target))
         or OPAQUE_EFFECTS_META in n.meta
+        or communicates(n)
         for n in graph.nodes
     ):
         return None

@@ -106,3 +106,24 @@ def test_a_dtensor_attribute_not_traced_breaks_naming_it_and_matches_eager(mesh)
         torch.testing.assert_close(g, e)
     reasons = [b.reason for b in framejit.explain(fn)(d).break_reasons]
     assert any("torch.distributed.tensor.DTensor._spec" in r for r in reasons), reasons
+
+
+def test_a_graph_that_communicates_and_raises_does_not_run_again(mesh):
+    """A graph that fails at run time after a collective raises, as torch.compile's: run again as Python (what
+    framejit does for other graphs), it would communicate twice where the other ranks do not."""
+    import torch.distributed._functional_collectives as funcol
+
+    group = dist.group.WORLD
+
+    def fn(x, idx):
+        return funcol.all_reduce(x, "sum", group)[idx] * 2
+
+    compiled = framejit.compile(fn, backend="eager")
+    torch.testing.assert_close(compiled(torch.ones(3), torch.tensor([2])), fn(torch.ones(3), torch.tensor([2])))
+    collectives = []
+    for run in (fn, compiled):
+        before = group._get_sequence_number_for_group()
+        with pytest.raises(IndexError):
+            run(torch.ones(3), torch.tensor([5]))
+        collectives.append(group._get_sequence_number_for_group() - before)
+    assert collectives == [1, 1]
