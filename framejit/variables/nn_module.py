@@ -92,13 +92,17 @@ class NNModuleVariable(Variable):
         inst = mod.__dict__
         if name in _LISTING_METHODS and getattr(type(mod), name) is getattr(nn.Module, name):
             return BoundMethod(self, name)
-        if name in inst:
-            return self._wrap_attr(tx, name, inst[name])
-        for dict_name in ("_parameters", "_buffers", "_modules"):
-            if name in inst.get(dict_name, ()):
-                return self._child(tx, dict_name, name)
+        # Python's order: a data descriptor of the class (a property), the instance dict, any other class
+        # attribute (a method named like a submodule wins), then nn.Module.__getattr__'s parameters, buffers and
+        # submodules
         klass, attr = lookup_class_attr(type(mod), name)
+        data_descriptor = klass is not None and (hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__"))
+        if name in inst and not data_descriptor:
+            return self._wrap_attr(tx, name, inst[name])
         if klass is None:
+            for dict_name in ("_parameters", "_buffers", "_modules"):
+                if name in inst.get(dict_name, ()):
+                    return self._child(tx, dict_name, name)
             unsupported(f"{type(mod).__name__} has no attribute {name!r}", BreakCode.MISSING_ATTR)
         # the module is guarded by identity (or type, when stateless): its class's methods need no guard
         bound = bound_class_attribute(tx, self, attr, None)

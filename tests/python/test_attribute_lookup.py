@@ -196,3 +196,40 @@ def test_an_argument_whose_getattr_raises_keyerror_is_traced():
     x = torch.randn(3)
     assert same(framejit.optimize(cnt)(fn)(_KeyConfig(offset=5), x), x + 5)
     assert cnt.frame_count == 1
+
+
+class _Base(torch.nn.Module):
+    def linear(self, x):
+        return x * 3.0
+
+
+class _Shadowed(_Base):
+    """Submodules named like a method of the class, a property or a plain class attribute: Python finds the
+    class's attribute (or the property, before the instance dict) and never asks nn.Module.__getattr__."""
+
+    norm = None  # a plain class attribute: `self.norm` is None although a submodule has the name
+
+    def __init__(self):
+        super().__init__()
+        self.activation = torch.nn.ReLU()
+        self.linear = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.LayerNorm(4)
+        self.__dict__["scale"] = 10.0  # hidden by the property
+
+    def activation(self, x):
+        return x * 1.2
+
+    @property
+    def scale(self):
+        return 0.5
+
+    def forward(self, x):
+        out = self.activation(self.linear(x)) * self.scale
+        return out if self.norm is None else self.norm(out)
+
+
+def test_a_class_attribute_wins_over_a_submodule_of_its_name_as_in_eager():
+    model, x = _Shadowed(), torch.randn(2, 4)
+    counter = CompileCounter()
+    assert same(framejit.optimize(counter)(model)(x), model(x))
+    assert counter.frame_count == 1
