@@ -74,6 +74,7 @@ from framejit.variables.numpy_arrays import NumpyFunctionVariable, is_ndarray, i
 from framejit.variables.torch_special import (
     GRAD_MODE_CTORS,
     GradModeCtorVariable,
+    SetGradEnabledVariable,
     GradModeVariable,
     WithExitVariable,
     is_constant_query,
@@ -439,6 +440,12 @@ _CALLABLE_OR_OBJECT_RULES: tuple[WrapRule, ...] = (
         make=lambda tx, v, s: wrap_value(
             tx, contextlib.nullcontext, ItemSource(ModuleGlobalsSource("contextlib"), "nullcontext")
         ),
+    ),
+    WrapRule(
+        kind="torch._C._set_grad_enabled",
+        matches=lambda v, s: v is torch._C._set_grad_enabled,
+        guard=GuardKind.FUNCTION_MATCH,
+        make=lambda tx, v, s: SetGradEnabledVariable(),
     ),
     WrapRule(
         kind="grad mode class",

@@ -396,6 +396,15 @@ class GradModeVariable(Variable):
     def exit_before_break(self, tx: Tracer) -> None:
         """Grad mode stays as inside the block at the end of a graph; the break code steps out and re-enters."""
 
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        """`torch.no_grad()(fn)`: fn decorated, run in this mode when called. set_grad_enabled(b), which switched
+        the mode when made, switches it back (its __call__ does)."""
+        if kwargs or len(args) != 1:
+            unsupported(f"{self.ctor.__name__}() called with {len(args)} arguments", BreakCode.GRAD_MODE)
+        if self.applies_on_create:
+            tx.output.set_grad_mode(self.previous)
+        return GradModeDecorated(self.ctor, self.mode, args[0])
+
     def reconstruct_entered(self, cg: Emitter) -> None:
         """Leave the __exit__ of a fresh, entered context of this kind on the stack (grad mode is then set)."""
         cg.emit("PUSH_NULL")
@@ -405,6 +414,49 @@ class GradModeVariable(Variable):
         cg.call(1 if self.applies_on_create else 0)
         cg.emit("BEFORE_WITH")
         cg.emit("POP_TOP")
+
+
+class GradModeDecorated(Variable):
+    """A function decorated in the trace by a grad-mode context (`torch.no_grad()(fn)`): called, fn runs in the
+    mode, which is set back after."""
+
+    def __init__(self, ctor: Any, mode: bool, fn: Variable) -> None:
+        self.ctor, self.mode, self.fn = ctor, mode, fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        ctx = GradModeVariable.create(tx, self.ctor, [ConstantVariable(self.mode)])
+        ctx.enter(tx)
+        result = self.fn.call(tx, args, kwargs)
+        ctx.exit(tx)
+        return result
+
+    def rebuild(self, cg: Emitter) -> None:
+        """`ctor(...)(fn)`, as the code made it (a set_grad_enabled made and applied leaves the mode as it was)."""
+        cg.emit("PUSH_NULL")  # (for the decorating call)
+        cg.emit("PUSH_NULL")
+        cg.emit_const(self.ctor)
+        if self.ctor is torch.set_grad_enabled:
+            cg.emit_const(self.mode)
+        cg.call(1 if self.ctor is torch.set_grad_enabled else 0)
+        cg.load(self.fn)
+        cg.call(1)
+
+
+class SetGradEnabledVariable(Variable):
+    """`torch._C._set_grad_enabled(b)` (what a user's grad-mode context manager calls): grad mode switched, in the
+    trace and in the graph, as `torch.set_grad_enabled(b)` called as a function does."""
+
+    def python_type(self) -> type:
+        return types.BuiltinFunctionType
+
+    def call(self, tx: Tracer, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
+        if kwargs or len(args) != 1 or not args[0].is_python_constant():
+            unsupported("torch._C._set_grad_enabled of a value known only at run time", BreakCode.GRAD_MODE)
+        tx.output.set_grad_mode(bool(args[0].as_python_constant()))
+        return ConstantVariable(None)
 
 
 class WithExitVariable(Variable):

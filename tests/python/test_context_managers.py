@@ -125,3 +125,63 @@ def test_an_object_equal_to_everything_is_not_taken_for_a_grad_mode_switch():
     assert [str(b.reason) for b in report.break_reasons if "scale" in str(b.reason)] == []
     got = framejit.compile(fn, backend="eager")(torch.ones(2), _EqualsAnything())
     assert got[1:] == (False, 1) and same(got[0], torch.full((2,), 3.0))
+
+
+class _GradSwitch:
+    """A user's grad-mode context manager written on torch._C._set_grad_enabled."""
+
+    def __init__(self, mode):
+        self.prev = torch.is_grad_enabled()
+        self.mode = mode
+
+    def __enter__(self):
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled(self.prev)
+
+
+def _switches_in_a_user_context(x):
+    with _GradSwitch(False):
+        x = x + 1
+        if torch.is_grad_enabled():
+            x = x * 2
+    return x - 1
+
+
+def _decorates_in_the_trace(x):
+    def inner(y):
+        return y.sin()
+
+    off = torch.no_grad()(inner)
+    on_again = torch.set_grad_enabled(False)(inner)  # made: grad off; applied: back on
+    return off(x) + x, on_again(x), torch.is_grad_enabled(), off
+
+
+def _leaves_grad_off(x):
+    torch._C._set_grad_enabled(False)
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_switches_in_a_user_context, _decorates_in_the_trace, _leaves_grad_off])
+def test_grad_mode_switched_by_set_grad_enabled_or_a_decorator_is_one_graph_as_eager(fn):
+    x = torch.rand(2, 3, requires_grad=True)
+    counter = CompileCounter()
+    try:
+        want = fn(x)
+        eager_mode_after = torch.is_grad_enabled()
+        torch.set_grad_enabled(True)
+        got = framejit.optimize(counter, nopython=True)(fn)(x)
+        assert torch.is_grad_enabled() == eager_mode_after
+    finally:
+        torch.set_grad_enabled(True)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for w, g in zip(want, got, strict=True):
+        if isinstance(w, torch.Tensor):
+            torch.testing.assert_close(g, w)
+            assert g.requires_grad == w.requires_grad
+        elif callable(w):  # the decorated function, made again after the graph: it runs in no_grad
+            assert not g(x).requires_grad and torch.is_grad_enabled()
+        else:
+            assert g == w
+    assert counter.frame_count == 1
