@@ -7,6 +7,7 @@ A dict is mutable here; mutating one that came from outside the frame records a 
 from __future__ import annotations
 
 import collections
+import operator
 from typing import Any, Callable, ClassVar, Sequence
 
 
@@ -164,6 +165,14 @@ class DictVariable(Variable):
                 return missing.call(tx, [key], {})
         raise_observed(KeyError(_plain(k)), BreakCode.DICT_KEY)
 
+    def _merge_mapping(self, tx: Tracer, mapping: Variable) -> None:
+        """`for k in mapping.keys(): d[k] = mapping[k]`, traced (a user's Mapping: its own keys and __getitem__)."""
+        from framejit.variables.operators import call_operator
+
+        keys = mapping.var_getattr(tx, "keys").call(tx, [], {})
+        for key in keys.unpack(tx):
+            self.items[dict_key(tx, key)] = call_operator(tx, operator.getitem, [mapping, key])
+
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         if self.read_only and name not in DICT_READS:
             unsupported(f"dict.{name} on a snapshot that stands for another object", BreakCode.SIDE_EFFECT)
@@ -189,6 +198,8 @@ class DictVariable(Variable):
             for source in args:
                 if isinstance(source, DictVariable):
                     self.items.update(source.items)
+                elif hasattr(source.python_type(), "keys"):  # as CPython: a mapping is read by keys() and [key]
+                    self._merge_mapping(tx, source)
                 else:
                     for pair in source.unpack(tx):
                         k, v = pair.unpack(tx)

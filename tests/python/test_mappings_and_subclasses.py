@@ -281,3 +281,30 @@ def test_merging_keeps_the_left_type():
     assert [type(v) for v in got] == [type(v) for v in want]
     assert got[0].default_factory is list
     assert_equal([dict(v) for v in got[:3]], [dict(v) for v in want[:3]])
+
+
+class _KeysAndItems:
+    """A mapping by protocol only: dict(m) and d.update(m) read m.keys() and m[key], as CPython does."""
+
+    def __init__(self):
+        self.values = {"a": torch.ones(2), "b": torch.zeros(2)}
+
+    def keys(self):
+        return ["b", "a"]
+
+    def __getitem__(self, key):
+        return self.values[key] * 2
+
+
+def test_a_mapping_with_keys_is_read_by_its_keys_and_getitem():
+    mapping = _KeysAndItems()
+
+    def fn(x):
+        made = dict(mapping)
+        updated = {"c": x}
+        updated.update(mapping)
+        return x + made["a"], list(made), list(updated)
+
+    counter = CompileCounter()
+    assert same(framejit.optimize(counter, nopython=True)(fn)(torch.ones(2)), fn(torch.ones(2)))
+    assert counter.frame_count == 1
