@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import framejit
-from framejit.testing import CompileCounter
+from framejit.testing import CompileCounter, CompileCounterWithBackend, same
 
 
 @pytest.mark.parametrize(
@@ -89,3 +89,30 @@ def test_an_int_argument_first_1_then_2_is_symbolic_from_the_second_compile():
     for n in (1, 2, 3, 4):
         assert torch.equal(compiled(torch.ones(5), n), f(torch.ones(5), n))
     assert counter.frame_count == 2
+
+
+def _lerp_in_place(x, y, weight):
+    torch._foreach_lerp_(x, y, weight)
+    return x
+
+
+def _pow_of_a_scalar(base, exponents):
+    return torch._foreach_pow(base, exponents)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (
+            _lerp_in_place,
+            lambda: ([torch.full((2, 2), 4.25), torch.full((2, 2), 3.0)], [torch.ones(2, 2)] * 2, torch.tensor(0.5)),
+        ),
+        (_pow_of_a_scalar, lambda: (torch.tensor(0.8), [torch.tensor(3.4), torch.tensor(7.8)])),
+    ],
+)
+def test_a_foreach_op_reading_a_0_dim_scalar_is_one_graph_under_fullgraph(fn, make, backend):
+    """The kernel reads the scalar with .item() (an unbacked symbol its result does not hold): the kernel's own."""
+    counter = CompileCounterWithBackend(backend)
+    assert same(framejit.optimize(counter, nopython=True)(fn)(*make()), fn(*make()))
+    assert counter.frame_count == 1
