@@ -159,7 +159,14 @@ class NNModuleVariable(Variable):
             and not any(getattr(mod, d, None) for d in (*MODULE_HOOK_DICTS[2:], _ALWAYS_CALLED))
         )
         checked = MODULE_HOOK_DICTS[2:] if plain else MODULE_HOOK_DICTS
-        if any(getattr(mod, d, None) for d in checked) or any(module_dicts[n] for n in _GLOBAL_HOOK_DICTS):
+        global_hooks = [n.removeprefix("_global_") for n in _GLOBAL_HOOK_DICTS if module_dicts[n]]
+        if global_hooks:
+            unsupported(
+                f"calling module {type(mod).__name__} while global module hooks are registered "
+                f"({', '.join(global_hooks)}: register_module_* hooks, which framejit does not trace)",
+                BreakCode.MODULE_HOOKS,
+            )
+        if any(getattr(mod, d, None) for d in checked):
             unsupported(f"module {type(mod).__name__} has hooks", BreakCode.MODULE_HOOKS)
         if self.source is not None and all(hasattr(mod, d) for d in MODULE_HOOK_DICTS):
             tx.output.guards.add(self.source, GuardKind.NO_HOOKS, (checked, "forward" not in vars(mod)))
