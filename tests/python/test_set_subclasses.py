@@ -380,14 +380,31 @@ class WithSlots(set):
     __slots__ = ("extra",)
 
 
+class OwnNew(set):
+    def __new__(cls, *args):
+        return super().__new__(cls, *args)
+
+
+def test_a_set_subclass_with_slots_is_made_in_the_trace_and_after_it():
+    def fn(x):
+        s = WithSlots([1, 2])
+        s.extra = 3
+        s.add(4)
+        return x + len(s) + s.extra, s
+
+    got, want = one_graph(fn, torch.ones(1)), fn(torch.ones(1))
+    assert same(got[0], want[0])
+    assert type(got[1]) is WithSlots and got[1] == want[1] and got[1].extra == want[1].extra == 3
+
+
 def test_a_class_the_trace_cannot_make_says_why():
     def fn(x):
-        s = WithSlots([1])
+        s = OwnNew([1])
         return x + len(s)
 
     framejit.reset()
     report = framejit.explain(fn)(torch.ones(1))
-    assert any("making a" in str(b.reason) and "__slots__" in str(b.reason) for b in report.break_reasons)
+    assert any("making a" in str(b.reason) and "__new__" in str(b.reason) for b in report.break_reasons)
     assert same(framejit.compile(fn, backend="eager")(torch.ones(1)), fn(torch.ones(1)))
 
 
