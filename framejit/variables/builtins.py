@@ -16,7 +16,8 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import copying, iteration, local_class, mappings, pure_functions, reports, signatures
+from framejit.variables import copying, iteration, itertools_rules, local_class, mappings, pure_functions, reports
+from framejit.variables import signatures, stdlib_containers
 from framejit.variables.containers import IteratorVariable, ListVariable, SliceVariable, TupleVariable
 from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.sets import SetVariable, set_keys
@@ -341,23 +342,10 @@ def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return item
 
 
-def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
-    """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function, and an
-    iterator it takes items from (a generator), have no side effects (else they would run for items never taken):
-    those run as Python (a graph break)."""
-    checkpoint = tx.output.side_effects.checkpoint()
-    result = evaluate()
-    if tx.output.side_effects.wrote_older_state(checkpoint):
-        unsupported(
-            f"{what}() whose function or iterator has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT
-        )
-    return result
-
-
 @_traces(map)
 def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn = args[0]
-    return _without_side_effects(
+    return iteration.without_side_effects(
         tx,
         "map",
         lambda: IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*[_iterate(tx, a) for a in args[1:]])]),
@@ -367,7 +355,7 @@ def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(filter)
 def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn = args[0]
-    return _without_side_effects(
+    return iteration.without_side_effects(
         tx,
         "filter",
         lambda: IteratorVariable(
@@ -432,6 +420,8 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 TRACED_BUILTINS.update(iteration.RULES)
+TRACED_BUILTINS.update(itertools_rules.RULES)
+TRACED_BUILTINS.update(stdlib_containers.RULES)
 TRACED_BUILTINS.update(copying.RULES)
 TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)
