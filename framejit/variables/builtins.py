@@ -22,6 +22,7 @@ from framejit.variables.containers import IteratorVariable, ListVariable, SliceV
 from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.sets import SetVariable, set_keys
 from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, delete_attribute, python_class_method
 from framejit.variables.operators import _has_tensor, call_operator
@@ -53,7 +54,10 @@ class BuiltinVariable(KnownValueVariable):
                 unsupported(f"operator.{self.fn.__name__} with keyword arguments", BreakCode.OPERATOR)
             return call_operator(tx, self.fn, args)
         if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
-            if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            values = [*args, *kwargs.values()]
+            if all(a.is_python_constant() for a in values) or (
+                self.fn in _TEXT_OF_NUMBER and all(a.is_python_constant() or _symbolic_number(a) for a in values)
+            ):  # (a symbolic number made text specialises: its value is guarded)
                 return tx.wrap_constant(
                     self.fn(
                         *[a.as_python_constant() for a in args],
@@ -74,6 +78,13 @@ class BuiltinVariable(KnownValueVariable):
 
 
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format, issubclass}
+_TEXT_OF_NUMBER = {repr, chr, hash, bin, hex, oct, format}
+
+
+def _symbolic_number(value: Variable) -> bool:
+    """A Python int or float the trace made symbolic (no numpy scalar, which formats otherwise)."""
+    return isinstance(value, SymbolicVariable) and value.numpy_type is None
+
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
