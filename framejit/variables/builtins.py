@@ -18,6 +18,7 @@ from framejit.variables.callables import UserFunctionVariable, UserMethodVariabl
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
 from framejit.variables import copying, iteration, itertools_rules, local_class, mappings, pure_functions, reports
 from framejit.variables import signatures, stdlib_containers
+from framejit.variables.container_subclasses import text_operand
 from framejit.variables.containers import IteratorVariable, ListVariable, SliceVariable, TupleVariable
 from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.sets import SetVariable, set_keys
@@ -55,6 +56,9 @@ class BuiltinVariable(KnownValueVariable):
             return call_operator(tx, self.fn, args)
         if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
             values = [*args, *kwargs.values()]
+            if self.fn in (repr, format) and args and not kwargs and all(a.is_python_constant() for a in args[1:]):
+                text = self.fn(text_operand(args[0]), *[a.as_python_constant() for a in args[1:]])
+                return ConstantVariable(text)
             if all(a.is_python_constant() for a in values) or (
                 self.fn in _TEXT_OF_NUMBER and all(a.is_python_constant() or _symbolic_number(a) for a in values)
             ):  # (a symbolic number made text specialises: its value is guarded)
@@ -398,6 +402,8 @@ def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
             unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", BreakCode.DATA_DEPENDENT)
         if fn is bool and args:
             return ConstantVariable(args[0].truth(tx))
+        if fn is str and len(args) == 1 and not kwargs:
+            return ConstantVariable(str(text_operand(args[0])))
         return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
 
     return trace_call
