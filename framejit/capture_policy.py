@@ -32,9 +32,10 @@ _TORCH_TRACED_DIRS = _TORCH_INLINED_DIRS + tuple(
 )
 # torch files traced when user code calls into them (never captured as frames): the wrapper that
 # `@torch.no_grad()` / `@torch.enable_grad()` put around a function enters the mode and calls it; tensor
-# parallelism's input and output functions (DTensor.from_local, redistribute, to_local around a module's call)
+# parallelism's input and output functions (DTensor.from_local, redistribute, to_local around a module's call);
+# torch.utils._ordered_set.OrderedSet, a pure-Python set over a dict that torch's own Python code builds
 _TORCH_TRACED_FILES = frozenset(
-    [os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py")]
+    [os.path.join(_TORCH_DIR, "utils", name) for name in ("_contextlib.py", "_foreach_utils.py", "_ordered_set.py")]
     + [os.path.join(_TORCH_DIR, "distributed", "tensor", "parallel", "style.py")]
 )
 # torch functions traced when user code calls them, in files that are not: the wrappers `torch.amp.custom_fwd` and

@@ -7,13 +7,13 @@ from typing import Any, Iterable, NamedTuple
 import torch
 
 from framejit.codegen import PyCodegen
-from framejit.exc import BreakCode, unsupported
+from framejit.exc import BreakCode, raise_observed, unsupported
 from framejit.variables.base import Variable, lookup_class_attr
 from framejit.variables.containers import birth_mark
 from framejit.variables.generators import dropped_while_handling
 from framejit.variables.nn_module import NNModuleVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict
+from framejit.variables.user_object import NewObjectVariable, UserObjectVariable, instance_dict, is_slot
 
 
 class AttrWrite(NamedTuple):
@@ -148,8 +148,10 @@ class SideEffects:
         """obj.name = value; `generic`: by object.__setattr__, which a class's own __setattr__ defers to."""
         if isinstance(obj, NewObjectVariable):  # made in the trace: a plain class (user_object.constructible)
             descriptor = lookup_class_attr(obj.cls, name)[1]
-            if hasattr(type(descriptor), "__set__"):
+            if hasattr(type(descriptor), "__set__") and not is_slot(obj.cls, name):
                 unsupported(f"setting {obj.cls.__name__}.{name} runs a descriptor", BreakCode.SIDE_EFFECT)
+            if not obj.cls.__dictoffset__ and not is_slot(obj.cls, name):  # __slots__ and no __dict__
+                raise_observed(AttributeError(f"{obj.cls.__name__!r} object has no attribute {name!r}"))
             custom = lookup_class_attr(obj.cls, "__setattr__")[1] is not object.__setattr__
             self.attrs[(id(obj), name)] = AttrWrite(obj, name, value, custom)
             self.note_write(obj.born)

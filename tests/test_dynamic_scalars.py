@@ -116,3 +116,39 @@ def test_a_foreach_op_reading_a_0_dim_scalar_is_one_graph_under_fullgraph(fn, ma
     counter = CompileCounterWithBackend(backend)
     assert same(framejit.optimize(counter, nopython=True)(fn)(*make()), fn(*make()))
     assert counter.frame_count == 1
+
+
+def _exact_of_int(t, n):
+    return t * n.real + n.conjugate() + n.imag + n.numerator * n.denominator
+
+
+def _exact_of_float(t, m):
+    return t * m.real + m.conjugate() + m.imag
+
+
+@pytest.mark.parametrize(("fn", "values"), [(_exact_of_int, (1, 2, 3, 4)), (_exact_of_float, (0.5, 1.5, 2.5, 3.5))])
+def test_a_symbolic_numbers_real_imag_and_conjugate_stay_symbolic(fn, values):
+    counter = CompileCounter()
+    compiled = framejit.compile(fn, backend=counter, fullgraph=True)
+    t = torch.ones(2)
+    for v in values:
+        torch.testing.assert_close(compiled(t, v), fn(t, v))
+    assert counter.frame_count == 2  # the first value, then one symbolic graph for the rest
+
+
+def _methods_of_int(t, n):
+    return t * n.bit_length(), n.as_integer_ratio(), hex(n), bin(n), f"{n:>4}", n.to_bytes(2, "little")
+
+
+def _methods_of_float(t, m):
+    return (2 * t if m.is_integer() else t), m.as_integer_ratio(), m.hex(), repr(m)
+
+
+@pytest.mark.parametrize(("fn", "values"), [(_methods_of_int, (1, 2, 5)), (_methods_of_float, (0.0, 1.0, 2.5))])
+def test_other_methods_of_a_symbolic_number_read_its_guarded_value(fn, values):
+    compiled = framejit.compile(fn, backend="eager", fullgraph=True)
+    t = torch.ones(2)
+    for v in values:  # the second value is symbolic: the method specialises it (no break under fullgraph)
+        got, want = compiled(t, v), fn(t, v)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1:] == want[1:]

@@ -16,7 +16,7 @@ from framejit.variables.sets import SetVariable
 from framejit.variables.mappings import DictVariable, dict_key
 from framejit.variables.lazy_string import LazyStringVariable
 from framejit.variables.tensor import TensorVariable
-from framejit.variables.container_subclasses import merged_mapping
+from framejit.variables.container_subclasses import merged_mapping, text_operand
 
 # BINARY_OP's argument indexes this table (CPython 3.11 Include/opcode.h NB_*), in-place forms from 13.
 _BINARY_OPS = [
@@ -112,7 +112,7 @@ class DataOps(FrameState):
         if isinstance(value, (TensorVariable, LazyStringVariable)):  # formatted after the graph, if ever
             self.push(LazyStringVariable.formatted(value, inst.oparg, spec))
             return
-        const = value.as_python_constant()
+        const = text_operand(value)
         self.push(ConstantVariable(format(_CONVERSIONS[inst.oparg & 3](const), spec)))
 
     @handles("LIST_APPEND")

@@ -7,15 +7,16 @@ from framejit.codeobj.reading import exception_entry_at
 from framejit.exc import BreakCode, ObservedException, raise_observed, unsupported
 from framejit.trace.frame_state import FrameState
 from framejit.trace.opcode_table import handles
-from framejit.variables.base import Variable
+from framejit.variables.base import KnownValueVariable, Variable
 from framejit.variables.constant import ConstantVariable, ObjectVariable
 from framejit.variables.user_object import UserObjectVariable
 
 
 def _raised(value: Variable) -> BaseException | None:
     """The exception `raise value` raises when value is an exception class or instance known now (made in the
-    trace, or an instance passed in)."""
-    if not isinstance(value, (ConstantVariable, ObjectVariable, UserObjectVariable)):
+    trace, or an instance passed in). A class is called with no arguments, as Python does (`raise ValueError`,
+    `raise X from KeyError`)."""
+    if not isinstance(value, (KnownValueVariable, UserObjectVariable)):
         return None
     exc = value.value
     if isinstance(exc, type) and issubclass(exc, BaseException):

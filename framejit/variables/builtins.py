@@ -16,11 +16,14 @@ from framejit.sources import AttrSource
 from framejit.variables.base import HEAPTYPE, KnownValueVariable, Variable, lookup_class_attr
 from framejit.variables.callables import UserFunctionVariable, UserMethodVariable
 from framejit.variables.constant import ConstantVariable, ObjectVariable, is_immutable, new_exception
-from framejit.variables import copying, iteration, local_class, mappings, pure_functions, reports, signatures
+from framejit.variables import copying, iteration, itertools_rules, local_class, mappings, pure_functions, reports
+from framejit.variables import signatures, stdlib_containers
+from framejit.variables.container_subclasses import text_operand
 from framejit.variables.containers import IteratorVariable, ListVariable, SliceVariable, TupleVariable
 from framejit.variables.generators import refuse_outside_generator
 from framejit.variables.sets import SetVariable, set_keys
 from framejit.variables.nn_module import NNModuleVariable
+from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 from framejit.variables.user_object import NewObjectVariable, delete_attribute, python_class_method
 from framejit.variables.operators import _has_tensor, call_operator
@@ -52,7 +55,13 @@ class BuiltinVariable(KnownValueVariable):
                 unsupported(f"operator.{self.fn.__name__} with keyword arguments", BreakCode.OPERATOR)
             return call_operator(tx, self.fn, args)
         if self.fn in _FOLDABLE or getattr(self.fn, "__module__", None) == "math":
-            if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            values = [*args, *kwargs.values()]
+            if self.fn in (repr, format) and args and not kwargs and all(a.is_python_constant() for a in args[1:]):
+                text = self.fn(text_operand(args[0]), *[a.as_python_constant() for a in args[1:]])
+                return ConstantVariable(text)
+            if all(a.is_python_constant() for a in values) or (
+                self.fn in _TEXT_OF_NUMBER and all(a.is_python_constant() or _symbolic_number(a) for a in values)
+            ):  # (a symbolic number made text specialises: its value is guarded)
                 return tx.wrap_constant(
                     self.fn(
                         *[a.as_python_constant() for a in args],
@@ -73,6 +82,13 @@ class BuiltinVariable(KnownValueVariable):
 
 
 _FOLDABLE = {abs, pow, divmod, round, repr, ord, chr, hash, bin, hex, oct, format, issubclass}
+_TEXT_OF_NUMBER = {repr, chr, hash, bin, hex, oct, format}
+
+
+def _symbolic_number(value: Variable) -> bool:
+    """A Python int or float the trace made symbolic (no numpy scalar, which formats otherwise)."""
+    return isinstance(value, SymbolicVariable) and value.numpy_type is None
+
 
 # builtin -> how a call of it is traced: (tx, args, kwargs) -> result
 TRACED_BUILTINS: dict[Any, Callable[..., Variable]] = {}
@@ -341,23 +357,10 @@ def _next(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return item
 
 
-def _without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
-    """map()/filter() are lazy; the trace evaluates them at once, which is only right if the function, and an
-    iterator it takes items from (a generator), have no side effects (else they would run for items never taken):
-    those run as Python (a graph break)."""
-    checkpoint = tx.output.side_effects.checkpoint()
-    result = evaluate()
-    if tx.output.side_effects.wrote_older_state(checkpoint):
-        unsupported(
-            f"{what}() whose function or iterator has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT
-        )
-    return result
-
-
 @_traces(map)
 def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn = args[0]
-    return _without_side_effects(
+    return iteration.without_side_effects(
         tx,
         "map",
         lambda: IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*[_iterate(tx, a) for a in args[1:]])]),
@@ -367,7 +370,7 @@ def _map(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 @_traces(filter)
 def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     fn = args[0]
-    return _without_side_effects(
+    return iteration.without_side_effects(
         tx,
         "filter",
         lambda: IteratorVariable(
@@ -399,6 +402,8 @@ def _scalar_ctor(fn: Callable[..., Any]) -> Callable[..., Variable]:
             unsupported(f"{fn.__name__}() of a tensor reads its value (data-dependent)", BreakCode.DATA_DEPENDENT)
         if fn is bool and args:
             return ConstantVariable(args[0].truth(tx))
+        if fn is str and len(args) == 1 and not kwargs:
+            return ConstantVariable(str(text_operand(args[0])))
         return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
 
     return trace_call
@@ -432,6 +437,8 @@ def _is_tensor_like(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 
 TRACED_BUILTINS.update(iteration.RULES)
+TRACED_BUILTINS.update(itertools_rules.RULES)
+TRACED_BUILTINS.update(stdlib_containers.RULES)
 TRACED_BUILTINS.update(copying.RULES)
 TRACED_BUILTINS.update(pure_functions.RULES)
 TRACED_BUILTINS.update(mappings.RULES)

@@ -10,7 +10,7 @@ import types
 from typing import Any
 
 from framejit.contracts import Tracer
-from framejit.variables.base import Variable
+from framejit.variables.base import HEAPTYPE, Variable
 from framejit.variables.containers import BoundMethod, bound_method
 from framejit.variables.mappings import DictVariable, dict_key
 
@@ -60,3 +60,30 @@ def merged_mapping(tx: Tracer, obj: Variable) -> DictVariable | None:
         return DictVariable(raw.items)
     keys = obj.var_getattr(tx, "keys").call(tx, [], {}).unpack(tx)
     return DictVariable({dict_key(tx, k): call_operator(tx, operator.getitem, [obj, k]) for k in keys})
+
+
+def text_operand(value: Variable) -> Any:
+    """What str(), repr(), format() and an f-string format for `value`: a constant, or for an object of a
+    dict/list/set subclass made in the trace that formats as its base type does (no __repr__, __str__ or
+    __format__ in Python) and holds constants, a real instance of its class holding them (made by the base
+    type's own __new__ and methods: no user code runs). Anything else is not a constant (the caller breaks)."""
+    from framejit.variables.user_object import NewObjectVariable
+
+    if not isinstance(value, NewObjectVariable) or value.base_part is None or not _formats_as_base(value.cls):
+        return value.as_python_constant()
+    contents = value.base_part.as_python_constant()  # (not constants: that break names them)
+    cls = value.cls
+    if issubclass(cls, frozenset):
+        return frozenset.__new__(cls, contents)
+    real = cls.__new__(cls)
+    base = next(b for b in (dict, list, set) if issubclass(cls, b))
+    {dict: dict.update, list: list.extend, set: set.update}[base](real, contents)
+    return real
+
+
+def _formats_as_base(cls: type) -> bool:
+    """Whether formatting a `cls` instance runs only C code (its __repr__, __str__ and __format__ are builtin)."""
+    return all(
+        not next(k for k in cls.__mro__ if name in vars(k)).__flags__ & HEAPTYPE
+        for name in ("__repr__", "__str__", "__format__")
+    )

@@ -300,7 +300,9 @@ class IteratorVariable(Variable):
         return items
 
     def next(self) -> Variable | None:
-        what = "dictionary" if isinstance(self.over_dict, dict_types()) else "set"
+        what = (
+            "dictionary" if isinstance(self.over_dict, dict_types()) else getattr(self.over_dict, "iterated_as", "set")
+        )
         if self.over_dict is not None and len(self.over_dict.held_keys()) != len(self._dict_keys):
             unsupported(f"{what} changed size during iteration (Python raises RuntimeError)", BreakCode.ITER)
         if self.over_dict is not None and set(self.over_dict.held_keys()) != set(self._dict_keys):

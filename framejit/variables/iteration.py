@@ -20,18 +20,20 @@ from framejit.variables.symbolic import SymbolicVariable
 from framejit.variables.tensor import TensorVariable
 
 
-def _items(tx: Tracer, value: Variable, what: str) -> list[Variable]:
+def container_items(tx: Tracer, value: Variable, what: str) -> list[Variable]:
+    """The items a lazy itertools iterator takes from `value`, taken now: only from a container (an iterator would
+    be advanced further than Python advances it)."""
     if isinstance(value, IteratorVariable):
         unsupported(f"{what} over an iterator (it would be advanced further than Python advances it)", BreakCode.ITER)
     return value.unpack(tx)
 
 
 def _chain(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    return IteratorVariable([item for arg in args for item in _items(tx, arg, "itertools.chain")])
+    return IteratorVariable([item for arg in args for item in container_items(tx, arg, "itertools.chain")])
 
 
 def _chain_from_iterable(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    return _chain(tx, _items(tx, args[0], "itertools.chain.from_iterable"), kwargs)
+    return _chain(tx, container_items(tx, args[0], "itertools.chain.from_iterable"), kwargs)
 
 
 def _repeat(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
@@ -204,6 +206,19 @@ def lazy_zip(tx: Tracer, args: list[Variable], count: int | None = None) -> Iter
     if not any(isinstance(a, IteratorVariable) for a in args):
         return None
     return ZipIterator([a if isinstance(a, IteratorVariable) else IteratorVariable(a.unpack(tx)) for a in args], count)
+
+
+def without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]) -> Variable:
+    """map(), filter() (and itertools.accumulate, starmap...) are lazy; the trace evaluates them at once, which is only right if the function, and an
+    iterator it takes items from (a generator), have no side effects (else they would run for items never taken):
+    those run as Python (a graph break)."""
+    checkpoint = tx.output.side_effects.checkpoint()
+    result = evaluate()
+    if tx.output.side_effects.wrote_older_state(checkpoint):
+        unsupported(
+            f"{what}() whose function or iterator has side effects (it is lazy in Python)", BreakCode.SIDE_EFFECT
+        )
+    return result
 
 
 def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:

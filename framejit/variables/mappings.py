@@ -300,8 +300,9 @@ def dict_iterator(tx: Tracer, value: Variable) -> IteratorVariable | None:
     """iter() of a dict, one of its views, or a set (None for anything else): the dict or set may not change size
     while the iterator runs, as Python checks at each step."""
     from framejit.variables.sets import SetVariable
+    from framejit.variables.stdlib_containers import DequeVariable
 
-    if isinstance(value, (DictVariable, SetVariable)):
+    if isinstance(value, (DictVariable, SetVariable, DequeVariable)):
         return IteratorVariable.over(tx, value)
     if isinstance(value, DictViewVariable):
         return IteratorVariable.over(tx, value.dict_var, value.unpack(tx))
@@ -316,9 +317,16 @@ def _dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
     return result
 
 
-def _fromkeys(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    value = args[1] if len(args) > 1 else ConstantVariable(None)
-    return DictVariable({dict_key(tx, k): value for k in _iterate(tx, args[0])})
+def _fromkeys_of(cls: type) -> Callable[..., Variable]:
+    """cls.fromkeys(keys, value=None) for dict, OrderedDict and defaultdict (whose factory is then None)."""
+
+    def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+        value = args[1] if len(args) > 1 else kwargs.get("value", ConstantVariable(None))
+        items = {dict_key(tx, k): value for k in _iterate(tx, args[0])}
+        factory = ConstantVariable(None) if cls is collections.defaultdict else None
+        return DictVariable(items, py_type=cls, default_factory=factory)
+
+    return trace_call
 
 
 def _ordered_dict(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
@@ -353,7 +361,9 @@ def _iterate(tx: Tracer, value: Variable) -> list[Variable]:
 # constructors of mappings -> how a call of one is traced (joined into builtins.TRACED_BUILTINS)
 RULES: dict[Any, Callable[..., Variable]] = {
     dict: _dict,
-    dict.fromkeys: _fromkeys,
+    dict.fromkeys: _fromkeys_of(dict),
+    collections.OrderedDict.fromkeys: _fromkeys_of(collections.OrderedDict),
+    collections.defaultdict.fromkeys: _fromkeys_of(collections.defaultdict),
     collections.OrderedDict: _ordered_dict,
     collections.defaultdict: _defaultdict,
     collections.Counter: _counter,

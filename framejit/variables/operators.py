@@ -403,13 +403,18 @@ def _getitem(tx: Tracer, obj: Variable, key: Variable) -> Variable:
 
 
 def _is_type_hint(obj: Variable) -> bool:
-    """A builtin class, a typing.Generic class or a typing construct: subscripting it makes a type hint and runs
-    nothing of the user's (list[torch.Tensor], typing.Optional[int])."""
+    """A builtin class, a typing.Generic class, a class whose __class_getitem__ is types.GenericAlias (a
+    collections.abc subclass) or a typing construct: subscripting it makes a type hint and runs nothing of the
+    user's (list[torch.Tensor], typing.Optional[int], OrderedSet[T])."""
     if not isinstance(obj, KnownValueVariable):
         return False
     value = obj.value
     if isinstance(value, type):
+        hook = lookup_class_attr(value, "__class_getitem__")[1]
         return (
-            not value.__flags__ & HEAPTYPE and hasattr(value, "__class_getitem__") or issubclass(value, typing.Generic)
+            not value.__flags__ & HEAPTYPE
+            and hasattr(value, "__class_getitem__")
+            or issubclass(value, typing.Generic)
+            or (isinstance(hook, classmethod) and hook.__func__ is types.GenericAlias)
         )
     return getattr(type(value), "__module__", None) == "typing"

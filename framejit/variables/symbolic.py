@@ -66,16 +66,46 @@ class SymbolicVariable(Variable):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.value)  # guards the comparison (or, for an int, that it is nonzero)
 
+    def var_getattr(self, tx: Tracer, name: str) -> Variable:
+        """A Python number's attributes: `real`, an int's `numerator` and `conjugate()` are the number itself,
+        `imag` 0 and an int's `denominator` 1, for every value; another public attribute or method
+        (`is_integer()`, `as_integer_ratio()`, `bit_length()`, `hex()`) is read on the value, which specialises
+        (the shape environment guards it)."""
+        from framejit.variables.constant import ConstantVariable
+        from framejit.variables.containers import BoundMethod
+
+        py_type = self.python_type()
+        if self.numpy_type is not None or py_type not in (int, float) or not _public_attr(py_type, name):
+            return super().var_getattr(tx, name)
+        if name == "real" or (name == "numerator" and py_type is int):
+            return self
+        if name in ("imag", "denominator"):
+            return ConstantVariable(py_type(0) if name == "imag" else 1)
+        if callable(getattr(py_type, name)):
+            return BoundMethod(self, name)
+        return tx.wrap_constant(getattr(self.as_python_constant(), name))
+
     def call_method(self, tx: Tracer, name: str, args: Sequence[Variable], kwargs: dict[str, Variable]) -> Variable:
         op = getattr(operator, name.strip("_"), None) if name.startswith("__") else None
         if op is not None and not kwargs:
             from framejit.variables.operators import call_operator
 
             return call_operator(tx, op, [self, *args])
+        if name == "conjugate" and not args and not kwargs and self.numpy_type is None:
+            return self
+        if self.numpy_type is None and _public_attr(self.python_type(), name):  # specialised: int/float's are pure
+            values = [a.as_python_constant() for a in args]
+            named = {k: v.as_python_constant() for k, v in kwargs.items()}
+            return tx.wrap_constant(getattr(self.as_python_constant(), name)(*values, **named))
         return super().call_method(tx, name, args, kwargs)
 
     def __repr__(self) -> str:
         return f"SymbolicVariable({self.node.name}: {self.value})"
+
+
+def _public_attr(py_type: type, name: str) -> bool:
+    """Whether `name` is a public attribute of int or float (their methods compute, with no effect)."""
+    return py_type in (int, float) and not name.startswith("_") and hasattr(py_type, name)
 
 
 def numpy_result_type(fn: Any, args: Sequence[Variable]) -> type | None:

@@ -365,11 +365,9 @@ def why_not_constructible(cls: type) -> str | None:
     """Why the trace cannot make instances of `cls`, or None: it makes those made by type's __call__ (a metaclass
     may add other things), object's, dict's, list's, set's or frozenset's __new__ (a subclass of one: an object
     that is also that container), the generic __getattribute__ or a Python one, a Python (or the base's) __init__
-    and __setattr__, and no __slots__."""
+    and __setattr__. Its __slots__ are attributes like others: the writes are replayed through the slots."""
     if type(cls).__call__ is not type.__call__:
         return f"its metaclass {type(cls).__name__} has a __call__ that is not Python code"
-    if "__slots__" in vars(cls):
-        return "it has __slots__ (the object is made after the graph by __new__ and attribute writes)"
     if cls.__new__ not in (object.__new__, dict.__new__, list.__new__, set.__new__, frozenset.__new__):
         return "it has a __new__ of its own (the object is made after the graph by its base's __new__)"
     checks = (
@@ -461,14 +459,13 @@ class NewObjectVariable(Variable):
             return pending
         if name == "__class__":
             return self.cls_var
-        if name == "__dict__":  # a snapshot of the attributes written so far (read, not written through)
-            return DictVariable(
-                {n: tx.output.side_effects.pending_attr(self, n) for n in self.attribute_names(tx)},
-                None,
-                dict,
-                read_only=True,
-            )
+        if name == "__dict__" and self.cls.__dictoffset__:  # the attributes written so far, but slots (a snapshot)
+            names = [n for n in self.attribute_names(tx) if not is_slot(self.cls, n)]
+            pending_attr = tx.output.side_effects.pending_attr
+            return DictVariable({n: pending_attr(self, n) for n in names}, None, dict, read_only=True)
         found, attr = lookup_class_attr(self.cls, name)
+        if (not found and not self.cls.__dictoffset__) or is_slot(self.cls, name):  # no __dict__, or a slot unset
+            raise_observed(AttributeError(f"{self.cls.__name__!r} object has no attribute {name!r}"), _MISSING)
         if not found:
             unsupported(f"{self.cls.__name__}.{name} on an object made in the trace", BreakCode.MISSING_ATTR)
         return class_attribute(tx, self, attr, self.class_source(name))
@@ -527,6 +524,15 @@ class NewObjectVariable(Variable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__name__})"
+
+
+_MISSING = BreakCode.MISSING_ATTR
+
+
+def is_slot(cls: type, name: str) -> bool:
+    """Whether `name` of a `cls` instance is one of its classes' __slots__ (found first as a member descriptor)."""
+    attr = lookup_class_attr(cls, name)[1]
+    return isinstance(attr, types.MemberDescriptorType) and attr.__objclass__ in cls.__mro__
 
 
 def _new_set_part(cls: type) -> SetVariable | None:

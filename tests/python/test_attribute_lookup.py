@@ -1,8 +1,10 @@
 """Attribute lookup as Python does it: a __getattribute__ or __getattr__ written in Python is traced, slots and
-C getters are read, dict subclasses are read as dicts, and every value read is guarded."""
+C getters are read, dict subclasses are read as dicts, and every value read is guarded. Objects with __slots__
+made in the trace: their slots are written, read, deleted and replayed after the graph as in eager."""
 
 import pytest
 import torch
+from torch.utils._ordered_set import OrderedSet
 
 import framejit
 from framejit.testing import CompileCounter, same
@@ -116,6 +118,86 @@ def test_a_slot_is_read_and_guarded():
     obj.weight = 3.0
     assert same(f(x), fn(x))
     assert cnt.frame_count == 2
+
+
+class Pair:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+class Triple(Pair):
+    __slots__ = ("c",)
+
+
+class PairWithDict(Pair):
+    pass
+
+
+def slots_state(obj):
+    """What an object with slots holds: each slot's value (or that it is unset), and its __dict__ if any."""
+    names = [n for k in type(obj).__mro__ for n in getattr(k, "__slots__", ())]
+    return [(n, getattr(obj, n, "<unset>")) for n in names], getattr(obj, "__dict__", None)
+
+
+def made_and_escapes(x):
+    p = Pair(x, 2)
+    p.b = p.b + 1
+    return p.a * p.b, p
+
+
+def an_unset_slot(x):
+    t = Triple(x, 1)
+    try:
+        return t.c
+    except AttributeError as e:
+        return x + 1, str(e), hasattr(t, "c"), hasattr(t, "a"), getattr(t, "c", 7)
+
+
+def no_dict_to_write(x):
+    p = Pair(x, 1)
+    try:
+        p.z = 3
+    except AttributeError as e:
+        return x - 1, str(e), hasattr(p, "__dict__")
+
+
+def slots_and_a_dict(x):
+    w = PairWithDict(x, 1)
+    w.extra = 5
+    return w.a + w.extra, w.__dict__, w
+
+
+def a_deleted_slot(x):
+    p = Pair(x, 1)
+    del p.b
+    return x + 1, p, hasattr(p, "b")
+
+
+def an_ordered_set(x):
+    s = OrderedSet([3, 1, 2])
+    s.add(0)
+    s.discard(1)
+    t = s | OrderedSet([7])
+    return x + len(t), list(t), 3 in s, s
+
+
+@pytest.mark.parametrize(
+    "fn", [made_and_escapes, an_unset_slot, no_dict_to_write, slots_and_a_dict, a_deleted_slot, an_ordered_set]
+)
+def test_an_object_with_slots_made_in_the_trace_is_one_graph(fn):
+    x = torch.randn(3)
+    cnt = CompileCounter()
+    got, want = framejit.optimize(cnt, nopython=True)(fn)(x), fn(x)
+    assert cnt.frame_count == 1
+    assert same(got[0], want[0])
+    for g, w in zip(got[1:], want[1:]):
+        if isinstance(w, (Pair, OrderedSet)):
+            assert type(g) is type(w)
+            g, w = (list(g), list(w)) if isinstance(w, OrderedSet) else (slots_state(g), slots_state(w))
+        assert same(g, w)
 
 
 def test_a_functions_code_is_read_as_a_constant():

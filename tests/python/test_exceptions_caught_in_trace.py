@@ -225,3 +225,40 @@ def test_a_bare_raise_and_a_raise_of_an_argument_are_caught_in_one_graph(fn, arg
     assert same(framejit.compile(fn, backend=counter)(x, *args), fn(x, *args))
     assert counter.frame_count == 1
     assert framejit.explain(fn)(x, *args).break_reasons == []
+
+
+def raises_a_class(x):
+    try:
+        x = x.sin()
+        raise NotImplementedError  # Python raises NotImplementedError()
+    except Exception as e:
+        return x.sigmoid(), type(e).__name__, e.args
+
+
+def raises_a_class_from_a_class(x):
+    try:
+        try:
+            raise KeyError
+        except KeyError:
+            raise ValueError from IndexError
+    except ValueError as e:
+        return x + 1, type(e.__cause__).__name__, type(e.__context__).__name__, e.__suppress_context__
+
+
+def raises_a_class_nobody_catches(x):
+    x = x + 1
+    raise RuntimeError
+
+
+@pytest.mark.parametrize("fn", [raises_a_class, raises_a_class_from_a_class])
+def test_raising_an_exception_class_instantiates_it_as_python_does(fn):
+    x = torch.randn(3)
+    got, want = run_fullgraph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_an_exception_class_nobody_catches_is_raised_as_in_eager():
+    with pytest.raises(RuntimeError):
+        framejit.compile(raises_a_class_nobody_catches, backend="eager")(torch.ones(1))
+    with pytest.raises(framejit.exc.Unsupported, match="RuntimeError"):
+        framejit.compile(raises_a_class_nobody_catches, backend="eager", fullgraph=True)(torch.ones(1))

@@ -380,14 +380,31 @@ class WithSlots(set):
     __slots__ = ("extra",)
 
 
+class OwnNew(set):
+    def __new__(cls, *args):
+        return super().__new__(cls, *args)
+
+
+def test_a_set_subclass_with_slots_is_made_in_the_trace_and_after_it():
+    def fn(x):
+        s = WithSlots([1, 2])
+        s.extra = 3
+        s.add(4)
+        return x + len(s) + s.extra, s
+
+    got, want = one_graph(fn, torch.ones(1)), fn(torch.ones(1))
+    assert same(got[0], want[0])
+    assert type(got[1]) is WithSlots and got[1] == want[1] and got[1].extra == want[1].extra == 3
+
+
 def test_a_class_the_trace_cannot_make_says_why():
     def fn(x):
-        s = WithSlots([1])
+        s = OwnNew([1])
         return x + len(s)
 
     framejit.reset()
     report = framejit.explain(fn)(torch.ones(1))
-    assert any("making a" in str(b.reason) and "__slots__" in str(b.reason) for b in report.break_reasons)
+    assert any("making a" in str(b.reason) and "__new__" in str(b.reason) for b in report.break_reasons)
     assert same(framejit.compile(fn, backend="eager")(torch.ones(1)), fn(torch.ones(1)))
 
 
@@ -507,3 +524,31 @@ def test_a_set_from_outside_iterates_in_its_own_order_and_keeps_it_when_written(
     got_s, want_s = _set_with_a_history(), _set_with_a_history()
     assert same(one_graph(writes, x, got_s), writes(x, want_s))
     assert list(got_s) == list(want_s)  # changed in place, item by item, as eager changed it
+
+
+class PlainSet(set):
+    pass
+
+
+class PlainFrozen(frozenset):
+    pass
+
+
+class PlainDict(dict):
+    pass
+
+
+class PlainList(list):
+    pass
+
+
+def test_a_container_subclass_made_in_the_trace_formats_as_in_eager():
+    def fn(x):
+        s = PlainSet("abc")
+        s.add("d")
+        d = PlainDict(a=1)
+        return x + 1, str(s), f"{s!r:>40}", repr(PlainFrozen([2, 1])), f"{d}", str(PlainList([1]))
+
+    x = torch.randn(2)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
