@@ -17,7 +17,6 @@ import torch
 import torch.fx
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
-from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings, free_unbacked_symbols
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -321,15 +320,7 @@ class OutputGraph:
                 quiet_fake_kernel_errors(),
             ):
                 behind_copy_slices = saves_behind_copy_slices(run_again, fake_args, result)
-        # sizes that only the data decides (nonzero, masking; fullgraph only) are bound to this op's result; a
-        # symbol made inside the kernel that its result does not hold (a foreach op's .item() of a 0-dim scalar)
-        # is the kernel's own
-        env = self.shapes.env
-        if env.pending_fresh_unbacked_symbols:
-            held = free_unbacked_symbols(result)
-            env.ignorable_fresh_unbacked_symbols.extend(s for s in env.pending_fresh_unbacked_symbols if s not in held)
-            self.shapes.has_unbacked = True  # (the backend's trace of the kernel makes them again: it needs our env)
-        unbacked = compute_unbacked_bindings(env, result)
+        unbacked = self.shapes.unbacked_bindings(result)
         has_tensor = any(isinstance(x, torch.Tensor) or is_symbolic(x) for x in pytree.tree_leaves(result))
         if not has_tensor and (numbers_only or not keeps_non_tensor_result(target, kwargs)):
             return wrap_constant_result(pytree.tree_map(plain_number, result))
@@ -338,7 +329,6 @@ class OutputGraph:
         )
         if unbacked:
             node.meta["unbacked_bindings"] = unbacked
-            self.shapes.has_unbacked = True
         if behind_copy_slices is not None:
             node.meta["saves_behind_copy_slices"] = behind_copy_slices
         if not has_tensor or in_place_name(target, op_name(target)):

@@ -17,7 +17,9 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeEnv,
     StatefulSymbolicContext,
     StatelessSymbolicContext,
+    compute_unbacked_bindings,
     constrain_range,
+    free_unbacked_symbols,
 )
 
 from framejit.exc import BreakCode, UserError
@@ -230,6 +232,19 @@ class TraceShapes:
             bound |= own
             bases.append((base_source, base, fake_base))
         return bases
+
+    def unbacked_bindings(self, result: Any) -> dict | None:
+        """Where an op's result holds the sizes or numbers only its data decides (nonzero, masking, .item();
+        fullgraph only), for its node's `unbacked_bindings`. A symbol made inside the kernel that the result does
+        not hold (a foreach op's .item() of a 0-dim scalar) is the kernel's own."""
+        env = self.env
+        if env.pending_fresh_unbacked_symbols:
+            held = free_unbacked_symbols(result)
+            env.ignorable_fresh_unbacked_symbols.extend(s for s in env.pending_fresh_unbacked_symbols if s not in held)
+            self.has_unbacked = True  # (a backend's trace of the kernel makes them again: it needs this env)
+        bindings = compute_unbacked_bindings(env, result)
+        self.has_unbacked = self.has_unbacked or bool(bindings)
+        return bindings
 
     def backend_context(self) -> Any:
         """Where the backend compiles: a tracing context that hands AOTAutograd and inductor the trace's fake
