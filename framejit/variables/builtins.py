@@ -386,9 +386,8 @@ def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 @_traces(sum)
 def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    items = _iterate(tx, args[0])
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    for item in items:
+    for item in args[0].each_item(tx):  # added as each is taken, as Python's does
         total = call_operator(tx, operator.add, [total, item])
     return total
 
