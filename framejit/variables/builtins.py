@@ -315,6 +315,12 @@ def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 @_traces(reversed)
 def _reversed(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    try:
+        kind: type | None = args[0].python_type()
+    except NotImplementedError:
+        kind = None
+    if kind is not None and not hasattr(kind, "__reversed__") and not hasattr(kind, "__getitem__"):  # an iterator
+        raise_observed(TypeError(f"'{kind.__name__}' object is not reversible"), BreakCode.BUILTIN)
     return IteratorVariable(list(reversed(_iterate(tx, args[0]))))
 
 

@@ -186,6 +186,16 @@ class _Bag:
         yield from _gives(self.log, [1, 2, 3])
 
 
+def reversed_of_a_generator_or_a_set_is_a_type_error(x):
+    refused = []
+    for value in (_gives([], [1, 2]), {1, 2}):
+        try:
+            reversed(value)
+        except TypeError:
+            refused.append(True)
+    return x + 1, refused, list(reversed([1, 2]))
+
+
 def in_on_an_object_whose_iter_is_a_generator(x):
     log = []
     return x + 1, 2 in _Bag(log), log
@@ -203,6 +213,7 @@ def in_on_an_object_whose_iter_is_a_generator(x):
         dict_and_set_updates_store_each_item_as_it_comes,
         next_with_a_default_and_zip_take_what_python_takes,
         in_on_an_object_whose_iter_is_a_generator,
+        reversed_of_a_generator_or_a_set_is_a_type_error,
     ],
 )
 def test_consumers_take_a_generators_items_as_python_takes_them(fn):

@@ -507,3 +507,17 @@ def test_a_set_from_outside_iterates_in_its_own_order_and_keeps_it_when_written(
     got_s, want_s = _set_with_a_history(), _set_with_a_history()
     assert same(one_graph(writes, x, got_s), writes(x, want_s))
     assert list(got_s) == list(want_s)  # changed in place, item by item, as eager changed it
+
+
+def test_a_frozenset_subclass_copy_is_a_new_plain_frozenset():
+    """frozenset.copy() answers the set itself only for a plain frozenset; a subclass's copy is a new frozenset."""
+
+    def fn(x):
+        p = Frozen("abc")
+        r = p.copy()
+        q = frozenset("ab")
+        return x + 1, type(r) is frozenset, r is p, r == p, q.copy() is q
+
+    x = torch.randn(3)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got, want), (got, want)
