@@ -116,7 +116,7 @@ class GeneratorVariable(IteratorVariable):
         if self.rest is not None:
             unsupported(f"generator {self.name} advanced after it was settled for a rebuild", BreakCode.GENERATOR)
         if self.frame.output.side_effects.settling:
-            self._refuse_settling()
+            self._refuse_settling(sends_none=sent is None and thrown is None)
         if thrown is not None and self.state == CREATED:  # raised before its first instruction: nothing catches
             self.state = DONE
             raise_observed(thrown)
@@ -295,13 +295,13 @@ class GeneratorVariable(IteratorVariable):
         self.rest = rest
         return rest
 
-    def _refuse_settling(self) -> None:
+    def _refuse_settling(self, sends_none: bool) -> None:
         """Taking its items at the end of the trace (each resume sends None) is not what Python does later: a
         handler would run when Python throws into it or closes it, and a yield whose value it uses would get what
         Python's send() gives."""
         if self.has_handlers:
             unsupported(_handlers_reason(self.name), BreakCode.GENERATOR)
-        if self.state == SUSPENDED and self.frame.sent_value_used():
+        if sends_none and self.state == SUSPENDED and self.frame.sent_value_used():
             unsupported(
                 f"generator {self.name} outlives the trace suspended at a yield whose value it uses (what Python "
                 "sends it later is not known to the trace)",
