@@ -263,6 +263,12 @@ class Translator(BasicOps, DataOps, CallOps, FlowOps, ExceptOps, ClassOps):
         assert result is not None
         return False, result
 
+    def sent_value_used(self) -> bool:
+        if self.in_yield_from():  # the value goes to the delegate, whose own yield decides
+            return False
+        after = (i.opname for i in self.instructions[self.ip :] if i.opname not in ("RESUME", "NOP", "CACHE"))
+        return next(after, "POP_TOP") != "POP_TOP"
+
     def in_yield_from(self) -> bool:
         return self.ip >= 2 and self.instructions[self.ip - 2].opname == "SEND"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 from framejit.contracts import Emitter, GuardKind, Tracer
 from framejit.exc import BreakCode, unsupported
@@ -54,6 +54,12 @@ class Variable:
     def unpack(self, tx: Tracer) -> list["Variable"]:
         """The items this value yields when iterated or unpacked."""
         unsupported(f"iterating over {self}", BreakCode.ITER)
+
+    def each_item(self, tx: Tracer) -> Iterator["Variable"]:
+        """The items as a CPython consumer that works item by item takes them (`in`, any, list.extend, sum...): an
+        iterator is advanced one item per step, so the consumer's work interleaves with a generator's side effects
+        and a consumer that stops early leaves the rest untaken; a container's items are read now."""
+        return iter(self.unpack(tx))
 
     def guard_missing_attr(self, tx: Tracer, name: str) -> None:
         """Guard that attribute `name`, found missing, stays missing (the answer is guarded like any other read)."""

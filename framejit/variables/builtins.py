@@ -331,6 +331,12 @@ def _zip(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 @_traces(reversed)
 def _reversed(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
+    try:
+        kind: type | None = args[0].python_type()
+    except NotImplementedError:
+        kind = None
+    if kind is not None and not hasattr(kind, "__reversed__") and not hasattr(kind, "__getitem__"):  # an iterator
+        raise_observed(TypeError(f"'{kind.__name__}' object is not reversible"), BreakCode.BUILTIN)
     return IteratorVariable(list(reversed(_iterate(tx, args[0]))))
 
 
@@ -389,9 +395,8 @@ def _filter(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 @_traces(sum)
 def _sum(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    items = _iterate(tx, args[0])
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    for item in items:
+    for item in args[0].each_item(tx):  # added as each is taken, as Python's does
         total = call_operator(tx, operator.add, [total, item])
     return total
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -171,9 +171,11 @@ class ListVariable(BaseListVariable):
         if name == "append":
             self.items.append(args[0])
         elif name == "extend":
-            self.items.extend(args[0].unpack(tx))
-        elif name == "__init__":  # list.__init__(l, iterable=()): l holds the iterable's items
-            self.items[:] = args[0].unpack(tx) if args else []
+            self._extend(tx, args[0])
+        elif name == "__init__":  # list.__init__(l, iterable=()): emptied, then extended by the iterable
+            self.items.clear()
+            if args:
+                self._extend(tx, args[0])
         elif name == "insert":
             self.items.insert(args[0].as_python_constant(), args[1])
         elif name == "pop":
@@ -206,6 +208,18 @@ class ListVariable(BaseListVariable):
             return super().call_method(tx, name, args, kwargs)
         self._mutated(tx)
         return ConstantVariable(None)
+
+    def _extend(self, tx: Tracer, iterable: Variable) -> None:
+        """list.extend: a list or tuple's items as they are now (`l.extend(l)` doubles it); another iterable's
+        appended one by one as it gives them, as CPython's does, so a generator reading the list sees each."""
+        if isinstance(iterable, IteratorVariable) and iterable.live is self and not iterable.exhausted:
+            unsupported("list.extend of an iterator over the list itself (endless in Python)", BreakCode.ITER)
+        self._mutated(tx)  # (first: a generator that raises midway leaves the items it gave)
+        if isinstance(iterable, BaseListVariable):
+            self.items.extend(iterable.unpack(tx))
+            return
+        for item in iterable.each_item(tx):
+            self.items.append(item)
 
     def __repr__(self) -> str:
         return f"ListVariable({self.items})"
@@ -298,6 +312,10 @@ class IteratorVariable(Variable):
     def unpack(self, tx: Tracer) -> list[Variable]:
         items, self._next, self._exhausted = self.items, len(self._all()), True
         return items
+
+    def each_item(self, tx: Tracer) -> Iterator[Variable]:
+        while (item := self.next()) is not None:
+            yield item
 
     def next(self) -> Variable | None:
         what = (

@@ -15,7 +15,7 @@ dropped while suspended inside a try or with block is refused as well, since Pyt
 from __future__ import annotations
 
 import types
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, Tracer
@@ -63,6 +63,10 @@ class GeneratorFrame(Protocol):
         """The trace's list of the exceptions being handled (trace.frame_state.FrameState)."""
         ...
 
+    def sent_value_used(self) -> bool:
+        """Whether the code after the yield it is suspended at uses the yield's value (what send() gives)."""
+        ...
+
 
 class GeneratorVariable(IteratorVariable):
     """A generator object made in the trace; its frame runs when it is advanced."""
@@ -76,6 +80,7 @@ class GeneratorVariable(IteratorVariable):
         self.state = CREATED
         self.advances = 0  # times its frame was resumed (a speculative read that resumed it cannot be forgotten)
         self.rest: list[Variable] | None = None  # the items left, once settled for a rebuild
+        self.started = False  # whether it had been advanced when it was settled (its rebuild is started too)
         self.exc_state: list[Variable] = []  # the exceptions its frame's except clauses handle while suspended
         self.has_handlers = bool(exception_table(frame.code))  # a try or with block somewhere in its body
         frame.output.side_effects.generators.append(self)
@@ -110,8 +115,8 @@ class GeneratorVariable(IteratorVariable):
             return None
         if self.rest is not None:
             unsupported(f"generator {self.name} advanced after it was settled for a rebuild", BreakCode.GENERATOR)
-        if self.frame.output.side_effects.settling and self.has_handlers:
-            unsupported(_handlers_reason(self.name), BreakCode.GENERATOR)
+        if self.frame.output.side_effects.settling:
+            self._refuse_settling(sends_none=sent is None and thrown is None)
         if thrown is not None and self.state == CREATED:  # raised before its first instruction: nothing catches
             self.state = DONE
             raise_observed(thrown)
@@ -155,6 +160,10 @@ class GeneratorVariable(IteratorVariable):
         while (item := self.resume(tx, None, None)) is not None:
             out.append(item)
         return out
+
+    def each_item(self, tx: Tracer) -> Iterator[Variable]:
+        while (item := self.resume(tx, None, None)) is not None:
+            yield item
 
     def var_getattr(self, tx: Tracer, name: str) -> Variable:
         if name in ("__next__", "send", "throw", "close", "__iter__"):
@@ -264,6 +273,7 @@ class GeneratorVariable(IteratorVariable):
             return self.rest
         if self.state != DONE and self.has_handlers:
             unsupported(_handlers_reason(self.name), BreakCode.GENERATOR)
+        self.started = self.state != CREATED
         effects = self.frame.output.side_effects
         checkpoint = effects.checkpoint()
         effects.settling = True
@@ -285,6 +295,19 @@ class GeneratorVariable(IteratorVariable):
         self.rest = rest
         return rest
 
+    def _refuse_settling(self, sends_none: bool) -> None:
+        """Taking its items at the end of the trace (each resume sends None) is not what Python does later: a
+        handler would run when Python throws into it or closes it, and a yield whose value it uses would get what
+        Python's send() gives."""
+        if self.has_handlers:
+            unsupported(_handlers_reason(self.name), BreakCode.GENERATOR)
+        if sends_none and self.state == SUSPENDED and self.frame.sent_value_used():
+            unsupported(
+                f"generator {self.name} outlives the trace suspended at a yield whose value it uses (what Python "
+                "sends it later is not known to the trace)",
+                BreakCode.GENERATOR,
+            )
+
     def children(self) -> list[Variable]:
         return [*self.settle(), *([self.returned] if self.returned is not None else [])]
 
@@ -298,7 +321,8 @@ class GeneratorVariable(IteratorVariable):
             cg.load(self.returned)
         else:
             cg.emit_const(None)
-        cg.call(2)
+        cg.emit_const(self.started)
+        cg.call(3)
 
 
 def refuse_outside_generator(value: Variable, what: str) -> None:
@@ -316,8 +340,21 @@ def refuse_outside_generator(value: Variable, what: str) -> None:
             )
 
 
-def _generator_over(items: tuple, returned: Any) -> Any:
-    yield from items
+def _generator_over(items: tuple, returned: Any, started: bool) -> Any:
+    """A real generator giving `items`, then returning `returned`; `started`: already advanced to a yield that
+    ignores what is sent to it, as the one it stands for was (send(v) past its end is StopIteration, not
+    TypeError)."""
+    generator = _yield_each(items, returned, started)
+    if started:
+        next(generator)
+    return generator
+
+
+def _yield_each(items: tuple, returned: Any, started: bool) -> Any:
+    if started:
+        yield  # (where _generator_over leaves it)
+    for item in items:  # (not `yield from`: a tuple iterator has no send())
+        yield item
     return returned
 
 

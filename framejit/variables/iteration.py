@@ -222,13 +222,11 @@ def without_side_effects(tx: Tracer, what: str, evaluate: Callable[[], Variable]
 
 
 def _reduce(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-    fn, items = args[0], args[1].unpack(tx)  # reduce takes every item, as Python's does
-    if len(args) > 2:
-        items = [args[2], *items]
-    if not items:
+    fn, items = args[0], args[1].each_item(tx)  # fn called as each item is taken, as Python's does
+    value = args[2] if len(args) > 2 else next(items, None)
+    if value is None:
         unsupported("functools.reduce of an empty sequence with no initial value (TypeError)", BreakCode.CALL)
-    value = items[0]
-    for item in items[1:]:
+    for item in items:
         value = fn.call(tx, [value, item], {})
     return value
 
@@ -247,12 +245,15 @@ def _sorted(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
 
 def _min_max(fn: Callable[..., Any]) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        items = _unpack(tx, args[0]) if len(args) == 1 else args
         key_fn = kwargs.get("key")
-        if key_fn is not None and not (key_fn.is_python_constant() and key_fn.as_python_constant() is None):
-            keys = [key_fn.call(tx, [i], {}) for i in items]  # the winner is the item itself, not a copy
-        else:
-            keys = items
+        if key_fn is not None and key_fn.is_python_constant() and key_fn.as_python_constant() is None:
+            key_fn = None
+        items: list[Variable] = []
+        keys: list[Variable] = [] if key_fn is not None else items
+        for item in args[0].each_item(tx) if len(args) == 1 else args:  # key(item) as each is taken
+            items.append(item)
+            if key_fn is not None:
+                keys.append(key_fn.call(tx, [item], {}))  # the winner is the item itself, not a copy
         symbolic = [isinstance(i, SymbolicVariable) for i in items]
         if (
             keys is items
@@ -331,7 +332,7 @@ def _pick(tx: Tracer, fn: Callable[..., Any], a: Variable, b: Variable) -> Varia
 
 def _all_any(fn: Callable[..., Any]) -> Callable[..., Variable]:
     def trace_call(tx: Tracer, args: list[Variable], kwargs: dict) -> Variable:
-        return ConstantVariable(fn(i.truth(tx) for i in _unpack(tx, args[0])))
+        return ConstantVariable(fn(i.truth(tx) for i in args[0].each_item(tx)))  # up to the first answer
 
     return trace_call
 

@@ -195,15 +195,22 @@ class DictVariable(Variable):
         elif name == "__delitem__":
             del self.items[dict_key(tx, args[0])]
         elif name in ("update", "__init__"):  # dict.__init__(d, ...) adds to d as update does
+            self._mutated(tx)  # (first: a generator that raises midway leaves the pairs it gave)
             for source in args:
                 if isinstance(source, DictVariable):
                     self.items.update(source.items)
-                elif hasattr(source.python_type(), "keys"):  # as CPython: a mapping is read by keys() and [key]
+                    continue
+                if hasattr(source.python_type(), "keys"):  # as CPython: a mapping is read by keys() and [key]
                     self._merge_mapping(tx, source)
-                else:
-                    for pair in source.unpack(tx):
-                        k, v = pair.unpack(tx)
-                        self.items[dict_key(tx, k)] = v
+                    continue
+                for pair in source.each_item(tx):  # stored one by one as given: a generator may read d between
+                    k_v = pair.unpack(tx)
+                    if len(k_v) != 2:
+                        unsupported(
+                            f"dict update sequence element has length {len(k_v)}; 2 is required",
+                            BreakCode.CONTAINER_METHOD,
+                        )
+                    self.items[dict_key(tx, k_v[0])] = k_v[1]
             self.items.update(kwargs)
         elif name == "pop":
             key = dict_key(tx, args[0])

@@ -373,10 +373,9 @@ def _contains(tx: Tracer, container: Variable, item: Variable) -> Variable:
         return container.call_method(tx, "__contains__", [item], {})
     if isinstance(container, TensorVariable):
         unsupported("`in` on a tensor (data-dependent)", BreakCode.DATA_DEPENDENT)
-    items = container.unpack(tx) if not container.is_python_constant() else None
-    if items is None:
+    if container.is_python_constant():
         return ConstantVariable(item.as_python_constant() in container.as_python_constant())
-    for x in items:  # `in` is `x is item or x == item`, item by item
+    for x in container.each_item(tx):  # `in` is `x is item or x == item`, item by item, up to the first match
         if _same_object(tx, x, item):
             return ConstantVariable(True)
         if isinstance(x, TensorVariable) or isinstance(item, TensorVariable):

@@ -58,7 +58,15 @@ def set_keys(tx: Tracer, iterable: Variable) -> list[Any]:
     """The keys of an iterable's items, as a set made from it holds them."""
     if isinstance(iterable, SetVariable):
         return iterable.ordered_keys()
-    return [hash_key(tx, item, "a set item") for item in iterable.unpack(tx)]
+    return [hash_key(tx, item, "a set item") for item in iterable.each_item(tx)]
+
+
+def keys_as_taken(tx: Tracer, iterable: Variable) -> Iterable[Any]:
+    """The keys of an iterable's items, taken as the Python set method given them asks for them: an iterator's
+    (a generator's) one at a time, so the method stops where CPython's does, reading the set as it is then."""
+    if isinstance(iterable, SetVariable):
+        return iterable.ordered_keys()
+    return (hash_key(tx, item, "a set item") for item in iterable.each_item(tx))
 
 
 class SetVariable(Variable):
@@ -154,12 +162,25 @@ class SetVariable(Variable):
         if name in SET_WRITES:
             self._write(tx, name, args)
             return ConstantVariable(None)
-        if name == "copy" and self.py_type is frozenset:
+        if name == "copy" and self.py_type is frozenset and self.owner is None:
             return self  # a frozenset's copy is itself
+        if name == "copy" and self.owner is not None and self.py_type is frozenset:
+            return SetVariable(self.ordered_keys(), py_type=frozenset)  # a subclass's copy: a plain frozenset
         if name in SET_READS:
-            result = getattr(self.as_real_set(), name)(*[set_keys(tx, a) for a in args])
-            return self.wrap_result(result)
+            return self.wrap_result(self._read(tx, name, args))
         unsupported(f"{self.py_type.__name__}.{name}", BreakCode.CONTAINER_METHOD)
+
+    def _read(self, tx: Tracer, name: str, args: Sequence[Variable]) -> Any:
+        """Python's own method on the keys, given the arguments' keys as CPython takes them: issubset and
+        symmetric_difference take all of them first; isdisjoint, issuperset and intersection take an iterator's
+        one by one against the set as it is (stopping at the answer); union and difference copy the set first."""
+        keys = [keys_as_taken(tx, a) for a in args]
+        if name in ("issubset", "symmetric_difference"):
+            keys = [list(k) for k in keys]
+        if name in ("isdisjoint", "issuperset", "intersection") and any(isinstance(a, IteratorVariable) for a in args):
+            result = getattr(self.keys, name)(*keys)  # (an intersection's order is its argument's)
+            return frozenset(result) if self.py_type is frozenset and isinstance(result, set) else result
+        return getattr(self.as_real_set(), name)(*keys)
 
     @staticmethod
     def wrap_result(result: Any) -> Variable:
@@ -185,12 +206,18 @@ class SetVariable(Variable):
             if not self.keys:
                 raise_observed(KeyError("pop from an empty set"), BreakCode.CONTAINER_METHOD)
             self.keys.clear()  # (of one item: the caller checked)
-        elif name in ("clear", "__init__"):  # set.__init__(s, iterable): s holds the iterable's items
-            items = set_keys(tx, args[0]) if args else []
-            self.keys.clear()
-            self.keys.update(items)
-        else:  # update and the *_update forms, each of any iterables
-            getattr(self.keys, name)(*[set_keys(tx, a) for a in args])
+        else:  # clear, update and the *_update forms (each of any iterables), set.__init__(s, it) (emptied, then
+            # updated): the keys taken as CPython's take them (a generator's one by one, reading the set between)
+            if name == "__init__":
+                self.keys.clear()
+            try:
+                getattr(self.keys, "update" if name == "__init__" else name)(*[keys_as_taken(tx, a) for a in args])
+            finally:
+                self._note_write(tx, before, name)
+            return
+        self._note_write(tx, before, name)
+
+    def _note_write(self, tx: Tracer, before: set[Any], name: str) -> None:
         if self.keys != before or name in ("clear", "__init__"):
             tx.output.side_effects.mutated_container(self)  # one from outside: replayed after the graph
             self.read_order = None

@@ -7,7 +7,7 @@ import collections.abc
 import functools
 import os
 import types
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from framejit.codeobj import exception_table
 from framejit.contracts import Emitter, GuardKind, Tracer
@@ -225,11 +225,11 @@ class MemoisedMethod(Variable):
         return call_memoised(tx, self.fn, [self.obj, *args], kwargs, self.source)
 
 
-def _unpack_user_object(tx: Tracer, obj: Variable) -> list[Variable]:
+def _user_iterator(tx: Tracer, obj: Variable) -> Variable:
     iterator = iterate_user_object(tx, obj)
     if iterator is None:
         unsupported(f"iterating over {obj}", BreakCode.ITER)
-    return iterator.unpack(tx)
+    return iterator
 
 
 class UserObjectVariable(Variable):
@@ -244,7 +244,10 @@ class UserObjectVariable(Variable):
         return type(self.value)
 
     def unpack(self, tx: Tracer) -> list[Variable]:
-        return _unpack_user_object(tx, self)
+        return _user_iterator(tx, self).unpack(tx)
+
+    def each_item(self, tx: Tracer) -> Iterator[Variable]:
+        return _user_iterator(tx, self).each_item(tx)
 
     def truth(self, tx: Tracer) -> bool:
         return user_truth(tx, self)
@@ -441,7 +444,10 @@ class NewObjectVariable(Variable):
         return self.cls
 
     def unpack(self, tx: Tracer) -> list[Variable]:
-        return _unpack_user_object(tx, self)
+        return _user_iterator(tx, self).unpack(tx)
+
+    def each_item(self, tx: Tracer) -> Iterator[Variable]:
+        return _user_iterator(tx, self).each_item(tx)
 
     def truth(self, tx: Tracer) -> bool:
         return user_truth(tx, self)

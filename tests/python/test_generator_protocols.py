@@ -293,3 +293,77 @@ def test_a_generator_from_outside_is_advanced_as_python_advances_it():
     want = fn(x, want_gen)
     got = framejit.compile(fn, backend="eager")(x, got_gen)
     assert same(got, want) and list(got_gen) == list(want_gen) == [4]
+
+
+def _double():
+    x = yield
+    yield x * 2
+
+
+def _plain():
+    yield 1
+    yield 2
+
+
+def _echo():
+    x = yield 1
+    yield x
+
+
+def _raised_by(fn, x):
+    try:
+        return "returned", fn(x)
+    except BaseException as e:  # (StopIteration too: what the caller sees)
+        return type(e).__name__, str(e)
+
+
+def sends_past_the_end_after_a_break(x):
+    gen = _double()
+    next(gen)
+    a = gen.send(x)
+    return a + gen.send(x)  # StopIteration (the break's rebuilt generator is started, as this one is)
+
+
+def sends_into_a_plain_yield_after_a_break(x):
+    gen = _plain()
+    next(gen)
+    print("a break")
+    return x + gen.send(5)  # the yield drops the value: 2
+
+
+def sends_into_a_fresh_generator_after_a_break(x):
+    gen = _plain()
+    print("a break")
+    return x + gen.send(5)  # TypeError, as for a generator never started
+
+
+def sends_a_value_the_generator_uses_after_a_break(x):
+    gen = _echo()
+    next(gen)
+    print("a break")
+    return x + gen.send(5)  # 5: the rebuilt generator cannot know it, so the frame runs as Python
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        sends_past_the_end_after_a_break,
+        sends_into_a_plain_yield_after_a_break,
+        sends_into_a_fresh_generator_after_a_break,
+        sends_a_value_the_generator_uses_after_a_break,
+    ],
+)
+def test_send_to_a_generator_made_again_after_a_break_is_eagers(fn):
+    """Not fullgraph: a generator live at a break is made again as a real generator, started if it had been (send()
+    past its end is StopIteration, a non-None value into a plain yield is dropped, into a fresh one TypeError); one
+    suspended at a yield whose value it uses is not made again (the frame runs as Python)."""
+    x = torch.randn(2)
+    got, want = _raised_by(framejit.compile(fn, backend="eager"), x), _raised_by(fn, x)
+    assert got[0] == want[0] and (same(got[1], want[1]) if got[0] == "returned" else got[1] == want[1]), (got, want)
+
+
+def test_a_generator_suspended_at_a_used_yield_is_not_made_again():
+    reasons = [
+        r.reason for r in framejit.explain(sends_a_value_the_generator_uses_after_a_break)(torch.ones(2)).break_reasons
+    ]
+    assert any("suspended at a yield whose value it uses" in r for r in reasons), reasons

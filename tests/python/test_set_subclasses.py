@@ -552,3 +552,17 @@ def test_a_container_subclass_made_in_the_trace_formats_as_in_eager():
     x = torch.randn(2)
     got, want = one_graph(fn, x), fn(x)
     assert same(got[0], want[0]) and got[1:] == want[1:]
+
+
+def test_a_frozenset_subclass_copy_is_a_new_plain_frozenset():
+    """frozenset.copy() answers the set itself only for a plain frozenset; a subclass's copy is a new frozenset."""
+
+    def fn(x):
+        p = Frozen("abc")
+        r = p.copy()
+        q = frozenset("ab")
+        return x + 1, type(r) is frozenset, r is p, r == p, q.copy() is q
+
+    x = torch.randn(3)
+    got, want = one_graph(fn, x), fn(x)
+    assert same(got, want), (got, want)
