@@ -227,6 +227,8 @@ class NNModuleVariable(Variable):
             return value
         if not isinstance(forward, types.FunctionType):
             unsupported(f"{type(self.module).__name__}.forward is not a Python function", BreakCode.MODULE_CALL)
+        if isinstance(lookup_class_attr(type(self.module), "forward")[1], staticmethod):  # called without self
+            return UserFunctionVariable(forward).call(tx, args, kwargs)
         return UserFunctionVariable(forward).call(tx, [self, *args], kwargs)
 
     def child_modules(self, tx: Tracer) -> list[Variable]:

@@ -315,3 +315,25 @@ def test_a_class_attribute_wins_over_a_submodule_of_its_name_as_in_eager():
     counter = CompileCounter()
     assert same(framejit.optimize(counter)(model)(x), model(x))
     assert counter.frame_count == 1
+
+
+class _StaticForward(torch.nn.Module):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+
+
+class _CallsStaticForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mod = _StaticForward()
+
+    def forward(self, x):
+        return self.mod(x) + 1
+
+
+def test_a_submodule_whose_forward_is_a_staticmethod_is_called_without_self():
+    model, x = _CallsStaticForward(), torch.randn(4)
+    counter = CompileCounter()
+    assert same(framejit.optimize(counter, nopython=True)(model)(x), model(x))
+    assert counter.frame_count == 1
