@@ -130,19 +130,19 @@ class FrameCallback:
     def _run_under_dispatch_mode(self, code: types.CodeType) -> None:
         """A user's TorchDispatchMode is active (FlopCounterMode, a logging mode): the frame runs as Python, so
         that the mode sees eager's ops (a backend's would be others, and the trace's fakes would reach it), as
-        torch.compile does; said once."""
+        torch.compile does; said once (each frame under the mode comes here at every call: nothing more is done)."""
         self.mode_runs += 1
+        if self.warned_mode:
+            return
+        self.warned_mode = True
         modes = [type(m).__qualname__ for m in _get_current_dispatch_mode_stack() if not m.ignore_compile_internals()]
-        log.info("framejit runs %s as Python: a TorchDispatchMode (%s) is active", frame_label(code), modes)
-        if not self.warned_mode:
-            self.warned_mode = True
-            warnings.warn(
-                f"framejit runs frames as Python while a TorchDispatchMode ({', '.join(modes) or 'its handler'}) is "
-                f"active, so that it sees eager's ops, as torch.compile does: {frame_label(code)} and what it "
-                "calls are not compiled",
-                FramejitWarning,
-                stacklevel=user_stacklevel(),
-            )
+        warnings.warn(
+            f"framejit runs frames as Python while a TorchDispatchMode ({', '.join(modes) or 'its handler'}) is "
+            f"active, so that it sees eager's ops, as torch.compile does: {frame_label(code)} and what it calls "
+            "are not compiled",
+            FramejitWarning,
+            stacklevel=user_stacklevel(),
+        )
 
     def _refuse_recompile(self, fn: types.FunctionType, args: tuple) -> None:
         """set_stance("eager_on_recompile"): run the frame as Python (its entries still serve later calls);
